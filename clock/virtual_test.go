@@ -1,0 +1,54 @@
+package clock
+
+import "testing"
+
+func TestVirtualOrderAndStop(t *testing.T) {
+	v := NewVirtual()
+	var got []int
+	v.AfterFunc(3*Nanosecond, func() { got = append(got, 3) })
+	v.AfterFunc(Nanosecond, func() { got = append(got, 1) })
+	// Same instant: scheduling order breaks the tie, which is what makes runs reproducible.
+	v.AfterFunc(Nanosecond, func() { got = append(got, 2) })
+	stopped := v.AfterFunc(2*Nanosecond, func() { got = append(got, 99) })
+	if !stopped.Stop() {
+		t.Fatal("Stop of a pending timer returned false")
+	}
+	if stopped.Stop() {
+		t.Fatal("second Stop returned true")
+	}
+	v.AfterFunc(Nanosecond, func() {
+		v.AfterFunc(0, func() { got = append(got, 4) })
+	})
+	n := v.RunUntil(10 * Nanosecond)
+	want := []int{1, 2, 4, 3}
+	if len(got) != len(want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("got %v want %v", got, want)
+		}
+	}
+	if n != 5 || v.Now() != 10*Nanosecond {
+		t.Fatalf("fired %d now %v", n, v.Now())
+	}
+}
+
+func TestTxTime(t *testing.T) {
+	if got := TxTime(1056, 100e9); got != 84480 {
+		t.Fatalf("1056 B at 100G = %d ps, want 84480", got)
+	}
+}
+
+func BenchmarkVirtualEvents(b *testing.B) {
+	v := NewVirtual()
+	var tick func()
+	tick = func() { v.AfterFunc(Nanosecond, tick) }
+	for i := 0; i < 64; i++ {
+		v.AfterFunc(Time(i), tick)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v.Step()
+	}
+}

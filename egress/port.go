@@ -1,0 +1,301 @@
+// Package egress is the output side of a link, shared by switches and NICs: a set of FIFO queues, a
+// scheduler (strict priority for control queues, then deficit round robin among data queues), per-queue
+// pause state, and the link model (serialization at the port's rate, after which the Link adds
+// propagation delay). Queues therefore build here, where the papers put them, never in the kernel.
+package egress
+
+import (
+	"fmt"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/pkt"
+)
+
+// Link carries a frame whose last bit has left the port to the peer, adding the propagation delay.
+type Link interface {
+	Send(p *pkt.Packet)
+}
+
+// Config describes one egress port.
+type Config struct {
+	RateBps float64
+	Queues  int   // number of queues, at most 64
+	Strict  []int // queues served in strict priority before any data queue, in this order; never paused by Pause
+	Quantum int   // DRR quantum in bytes (0 = 1500)
+	// Overhead is added to every frame's Size for serialization only (e.g. 24 for preamble, SFD, FCS and
+	// inter-frame gap). Zero matches the HPCC ns-3 model the papers were run on.
+	Overhead int
+}
+
+// Hooks let the owning engine account buffer and run flow-control rules when a frame leaves a queue.
+type Hooks struct {
+	// Dequeue runs when a frame leaves queue q and starts serializing (buffer release, ECN on dequeue,
+	// PortFC Algorithm 2). It may call Pause/Enqueue on this port.
+	Dequeue func(q int, p *pkt.Packet)
+	// Sent runs when the frame's last bit has left, just before Link.Send.
+	Sent func(p *pkt.Packet)
+}
+
+type queue struct {
+	frames  []*pkt.Packet
+	head    int
+	bytes   int
+	deficit int
+	// counters
+	enq, deq    uint64
+	enqBytes    uint64
+	deqBytes    uint64
+	maxBytes    int
+	pausedSince clock.Time
+}
+
+func (q *queue) len() int { return len(q.frames) - q.head }
+
+func (q *queue) push(p *pkt.Packet) {
+	q.frames = append(q.frames, p)
+	q.bytes += int(p.Size)
+	if q.bytes > q.maxBytes {
+		q.maxBytes = q.bytes
+	}
+	q.enq++
+	q.enqBytes += uint64(p.Size)
+}
+
+func (q *queue) pop() *pkt.Packet {
+	p := q.frames[q.head]
+	q.frames[q.head] = nil
+	q.head++
+	if q.head == len(q.frames) {
+		q.frames, q.head = q.frames[:0], 0
+	} else if q.head > 1024 && q.head*2 > len(q.frames) {
+		n := copy(q.frames, q.frames[q.head:])
+		q.frames, q.head = q.frames[:n], 0
+	}
+	q.bytes -= int(p.Size)
+	q.deq++
+	q.deqBytes += uint64(p.Size)
+	return p
+}
+
+// Port is one egress port. It is driven entirely by the clock and by calls from its owning engine.
+type Port struct {
+	cfg     Config
+	clk     clock.Clock
+	link    Link
+	hooks   Hooks
+	queues  []queue
+	strict  uint64 // bitmask of strict queues
+	paused  uint64 // bitmask of paused queues
+	busy    bool
+	rr      int  // DRR position among data queues
+	granted bool // the queue at rr has had its quantum for this turn
+	quantum int
+
+	txDone func() // allocated once: the serialization-complete callback
+	inTx   *pkt.Packet
+
+	busyTime  clock.Time // total time spent serializing (utilization)
+	sentBytes uint64
+}
+
+// New makes a port. link may be set later with SetLink (backends wire links after devices exist).
+func New(cfg Config, clk clock.Clock, link Link, hooks Hooks) (*Port, error) {
+	if cfg.RateBps <= 0 {
+		return nil, fmt.Errorf("egress: rate must be positive, got %g bps", cfg.RateBps)
+	}
+	if cfg.Queues < 1 || cfg.Queues > 64 {
+		return nil, fmt.Errorf("egress: queues must be 1..64, got %d", cfg.Queues)
+	}
+	p := &Port{cfg: cfg, clk: clk, link: link, hooks: hooks, queues: make([]queue, cfg.Queues), quantum: cfg.Quantum}
+	if p.quantum <= 0 {
+		p.quantum = 1500
+	}
+	for _, s := range cfg.Strict {
+		if s < 0 || s >= cfg.Queues {
+			return nil, fmt.Errorf("egress: strict queue %d out of range 0..%d", s, cfg.Queues-1)
+		}
+		p.strict |= 1 << uint(s)
+	}
+	p.txDone = p.finish
+	return p, nil
+}
+
+// SetLink attaches the link the port transmits onto.
+func (p *Port) SetLink(l Link) { p.link = l }
+
+// Rate returns the port's line rate in bits per second.
+func (p *Port) Rate() float64 { return p.cfg.RateBps }
+
+// Enqueue appends a frame to queue q and starts the transmitter if it is idle. Admission (buffer
+// limits, drops) is the owning engine's decision and happens before this call.
+func (p *Port) Enqueue(q int, f *pkt.Packet) {
+	f.Queue = int16(q)
+	p.queues[q].push(f)
+	if !p.busy {
+		p.start()
+	}
+}
+
+// Pause stops (or resumes) service of queue q. Strict queues ignore pauses: control frames must always
+// get through, or a pause could never be lifted.
+func (p *Port) Pause(q int, on bool) {
+	bit := uint64(1) << uint(q)
+	if p.strict&bit != 0 {
+		return
+	}
+	if on {
+		if p.paused&bit == 0 {
+			p.paused |= bit
+			p.queues[q].pausedSince = p.clk.Now()
+		}
+		return
+	}
+	if p.paused&bit != 0 {
+		p.paused &^= bit
+		if !p.busy {
+			p.start()
+		}
+	}
+}
+
+// Paused reports whether queue q is paused.
+func (p *Port) Paused(q int) bool { return p.paused&(1<<uint(q)) != 0 }
+
+// Bytes is queue q's occupancy in bytes.
+func (p *Port) Bytes(q int) int { return p.queues[q].bytes }
+
+// Frames is queue q's occupancy in frames.
+func (p *Port) Frames(q int) int { return p.queues[q].len() }
+
+// TotalBytes is the occupancy of all queues.
+func (p *Port) TotalBytes() int {
+	n := 0
+	for i := range p.queues {
+		n += p.queues[i].bytes
+	}
+	return n
+}
+
+// NumQueues returns the number of queues.
+func (p *Port) NumQueues() int { return len(p.queues) }
+
+// Busy reports whether a frame is serializing now.
+func (p *Port) Busy() bool { return p.busy }
+
+// QueueStats are a queue's counters.
+type QueueStats struct {
+	Enqueued, Dequeued           uint64
+	EnqueuedBytes, DequeuedBytes uint64
+	MaxBytes, Bytes, Frames      int
+	Paused                       bool
+}
+
+// Stats returns queue q's counters.
+func (p *Port) Stats(q int) QueueStats {
+	x := &p.queues[q]
+	return QueueStats{Enqueued: x.enq, Dequeued: x.deq, EnqueuedBytes: x.enqBytes, DequeuedBytes: x.deqBytes,
+		MaxBytes: x.maxBytes, Bytes: x.bytes, Frames: x.len(), Paused: p.Paused(q)}
+}
+
+// BusyTime is the total time the port spent serializing, for utilization.
+func (p *Port) BusyTime() clock.Time { return p.busyTime }
+
+// SentBytes is the total bytes whose transmission completed.
+func (p *Port) SentBytes() uint64 { return p.sentBytes }
+
+// pick chooses the next queue to serve, or -1.
+func (p *Port) pick() int {
+	for s := p.strict; s != 0; s &= s - 1 {
+		q := trailingZeros(s)
+		if p.queues[q].len() > 0 {
+			return q
+		}
+	}
+	n := len(p.queues)
+	// DRR: the queue holding the turn gets one quantum per turn and keeps the turn while its deficit
+	// covers its head frame. Terminates: every eligible queue gains a quantum per round.
+	eligible := false
+	for i := 0; i < n; i++ {
+		bit := uint64(1) << uint(i)
+		if p.strict&bit == 0 && p.paused&bit == 0 && p.queues[i].len() > 0 {
+			eligible = true
+			break
+		}
+	}
+	if !eligible {
+		return -1
+	}
+	for {
+		q := p.rr
+		bit := uint64(1) << uint(q)
+		x := &p.queues[q]
+		if p.strict&bit == 0 && p.paused&bit == 0 && x.len() > 0 {
+			if !p.granted {
+				x.deficit += p.quantum
+				p.granted = true
+			}
+			if x.deficit >= int(x.frames[x.head].Size) {
+				return q
+			}
+		} else if x.len() == 0 {
+			x.deficit = 0 // an empty queue does not bank credit
+		}
+		p.rr++
+		if p.rr == n {
+			p.rr = 0
+		}
+		p.granted = false
+	}
+}
+
+func (p *Port) start() {
+	q := p.pick()
+	if q < 0 {
+		return
+	}
+	x := &p.queues[q]
+	f := x.pop()
+	if p.strict&(1<<uint(q)) == 0 {
+		x.deficit -= int(f.Size)
+		if x.len() == 0 {
+			x.deficit = 0
+		}
+	}
+	p.busy = true
+	p.inTx = f
+	if p.hooks.Dequeue != nil {
+		p.hooks.Dequeue(q, f)
+	}
+	d := clock.TxTime(int(f.Size)+p.cfg.Overhead, p.cfg.RateBps)
+	p.busyTime += d
+	p.clk.AfterFunc(d, p.txDone)
+}
+
+func (p *Port) finish() {
+	f := p.inTx
+	p.inTx = nil
+	p.busy = false
+	p.sentBytes += uint64(f.Size)
+	if p.hooks.Sent != nil {
+		p.hooks.Sent(f)
+	}
+	p.link.Send(f)
+	if !p.busy { // Send may have re-entered Enqueue on a loopback link
+		p.start()
+	}
+}
+
+func trailingZeros(x uint64) int {
+	n := 0
+	for x&1 == 0 {
+		x >>= 1
+		n++
+	}
+	return n
+}
+
+// LinkFunc adapts a function to a Link (tests, loopbacks).
+type LinkFunc func(p *pkt.Packet)
+
+// Send calls f(p).
+func (f LinkFunc) Send(p *pkt.Packet) { f(p) }

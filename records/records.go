@@ -1,0 +1,104 @@
+// Package records is what a run measured, as plain data: per-flow completions, pause/resume events,
+// drops, ECN marks, retransmissions, queue samples. Engines append to a Log; backends merge the logs of
+// all devices; package report reads them. Times are in the engine's clock (dilated on netns); the
+// report converts to paper units.
+package records
+
+import "github.com/fabriclab/fabriclab/clock"
+
+// Flow is one flow's outcome, written by the receiving (or sending) NIC when it completes.
+type Flow struct {
+	ID          uint32
+	Src, Dst    int32 // host indices
+	SPort       uint16
+	DPort       uint16
+	Size        int64 // application bytes
+	Start       clock.Time
+	Finish      clock.Time // 0 if not completed
+	Ideal       clock.Time // standalone FCT on an idle fabric along the same path (for slowdown)
+	Completed   bool
+	Retransmits int64  // packets retransmitted
+	Class       string // workload entry that made it: "flows", "incast", "poisson", ...
+}
+
+// FCT is the flow completion time, or 0 if the flow did not complete.
+func (f Flow) FCT() clock.Time {
+	if !f.Completed {
+		return 0
+	}
+	return f.Finish - f.Start
+}
+
+// DeviceKind matches the HPCC pfc.txt node_type column: 0 host, 1 switch.
+type DeviceKind uint8
+
+const (
+	Host   DeviceKind = 0
+	Switch DeviceKind = 1
+)
+
+// Pause is a flow-control frame sent or received (PFC or PortFC).
+type Pause struct {
+	At     clock.Time
+	Device int32 // graph node index
+	Kind   DeviceKind
+	Port   int16 // port index at Device
+	Queue  int16 // priority (PFC) or queue index (PortFC)
+	On     bool  // pause (true) or resume (false)
+	Sent   bool  // true: Device sent it out of Port; false: Device received it on Port
+	Hops   int8  // PortFC: how many hops this pause has been relayed so far (0 = originated here)
+}
+
+// Drop is a frame discarded by a device.
+type Drop struct {
+	At       clock.Time
+	Device   int32
+	Port     int16 // egress port the frame was headed for (-1 if unknown)
+	Queue    int16
+	Flow     uint32
+	Lossless bool   // dropped from a lossless class: a violation
+	Reason   string // "buffer", "headroom", "malformed", "no-route", "ttl"
+}
+
+// QueueSample is a queue's occupancy at an instant.
+type QueueSample struct {
+	At     clock.Time
+	Device int32
+	Port   int16
+	Queue  int16 // -1 = all queues of the port
+	Bytes  int32
+}
+
+// Counters are a device's totals, pulled at the end of a run.
+type Counters struct {
+	Device      int32
+	ECNMarked   uint64
+	Retransmits uint64
+	CNPsSent    uint64
+	Malformed   uint64 // frames that failed to decode (netns)
+	RxFrames    uint64
+	TxFrames    uint64
+	MaxQueue    []int // per port: max bytes over all its queues at once
+}
+
+// Log collects a device's (or a whole virtual fabric's) records. It is not safe for concurrent use:
+// each engine goroutine gets its own Log, merged afterwards.
+type Log struct {
+	Flows    []Flow
+	Pauses   []Pause
+	Drops    []Drop
+	Samples  []QueueSample
+	Counters []Counters
+	// Violations are lossless-mode drops and other broken invariants, in words.
+	Violations []string
+}
+
+// Merge appends other's records to l.
+func (l *Log) Merge(o *Log) {
+	l.Flows = append(l.Flows, o.Flows...)
+	l.Pauses = append(l.Pauses, o.Pauses...)
+	l.Drops = append(l.Drops, o.Drops...)
+	l.Samples = append(l.Samples, o.Samples...)
+	l.Counters = append(l.Counters, o.Counters...)
+	l.Violations = append(l.Violations, o.Violations...)
+}
