@@ -1,0 +1,64 @@
+package virtual
+
+import (
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/pkt"
+)
+
+// Device is what a link delivers to: a switch or a NIC engine.
+type Device interface {
+	Receive(port int, p *pkt.Packet)
+}
+
+// link is one direction of a cable. The sender's egress port has already spent the serialization time;
+// the link adds the propagation delay. Frames cannot overtake each other on a cable, so in-flight frames
+// form a FIFO and one timer (for the head) is enough, which keeps the event heap small on long links.
+type link struct {
+	clk     *clock.Virtual
+	delay   clock.Time
+	to      Device
+	port    int
+	flight  []inFlight
+	head    int
+	pending bool
+	fire    func()
+}
+
+type inFlight struct {
+	at clock.Time
+	p  *pkt.Packet
+}
+
+func newLink(clk *clock.Virtual, delay clock.Time, to Device, port int) *link {
+	l := &link{clk: clk, delay: delay, to: to, port: port}
+	l.fire = l.deliver
+	return l
+}
+
+func (l *link) Send(p *pkt.Packet) {
+	l.flight = append(l.flight, inFlight{at: l.clk.Now() + l.delay, p: p})
+	if !l.pending {
+		l.pending = true
+		l.clk.AfterFunc(l.delay, l.fire)
+	}
+}
+
+func (l *link) deliver() {
+	now := l.clk.Now()
+	for l.head < len(l.flight) && l.flight[l.head].at <= now {
+		p := l.flight[l.head].p
+		l.flight[l.head].p = nil
+		l.head++
+		l.to.Receive(l.port, p)
+	}
+	if l.head == len(l.flight) {
+		l.flight, l.head = l.flight[:0], 0
+		l.pending = false
+		return
+	}
+	if l.head > 256 && l.head*2 > len(l.flight) { // a link that never drains must not grow forever
+		n := copy(l.flight, l.flight[l.head:])
+		l.flight, l.head = l.flight[:n], 0
+	}
+	l.clk.AfterFunc(l.flight[l.head].at-now, l.fire)
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The test command (README, .ci/run and the Vagrant VM all call this). It installs what it needs, then:
+# gofmt, go vet, unit tests, the race detector on the engines, and the Ginkgo suites labelled smoke.
+# Usage: bash scripts/test.sh [LABEL-FILTER]   (default: smoke)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+labels="${1:-smoke}"
+
+bash scripts/provision.sh
+export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+step "unit tests"
+go test -count=1 $(go list ./... | grep -v /suites/)
+
+step "race detector on the engines"
+go test -race -count=1 ./clock/... ./egress/... ./switchsw/... ./nodes/... ./wire/... ./harness/virtual/...
+
+step "ginkgo suites (label: $labels)"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "note: the namespace suites need root; run as root (sudo bash scripts/test.sh) for them to pass" >&2
+fi
+ginkgo --no-color -r --label-filter="$labels" --timeout=40m ./suites
