@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	var asJSON, asDOT bool
+	cmd := &cobra.Command{
+		Use:   "topo FAMILY [key=value ...]",
+		Short: "Describe a topology without creating anything",
+		Long: "Build a topology from its family and parameters and print a summary, the JSON description " +
+			"(--json, the contract in DESIGN.md §8) or Graphviz DOT (--dot).\n\nFamilies and keys:\n" + familyHelp(),
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if asJSON && asDOT {
+				return fmt.Errorf("--json and --dot are exclusive")
+			}
+			params, err := topo.ParseParams(args[1:])
+			if err != nil {
+				return err
+			}
+			g, err := topo.Build(args[0], params)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			switch {
+			case asJSON:
+				return g.WriteJSON(out)
+			case asDOT:
+				return g.WriteDOT(out)
+			}
+			return writeTopoSummary(out, g)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the topology as JSON")
+	cmd.Flags().BoolVar(&asDOT, "dot", false, "print the topology as Graphviz DOT")
+	root.AddCommand(cmd)
+}
+
+func familyHelp() string {
+	var b strings.Builder
+	for _, f := range topo.Families() {
+		fmt.Fprintf(&b, "  %-10s %s\n", f, strings.Join(topo.FamilyKeys(f), " "))
+	}
+	return b.String()
+}
+
+func writeTopoSummary(w io.Writer, g *topo.Graph) error {
+	st := g.Stats()
+	keys := make([]string, 0, len(g.Params))
+	for k := range g.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	kv := make([]string, len(keys))
+	for i, k := range keys {
+		kv[i] = k + "=" + g.Params[k]
+	}
+	fmt.Fprintf(w, "family    %s\n", g.Family)
+	fmt.Fprintf(w, "params    %s\n", strings.Join(kv, " "))
+	fmt.Fprintf(w, "hosts     %d\nswitches  %d\nlinks     %d\n", st.Hosts, st.Switches, st.Links)
+	if !st.Connected {
+		fmt.Fprintf(w, "connected no (diameter and averages cover reachable pairs only)\n")
+	}
+	pairs := "host pairs"
+	if st.Hosts == 0 {
+		pairs = "switch pairs"
+	}
+	_, err := fmt.Fprintf(w, "diameter  %d hops (%s); switch-to-switch %d\navg path  %.4f hops (%s); switch-to-switch %.4f\n",
+		st.Diameter, pairs, st.SwitchDiameter, st.AvgShortestPath, pairs, st.SwitchAvgShortestPath)
+	return err
+}
