@@ -1,0 +1,689 @@
+// Package netns is fabriclab's real substrate: it brings a topology graph up as one Linux network
+// namespace per device (named fl-<lab>-<device>) and one veth pair per link, with the interface on
+// port i of a device named p<i> inside that device's namespace.
+//
+// Safety rules, in order of importance:
+//   - Every namespace and link is written to /run/fabriclab/<lab>/state.json (fsynced) before it is
+//     made. Down deletes exactly what that file lists and nothing else; DownAll only touches labs with a
+//     state file. A name that already exists and is not in our state file is an error, never a deletion.
+//   - No OS thread that has been moved into a lab namespace ever runs other goroutines: namespaces are
+//     created on throwaway locked threads, configured through netlink handles and ioctl sockets opened
+//     inside them, and Do runs its function on a dedicated locked thread that is discarded if it cannot
+//     be switched back.
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/vishvananda/netlink"
+	vnetns "github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Defaults for Options.
+const (
+	DefaultMTU = 1500
+	// DefaultTxQueueLen is small on purpose: queues must build in the engines' egress queues, never in
+	// the kernel. veths default to the noqueue qdisc, so this bounds nothing until someone attaches a
+	// qdisc (tbf/htb exist here), and then it keeps the kernel's share to a handful of frames.
+	DefaultTxQueueLen = 16
+	// MaxMTU is the largest MTU accepted (veth's maximum is 65535; 9000-byte jumbo frames are the
+	// measured sweet spot for a Go forwarder).
+	MaxMTU = 65535
+	// MinMTU is the IPv4 minimum; the kernel rejects less on veth.
+	MinMTU = 68
+)
+
+// ErrNotRoot is returned when the process cannot create namespaces.
+var ErrNotRoot = errors.New("the netns backend needs root (it creates network namespaces and veth pairs): run it as root, e.g. with sudo")
+
+// Options tune a lab's bring-up. The zero value means defaults.
+type Options struct {
+	MTU        int // every veth end; 0 means DefaultMTU
+	TxQueueLen int // every veth end; 0 means DefaultTxQueueLen, negative means the kernel default
+	// KeepOffloads leaves the kernel's default veth offloads on (checksum, TSO, GSO) for experiments
+	// that use PACKET_VNET_HDR and account GSO frames themselves. Default: off, see setOffloadsOff.
+	KeepOffloads bool
+	// KeepIPv6 leaves IPv6 enabled in the lab's namespaces. Default: disabled, so no DAD, router
+	// solicitations or MLD reports appear on the links.
+	KeepIPv6 bool
+	// Workers bounds the bring-up worker pool; 0 means 4 per CPU (the work is mostly waiting on the
+	// kernel, and namespace creation runs in parallel there).
+	Workers int
+	// Progress, if set, is called after each phase with a short description.
+	Progress func(phase string, done, total int, elapsed time.Duration)
+}
+
+// Lab is a lab that is up (or was found in a state file by Open).
+type Lab struct {
+	Name       string
+	Graph      *topo.Graph // nil when opened from a state file
+	MTU        int
+	TxQueueLen int
+	State      *State
+	ns         map[string]NSEntry // device name -> namespace
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+var deviceRE = regexp.MustCompile(`^[a-z0-9]+$`)
+
+// MaxNameLen bounds lab names so namespace names stay short and readable.
+const MaxNameLen = 16
+
+// ValidateName checks a lab name: 1-16 characters of [a-z0-9-], not starting or ending with '-'.
+func ValidateName(name string) error {
+	if len(name) == 0 || len(name) > MaxNameLen || !nameRE.MatchString(name) {
+		return fmt.Errorf("invalid lab name %q: use 1-%d characters of a-z, 0-9 and '-', not starting or ending with '-'", name, MaxNameLen)
+	}
+	return nil
+}
+
+// NSName is the namespace name of a device in a lab.
+func NSName(lab, device string) string { return "fl-" + lab + "-" + device }
+
+// PortName is the interface name of port i inside a device's namespace.
+func PortName(port int) string { return fmt.Sprintf("p%d", port) }
+
+func checkRoot() error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	return nil
+}
+
+func wrapPerm(err error) error {
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return fmt.Errorf("%w (%v)", ErrNotRoot, err)
+	}
+	return err
+}
+
+// labLock holds the lab's lock file. Up holds it for the whole bring-up so a concurrent Down cannot
+// race it; the kernel drops it if the process dies (even by SIGKILL), so a crashed lab is never stuck.
+type labLock struct{ f *os.File }
+
+func lockLab(lab string, wait bool) (*labLock, error) {
+	if err := os.MkdirAll(stateDir(lab), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(stateDir(lab), "lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	how := unix.LOCK_EX
+	if !wait {
+		how |= unix.LOCK_NB
+	}
+	if err := unix.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lab %q is busy: another process is bringing it up or down (interrupt it with Ctrl-C; it cleans up after itself)", lab)
+		}
+		return nil, err
+	}
+	return &labLock{f}, nil
+}
+
+func (l *labLock) unlock() {
+	if l != nil && l.f != nil {
+		unix.Flock(int(l.f.Fd()), unix.LOCK_UN)
+		l.f.Close()
+	}
+}
+
+// Up brings graph g up as lab name. On any error, or when ctx is cancelled (Ctrl-C), it removes
+// everything it made before returning. A lab with the same name must not exist.
+func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, error) {
+	if err := checkRoot(); err != nil {
+		return nil, err
+	}
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	if g == nil || len(g.Nodes) == 0 {
+		return nil, errors.New("empty topology")
+	}
+	if opts.MTU == 0 {
+		opts.MTU = DefaultMTU
+	}
+	if opts.MTU < MinMTU || opts.MTU > MaxMTU {
+		return nil, fmt.Errorf("mtu %d out of range [%d, %d]", opts.MTU, MinMTU, MaxMTU)
+	}
+	if opts.TxQueueLen == 0 {
+		opts.TxQueueLen = DefaultTxQueueLen
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 4 * runtime.NumCPU()
+	}
+	seen := map[string]bool{}
+	for _, n := range g.Nodes {
+		if !deviceRE.MatchString(n.Name) || len(n.Name) > 32 {
+			return nil, fmt.Errorf("device name %q cannot name a namespace (use [a-z0-9]+)", n.Name)
+		}
+		if seen[n.Name] {
+			return nil, fmt.Errorf("duplicate device name %q", n.Name)
+		}
+		seen[n.Name] = true
+	}
+	for i, l := range g.Links {
+		if l.A.Node < 0 || l.A.Node >= len(g.Nodes) || l.B.Node < 0 || l.B.Node >= len(g.Nodes) {
+			return nil, fmt.Errorf("link %d joins a node that does not exist", i)
+		}
+	}
+
+	if _, err := os.Stat(statePath(name)); err == nil {
+		return nil, fmt.Errorf("lab %q already exists (%s): bring it down first with `lab down %s`", name, statePath(name), name)
+	}
+	// Refuse before creating anything if a name we need is taken by someone else.
+	for _, n := range g.Nodes {
+		if _, err := os.Lstat(filepath.Join(NetnsDir, NSName(name, n.Name))); err == nil {
+			return nil, fmt.Errorf("namespace %s already exists and is not part of any lab state: refusing to touch it (pick another lab name)", NSName(name, n.Name))
+		}
+	}
+	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
+		return nil, wrapPerm(err)
+	}
+	lk, err := lockLab(name, false)
+	if err != nil {
+		return nil, wrapPerm(err)
+	}
+	defer lk.unlock()
+	// Re-check under the lock: another Up of the same name may have won the race.
+	if _, err := os.Stat(statePath(name)); err == nil {
+		return nil, fmt.Errorf("lab %q already exists (%s)", name, statePath(name))
+	}
+	if err := ensureNetnsDir(); err != nil {
+		return nil, wrapPerm(err)
+	}
+
+	rec := &recorder{st: State{Lab: name, PID: os.Getpid(), Created: time.Now().UTC(), Family: g.Family,
+		MTU: opts.MTU, TxQueueLen: opts.TxQueueLen, Namespaces: []NSEntry{}, Links: []LinkEntry{}}}
+	if err := rec.update(func(*State) {}); err != nil {
+		return nil, err
+	}
+	lab, err := bringUp(ctx, name, g, opts, rec)
+	if err != nil {
+		// Clean up everything the state file lists; the file was written before each object.
+		if derr := downLocked(name); derr != nil {
+			err = errors.Join(err, fmt.Errorf("cleanup after failed bring-up: %w", derr))
+		}
+		return nil, wrapPerm(err)
+	}
+	return lab, nil
+}
+
+func bringUp(ctx context.Context, name string, g *topo.Graph, opts Options, rec *recorder) (*Lab, error) {
+	progress := func(phase string, done, total int, t0 time.Time) {
+		if opts.Progress != nil {
+			opts.Progress(phase, done, total, time.Since(t0))
+		}
+	}
+	conns := make([]*nsConn, len(g.Nodes))
+	defer func() {
+		for _, c := range conns {
+			c.close()
+		}
+	}()
+
+	// Phase 1: namespaces, in parallel (the kernel creates network namespaces concurrently).
+	t0 := time.Now()
+	err := parallel(ctx, len(g.Nodes), opts.Workers, func() (func(), error) { return func() {}, nil },
+		func(i int) error {
+			nsName := NSName(name, g.Nodes[i].Name)
+			if err := rec.update(func(s *State) {
+				s.Namespaces = append(s.Namespaces, NSEntry{Name: nsName, Device: g.Nodes[i].Name})
+			}); err != nil {
+				return err
+			}
+			c, err := createNS(nsName, !opts.KeepIPv6)
+			if err != nil {
+				// Nothing was made under this name (creation is O_EXCL and undoes itself), and the name
+				// may be someone else's: forget it so Down never touches it.
+				rec.update(func(s *State) { removeNS(s, nsName) })
+				return err
+			}
+			conns[i] = c
+			return rec.update(func(s *State) {
+				for k := range s.Namespaces {
+					if s.Namespaces[k].Name == nsName {
+						s.Namespaces[k].Ino = c.ino
+					}
+				}
+			})
+		})
+	if err != nil {
+		return nil, err
+	}
+	progress("namespaces", len(g.Nodes), len(g.Nodes), t0)
+
+	// Phase 2: veth pairs, each end born in its namespace (IFLA_NET_NS_FD on both ends), so no
+	// interface ever appears in the caller's namespace and names need only be unique per device.
+	// Each worker has its own netlink socket; the kernel serializes on RTNL, but overlapping the
+	// round trips still helps.
+	t1 := time.Now()
+	handles := make(chan *netlink.Handle, opts.Workers)
+	err = parallel(ctx, len(g.Links), opts.Workers,
+		func() (func(), error) {
+			h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+			if err != nil {
+				return nil, err
+			}
+			handles <- h
+			return func() {}, nil
+		},
+		func(i int) error {
+			h := <-handles
+			defer func() { handles <- h }()
+			l := g.Links[i]
+			a, b := conns[l.A.Node], conns[l.B.Node]
+			ent := LinkEntry{Index: i,
+				A: LinkEnd{NS: NSName(name, g.Nodes[l.A.Node].Name), Ifname: PortName(l.A.Port)},
+				B: LinkEnd{NS: NSName(name, g.Nodes[l.B.Node].Name), Ifname: PortName(l.B.Port)}}
+			if err := rec.update(func(s *State) { s.Links = append(s.Links, ent) }); err != nil {
+				return err
+			}
+			attrs := netlink.NewLinkAttrs()
+			attrs.Name = ent.A.Ifname
+			attrs.MTU = opts.MTU
+			attrs.TxQLen = opts.TxQueueLen
+			attrs.Namespace = netlink.NsFd(int(a.fd))
+			v := &netlink.Veth{LinkAttrs: attrs, PeerName: ent.B.Ifname, PeerNamespace: netlink.NsFd(int(b.fd)),
+				PeerMTU: uint32(opts.MTU), PeerTxQLen: opts.TxQueueLen}
+			if err := h.LinkAdd(v); err != nil {
+				return fmt.Errorf("veth %s:%s <-> %s:%s: %w", ent.A.NS, ent.A.Ifname, ent.B.NS, ent.B.Ifname, err)
+			}
+			return nil
+		})
+	close(handles)
+	for h := range handles {
+		h.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	progress("links", len(g.Links), len(g.Links), t1)
+
+	// Phase 3: per namespace, offloads then up. Runs through the handles opened inside each namespace,
+	// so any goroutine may do it.
+	t2 := time.Now()
+	err = parallel(ctx, len(g.Nodes), opts.Workers, func() (func(), error) { return func() {}, nil },
+		func(i int) error {
+			c := conns[i]
+			for p := range g.Nodes[i].Ports {
+				ifn := PortName(p)
+				link, err := c.nl.LinkByName(ifn)
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", NSName(name, g.Nodes[i].Name), ifn, err)
+				}
+				if !opts.KeepOffloads {
+					if err := setOffloadsOff(c.sock, ifn); err != nil {
+						return fmt.Errorf("%s: %w", NSName(name, g.Nodes[i].Name), err)
+					}
+				}
+				if err := c.nl.LinkSetUp(link); err != nil {
+					return fmt.Errorf("%s %s up: %w", NSName(name, g.Nodes[i].Name), ifn, err)
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	progress("configure", len(g.Nodes), len(g.Nodes), t2)
+	if err := rec.update(func(s *State) { s.Complete = true }); err != nil {
+		return nil, err
+	}
+	st := rec.st
+	return newLab(&st, g), nil
+}
+
+func removeNS(s *State, nsName string) {
+	out := s.Namespaces[:0]
+	for _, e := range s.Namespaces {
+		if e.Name != nsName {
+			out = append(out, e)
+		}
+	}
+	s.Namespaces = out
+}
+
+// parallel runs fn(0..n-1) on up to workers goroutines, stopping dispatch at the first error or when
+// ctx is done. setup runs once per worker before it starts.
+func parallel(ctx context.Context, n, workers int, setup func() (func(), error), fn func(i int) error) error {
+	if workers > n {
+		workers = n
+	}
+	if workers < 1 {
+		return ctx.Err()
+	}
+	var (
+		mu    sync.Mutex
+		first error
+		next  int
+		wg    sync.WaitGroup
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if first == nil {
+			first = err
+		}
+		mu.Unlock()
+	}
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if first != nil || next >= n {
+			return -1
+		}
+		if err := ctx.Err(); err != nil {
+			first = err
+			return -1
+		}
+		i := next
+		next++
+		return i
+	}
+	for w := 0; w < workers; w++ {
+		done, err := setup()
+		if err != nil {
+			fail(err)
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer done()
+			for i := take(); i >= 0; i = take() {
+				if err := fn(i); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func newLab(st *State, g *topo.Graph) *Lab {
+	l := &Lab{Name: st.Lab, Graph: g, MTU: st.MTU, TxQueueLen: st.TxQueueLen, State: st, ns: map[string]NSEntry{}}
+	for _, e := range st.Namespaces {
+		l.ns[e.Device] = e
+	}
+	return l
+}
+
+// Open attaches to a lab that is up (e.g. one made by `lab up` in another process) through its state
+// file. The returned Lab has no Graph.
+func Open(name string) (*Lab, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
+	st, err := ReadState(name)
+	if err != nil {
+		return nil, err
+	}
+	return newLab(st, nil), nil
+}
+
+// Devices lists the lab's devices in state-file order.
+func (l *Lab) Devices() []string {
+	out := make([]string, 0, len(l.State.Namespaces))
+	for _, e := range l.State.Namespaces {
+		out = append(out, e.Device)
+	}
+	return out
+}
+
+// NSName is the namespace name of a device of this lab.
+func (l *Lab) NSName(device string) string { return NSName(l.Name, device) }
+
+// NSPath is the bind-mount path of a device's namespace (usable with setns, `ip netns exec`'s name is
+// NSName).
+func (l *Lab) NSPath(device string) string { return filepath.Join(NetnsDir, l.NSName(device)) }
+
+func (l *Lab) nsHandle(device string) (vnetns.NsHandle, error) {
+	e, ok := l.ns[device]
+	if !ok {
+		return -1, fmt.Errorf("lab %s has no device %q", l.Name, device)
+	}
+	fd, err := unix.Open(l.NSPath(device), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open namespace of %s: %w", device, err)
+	}
+	h := vnetns.NsHandle(fd)
+	if e.Ino != 0 {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Ino != e.Ino {
+			h.Close()
+			return -1, fmt.Errorf("namespace %s is not the one lab %s made", l.NSName(device), l.Name)
+		}
+	}
+	return h, nil
+}
+
+// Handle returns a netlink handle bound to a device's namespace. The caller closes it. Prefer this to
+// Do for link and address work: it needs no thread switching.
+func (l *Lab) Handle(device string) (*netlink.Handle, error) {
+	ns, err := l.nsHandle(device)
+	if err != nil {
+		return nil, err
+	}
+	defer ns.Close()
+	return netlink.NewHandleAt(ns)
+}
+
+// Do runs fn with the calling context's OS thread in device's namespace, for work that must create
+// something there (e.g. an AF_PACKET socket, which stays in the namespace after fn returns). fn runs
+// on a dedicated goroutine locked to its thread; if the thread cannot be switched back it is discarded
+// rather than returned to the scheduler. fn must not start goroutines expecting them to be in the
+// namespace: they run on other threads, in the caller's namespace.
+func (l *Lab) Do(device string, fn func() error) error {
+	target, err := l.nsHandle(device)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	ch := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := vnetns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			ch <- err
+			return
+		}
+		defer orig.Close()
+		if err := vnetns.Set(target); err != nil {
+			runtime.UnlockOSThread() // setns failed: the thread did not move
+			ch <- err
+			return
+		}
+		var ferr error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					ferr = fmt.Errorf("panic in namespace %s: %v", l.NSName(device), r)
+				}
+			}()
+			ferr = fn()
+		}()
+		if err := vnetns.Set(orig); err != nil {
+			// Leave the thread locked: it dies with this goroutine instead of serving others.
+			ch <- errors.Join(ferr, fmt.Errorf("switch back from %s: %w", l.NSName(device), err))
+			return
+		}
+		runtime.UnlockOSThread()
+		ch <- ferr
+	}()
+	return <-ch
+}
+
+// Offloads reads the offload state of interface ifname in device's namespace.
+func (l *Lab) Offloads(device, ifname string) (Offloads, error) {
+	var sock int
+	err := l.Do(device, func() error {
+		var err error
+		sock, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return Offloads{}, err
+	}
+	defer unix.Close(sock)
+	return getOffloads(sock, ifname)
+}
+
+// Down removes lab name: exactly the namespaces its state file lists (their veths go with them), then
+// the state directory. Anything not in the state file is never touched.
+func Down(name string) error {
+	if err := checkRoot(); err != nil {
+		return err
+	}
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if _, err := ReadState(name); err != nil {
+		return err
+	}
+	lk, err := lockLab(name, false)
+	if err != nil {
+		return err
+	}
+	defer lk.unlock()
+	return downLocked(name)
+}
+
+func downLocked(name string) error {
+	st, err := ReadState(name)
+	if err != nil {
+		return err
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	// Unmounting is cheap; the kernel tears the namespaces down asynchronously afterwards.
+	parallel(context.Background(), len(st.Namespaces), 4*runtime.NumCPU(),
+		func() (func(), error) { return func() {}, nil },
+		func(i int) error {
+			e := st.Namespaces[i]
+			if err := deleteNS(e.Name, e.Ino); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
+	if len(errs) > 0 {
+		// Keep the state file so a retry knows what is ours.
+		return errors.Join(errs...)
+	}
+	// The lock file lives in the state directory; removing it while we hold the flock is fine (the
+	// lock dies with the file), and a concurrent Up re-creates the directory.
+	if err := os.RemoveAll(stateDir(name)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// DownAll brings down every lab that has a state file and returns their names.
+func DownAll() ([]string, error) {
+	if err := checkRoot(); err != nil {
+		return nil, err
+	}
+	sts, err := List()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	var errs []error
+	for _, st := range sts {
+		if err := Down(st.Lab); err != nil {
+			errs = append(errs, fmt.Errorf("lab %s: %w", st.Lab, err))
+			continue
+		}
+		names = append(names, st.Lab)
+	}
+	return names, errors.Join(errs...)
+}
+
+// LabStatus says whether a lab's objects exist.
+type LabStatus struct {
+	Lab               string
+	Family            string
+	PID               int
+	PIDAlive          bool // the process that brought it up still runs
+	Complete          bool // bring-up finished
+	Namespaces        int
+	NamespacesPresent int
+	Links             int
+	LinksPresent      int // both ends exist
+	Missing           []string
+}
+
+// Status reports every lab with a state file and how much of it exists.
+func Status() ([]LabStatus, error) {
+	if err := checkRoot(); err != nil {
+		return nil, err
+	}
+	sts, err := List()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]LabStatus, 0, len(sts))
+	for i := range sts {
+		out = append(out, labStatus(&sts[i]))
+	}
+	return out, nil
+}
+
+func labStatus(st *State) LabStatus {
+	s := LabStatus{Lab: st.Lab, Family: st.Family, PID: st.PID, Complete: st.Complete,
+		Namespaces: len(st.Namespaces), Links: len(st.Links)}
+	if st.PID > 0 && unix.Kill(st.PID, 0) == nil {
+		s.PIDAlive = true
+	}
+	l := newLab(st, nil)
+	handles := map[string]*netlink.Handle{}
+	defer func() {
+		for _, h := range handles {
+			h.Close()
+		}
+	}()
+	for _, e := range st.Namespaces {
+		ino, err := nsIno(e.Name)
+		if err == nil && ino != 0 && (e.Ino == 0 || ino == e.Ino) {
+			s.NamespacesPresent++
+			if h, err := l.Handle(e.Device); err == nil {
+				handles[e.Name] = h
+			}
+		} else {
+			s.Missing = append(s.Missing, "namespace "+e.Name)
+		}
+	}
+	has := func(end LinkEnd) bool {
+		h := handles[end.NS]
+		if h == nil {
+			return false
+		}
+		_, err := h.LinkByName(end.Ifname)
+		return err == nil
+	}
+	for _, k := range st.Links {
+		if has(k.A) && has(k.B) {
+			s.LinksPresent++
+		} else {
+			s.Missing = append(s.Missing, fmt.Sprintf("link %s:%s-%s:%s", k.A.NS, k.A.Ifname, k.B.NS, k.B.Ifname))
+		}
+	}
+	return s
+}
