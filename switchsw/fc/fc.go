@@ -1,0 +1,176 @@
+// Package fc is the switch's flow-control plug-in point. A Module decides, for every data frame, which
+// egress queue it joins and how the buffer admits it (the classifier), watches frames enter and leave
+// egress queues to detect congestion, sends link-local pause/resume frames upstream, and consumes the
+// flow-control frames that arrive from downstream by pausing egress queues.
+//
+// Modes are registered by name: "lossy" and "pfc" live here; PFC* ("pfcstar": per-hop priority increase,
+// a Classify that rewrites Prio and otherwise PFC) and PortFC ("portfc": per-egress-queue detection on
+// Enqueued/Dequeued, (queue, port) frames sent out of every other port with SendControl, and Receive
+// pausing Port(in).Pause(queue)) are meant to be added as further Factories without touching the switch.
+package fc
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/switchsw/mmu"
+	"github.com/fabriclab/fabriclab/units"
+)
+
+// Class says how the buffer admits a data frame, and whether dropping it is a violation.
+type Class uint8
+
+const (
+	// Lossy frames are charged to their egress queue and dropped at its limit (drop-tail, dynamic
+	// threshold).
+	Lossy Class = iota
+	// LosslessIngress frames are charged to their ingress (port, priority) group with XOFF/XON and
+	// headroom, PFC-style. A drop is a violation.
+	LosslessIngress
+	// LosslessEgress frames are charged to their egress queue without the lossy limit: the module keeps
+	// queues bounded itself (PortFC pauses upstream queues by egress queue depth). A drop is a violation.
+	LosslessEgress
+)
+
+// Lossless reports whether dropping a frame of this class breaks the run's guarantee.
+func (c Class) Lossless() bool { return c != Lossy }
+
+// Loc is where a data frame sits in the switch. InPrio is its priority as it arrived, which the ingress
+// group is keyed by; a Classify that rewrites p.Prio (PFC*) does not move the frame to another group.
+type Loc struct {
+	In, InPrio int
+	Out, Queue int
+	Class      Class
+}
+
+// Device is what the switch offers a module. Control frames sent with SendControl bypass the MMU and
+// every pause, and leave ahead of all other traffic on the port.
+type Device interface {
+	ID() int32
+	Clock() clock.Clock
+	NumPorts() int
+	Port(i int) *egress.Port
+	// DataQueues is the number of data queues per port (indices 0..DataQueues-1).
+	DataQueues() int
+	// Prios is the number of priorities; frame priorities are clamped to 0..Prios-1.
+	Prios() int
+	// Lossless reports whether priority prio is configured lossless.
+	Lossless(prio int) bool
+	// PeerHost is the host index on the far end of port, or ok=false when the peer is a switch.
+	PeerHost(port int) (host int32, ok bool)
+	MMU() *mmu.MMU
+	SendControl(port int, f *pkt.Packet)
+	// Note counts a flow-control frame sent or received on port about queue (a priority for PFC) and, when
+	// it changes pause state (change), appends it to the device's pause records. Refreshes are counted,
+	// not recorded.
+	Note(port, queue int, on, sent, change bool, hops int8)
+}
+
+// Module is one flow-control mode on one switch. All calls come from the switch's clock goroutine.
+type Module interface {
+	// Classify picks the data queue (0..DataQueues-1) and admission class of a data frame about to be
+	// enqueued on port out. It may rewrite p.Prio (per-hop priority schemes).
+	Classify(out int, p *pkt.Packet) (queue int, class Class)
+	// Enqueued runs after the frame was admitted and charged to the MMU, just before it joins the egress
+	// queue: Port(at.Out).Bytes(at.Queue) does not include it yet. Every Enqueued precedes the
+	// frame's Dequeued.
+	Enqueued(at Loc, p *pkt.Packet)
+	// Dequeued runs when the frame leaves its egress queue and its buffer has been released.
+	Dequeued(at Loc, p *pkt.Packet)
+	// Receive consumes a flow-control frame (pkt.PFC or pkt.PortFC) that arrived on port in.
+	Receive(in int, p *pkt.Packet)
+}
+
+// Config is the flow-control part of a switch config: plain data, filled by the lab layer.
+type Config struct {
+	// Mode is a registered mode name: "lossy" (default) or "pfc".
+	Mode string `json:"mode,omitempty"`
+
+	// XOFF and XON are static thresholds on an ingress (port, priority) group's bytes, in bytes or in
+	// BDPs of the port (rate x one-way delay). Used when Alpha is 0. XON defaults to 2/3 of XOFF (the
+	// 6 and 4 BDP of the PortFC paper).
+	XOFF units.Size `json:"xoff,omitzero"`
+	XON  units.Size `json:"xon,omitzero"`
+	// Alpha > 0 selects the dynamic XOFF of HPCC's MMU: pause once a group's shared bytes reach
+	// Alpha x free shared buffer. With neither XOFF nor Alpha set, Alpha is 1/8 (HPCC's default).
+	Alpha float64 `json:"alpha,omitempty"`
+	// ResumeOffset (dynamic mode) is how far below the threshold a group must drain to resume
+	// (0 = 3 KB, HPCC's default).
+	ResumeOffset int64 `json:"resume_offset,omitempty"`
+	// HeadroomBytes per port per lossless priority; 0 = computed by switchsw.Headroom from the port's
+	// rate and delay.
+	HeadroomBytes int64 `json:"headroom,omitempty"`
+
+	// PauseQuanta is the pause time a PFC pause frame asks for, in 512-bit-time quanta (0 = 0xFFFF).
+	PauseQuanta uint16 `json:"pause_quanta,omitempty"`
+	// Refresh is how often a PFC pause is re-sent while the group stays above XON (0 = half the pause
+	// time at the port's rate). Re-sending before the quanta expire keeps the peer paused.
+	Refresh clock.Time `json:"refresh,omitempty"`
+}
+
+// Factory builds a module for a device.
+type Factory func(dev Device, cfg Config) (Module, error)
+
+var registry = map[string]Factory{}
+
+// Register adds a mode. It panics on a duplicate name: two modes under one name is a build error.
+func Register(mode string, f Factory) {
+	if _, dup := registry[mode]; dup {
+		panic("fc: mode registered twice: " + mode)
+	}
+	registry[mode] = f
+}
+
+// Modes lists the registered mode names.
+func Modes() []string {
+	var s []string
+	for k := range registry {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// New builds the module cfg.Mode names ("" = lossy).
+func New(dev Device, cfg Config) (Module, error) {
+	mode := cfg.Mode
+	if mode == "" {
+		mode = "lossy"
+	}
+	f, ok := registry[mode]
+	if !ok {
+		return nil, fmt.Errorf("flow_control: unknown mode %q (have %v)", cfg.Mode, Modes())
+	}
+	return f(dev, cfg)
+}
+
+// UsesIngress reports whether a mode charges lossless priorities to ingress groups (and so needs
+// XOFF/XON and headroom). Modes that keep queues bounded by other means return false.
+func UsesIngress(mode string) bool { return mode == "pfc" || mode == "pfcstar" }
+
+// PrioQueue is the default classifier: one data queue per priority.
+func PrioQueue(dev Device, p *pkt.Packet) int { return QueueOf(dev, int(p.Prio)) }
+
+// QueueOf is the data queue of priority prio under PrioQueue.
+func QueueOf(dev Device, prio int) int {
+	if n := min(dev.Prios(), dev.DataQueues()); prio >= n {
+		return n - 1
+	}
+	return prio
+}
+
+func init() {
+	Register("lossy", func(dev Device, _ Config) (Module, error) { return lossy{dev}, nil })
+}
+
+// lossy is drop-tail (with ECN, which the switch applies to every mode): no pauses sent, and received
+// pause frames are ignored, as a switch with PFC disabled does.
+type lossy struct{ dev Device }
+
+func (l lossy) Classify(_ int, p *pkt.Packet) (int, Class) { return PrioQueue(l.dev, p), Lossy }
+func (lossy) Enqueued(Loc, *pkt.Packet)                    {}
+func (lossy) Dequeued(Loc, *pkt.Packet)                    {}
+func (lossy) Receive(int, *pkt.Packet)                     {}

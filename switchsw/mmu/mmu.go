@@ -1,0 +1,251 @@
+// Package mmu is the switch's shared-buffer memory management unit, modelled on the Broadcom-style MMU in
+// the HPCC ns-3 simulator (switch-mmu.cc) that the seed papers were run on, extended with egress
+// accounting so lossy classes get real drop-tail.
+//
+// One buffer is split into three regions, fixed at construction:
+//
+//   - reserve: ReserveBytes for every accounting unit (each ingress (port, lossless priority) group and each
+//     egress data queue), so no unit can be starved to zero by the others;
+//   - headroom: per port, per lossless priority, absorbing what is still on the wire after a pause is sent;
+//   - shared: everything else, used on demand.
+//
+// A frame is charged exactly once, by one of two accountings chosen by its class:
+//
+//   - ingress (lossless, PFC-like): to its ingress (port, priority) group. Beyond the reserve it takes shared
+//     space up to the group's XOFF limit (static bytes, or dynamic alpha x free shared space as in HPCC);
+//     past that limit it goes to the group's headroom; only a full headroom drops it.
+//   - egress (lossy drop-tail, or lossless schemes that bound queues themselves such as PortFC): to its
+//     egress queue. Beyond the reserve it takes shared space, limited for lossy queues by a dynamic
+//     threshold (alpha x free shared space) or a static per-queue cap.
+//
+// Release takes the same path back. The MMU holds no pause state: it answers "over XOFF?"/"under XON?"
+// and the flow-control module decides what to send.
+package mmu
+
+import "fmt"
+
+// Config sizes the buffer. All byte quantities are frame bytes (pkt.Packet.Size).
+type Config struct {
+	Ports  int
+	Prios  int // ingress priority groups per port
+	Queues int // egress data queues per port
+
+	BufferBytes  int64
+	ReserveBytes int64 // per unit: each lossless ingress group and each egress data queue
+	// Lossless[prio] marks the priorities that get ingress accounting, a reserve and headroom.
+	Lossless []bool
+	// Headroom[port] is the headroom of each lossless group on that port.
+	Headroom []int64
+
+	// Egress (lossy) limit: Alpha > 0 is the dynamic threshold (a queue may hold at most Alpha x free
+	// shared bytes beyond its reserve); otherwise QueueLimit > 0 caps each queue's total bytes; otherwise a
+	// queue may use the whole shared region.
+	Alpha      float64
+	QueueLimit int64
+
+	// Ingress (lossless) limits. PFCAlpha > 0 selects the dynamic XOFF of HPCC: a group goes to headroom and
+	// asks for a pause once its shared bytes exceed PFCAlpha x free shared bytes, and may resume once they
+	// are ResumeOffset below it. Otherwise XOFF[port]/XON[port] are static limits on a group's total bytes.
+	PFCAlpha     float64
+	ResumeOffset int64
+	XOFF, XON    []int64
+}
+
+type group struct {
+	bytes int64 // reserve + shared bytes held
+	hdrm  int64 // headroom bytes held
+}
+
+// MMU is the buffer state of one switch. It is not safe for concurrent use (engines are single-threaded).
+type MMU struct {
+	cfg        Config
+	sharedSize int64
+	sharedUsed int64
+	groups     []group // [port*Prios+prio]
+	queues     []int64 // [port*Queues+q] bytes charged by egress accounting
+	used       int64   // all bytes held, any region
+
+	hdrmTotal, rsrvTotal int64
+}
+
+// New checks cfg and returns an empty MMU.
+func New(cfg Config) (*MMU, error) {
+	if cfg.Ports < 1 || cfg.Prios < 1 || cfg.Queues < 1 {
+		return nil, fmt.Errorf("mmu: need at least one port, priority and queue (got %d, %d, %d)", cfg.Ports, cfg.Prios, cfg.Queues)
+	}
+	if len(cfg.Lossless) != cfg.Prios {
+		return nil, fmt.Errorf("mmu: lossless flags: got %d, want one per priority (%d)", len(cfg.Lossless), cfg.Prios)
+	}
+	if len(cfg.Headroom) != cfg.Ports || len(cfg.XOFF) != cfg.Ports || len(cfg.XON) != cfg.Ports {
+		return nil, fmt.Errorf("mmu: headroom/xoff/xon need one entry per port (%d)", cfg.Ports)
+	}
+	if cfg.BufferBytes <= 0 || cfg.ReserveBytes < 0 || cfg.Alpha < 0 || cfg.PFCAlpha < 0 {
+		return nil, fmt.Errorf("mmu: buffer must be positive and reserve, alpha non-negative")
+	}
+	nll := 0
+	for _, l := range cfg.Lossless {
+		if l {
+			nll++
+		}
+	}
+	m := &MMU{cfg: cfg, groups: make([]group, cfg.Ports*cfg.Prios), queues: make([]int64, cfg.Ports*cfg.Queues)}
+	for port := 0; port < cfg.Ports; port++ {
+		if nll > 0 {
+			if cfg.Headroom[port] < 0 {
+				return nil, fmt.Errorf("mmu: port %d: negative headroom", port)
+			}
+			if cfg.PFCAlpha == 0 && (cfg.XOFF[port] <= 0 || cfg.XON[port] < 0 || cfg.XON[port] > cfg.XOFF[port]) {
+				return nil, fmt.Errorf("mmu: port %d: static thresholds need 0 <= xon (%d) <= xoff (%d), xoff > 0", port, cfg.XON[port], cfg.XOFF[port])
+			}
+		}
+		m.hdrmTotal += cfg.Headroom[port] * int64(nll)
+	}
+	m.rsrvTotal = cfg.ReserveBytes * int64(cfg.Ports*(nll+cfg.Queues))
+	m.sharedSize = cfg.BufferBytes - m.hdrmTotal - m.rsrvTotal
+	if m.sharedSize <= 0 {
+		return nil, fmt.Errorf("mmu: buffer %d B leaves no shared space after reserves (%d B) and headroom (%d B)",
+			cfg.BufferBytes, m.rsrvTotal, m.hdrmTotal)
+	}
+	return m, nil
+}
+
+// SharedSize is the shared region's size in bytes.
+func (m *MMU) SharedSize() int64 { return m.sharedSize }
+
+// SharedUsed is the shared region's occupancy.
+func (m *MMU) SharedUsed() int64 { return m.sharedUsed }
+
+// Used is the total bytes held in any region.
+func (m *MMU) Used() int64 { return m.used }
+
+// HeadroomTotal and ReserveTotal are the sizes of the fixed regions.
+func (m *MMU) HeadroomTotal() int64 { return m.hdrmTotal }
+func (m *MMU) ReserveTotal() int64  { return m.rsrvTotal }
+
+func (m *MMU) free() int64 { return m.sharedSize - m.sharedUsed }
+
+func over(bytes, reserve int64) int64 {
+	if bytes > reserve {
+		return bytes - reserve
+	}
+	return 0
+}
+
+// pfcThreshold is the dynamic XOFF on a group's shared bytes.
+func (m *MMU) pfcThreshold() int64 { return int64(m.cfg.PFCAlpha * float64(m.free())) }
+
+// overLimit reports whether a group holding bytes would be past its XOFF limit.
+func (m *MMU) overLimit(port int, bytes int64) bool {
+	if m.cfg.PFCAlpha > 0 {
+		return over(bytes, m.cfg.ReserveBytes) > m.pfcThreshold()
+	}
+	return bytes > m.cfg.XOFF[port]
+}
+
+// AdmitIngress charges a lossless frame of size bytes to group (port, prio) and reports whether it fits.
+// A false return is a lossless drop: the headroom was too small for what arrived after the pause.
+func (m *MMU) AdmitIngress(port, prio int, size int64) bool {
+	g := &m.groups[port*m.cfg.Prios+prio]
+	nb := g.bytes + size
+	if nb <= m.cfg.ReserveBytes {
+		g.bytes = nb
+		m.used += size
+		return true
+	}
+	sh := over(nb, m.cfg.ReserveBytes) - over(g.bytes, m.cfg.ReserveBytes)
+	if !m.overLimit(port, nb) && m.sharedUsed+sh <= m.sharedSize {
+		g.bytes = nb
+		m.sharedUsed += sh
+		m.used += size
+		return true
+	}
+	if g.hdrm+size <= m.cfg.Headroom[port] {
+		g.hdrm += size
+		m.used += size
+		return true
+	}
+	return false
+}
+
+// ReleaseIngress returns a frame charged by AdmitIngress. Headroom drains first, as in HPCC, so a group
+// leaves headroom (and may resume) as early as possible.
+func (m *MMU) ReleaseIngress(port, prio int, size int64) {
+	g := &m.groups[port*m.cfg.Prios+prio]
+	h := min(g.hdrm, size)
+	g.hdrm -= h
+	rest := size - h
+	m.sharedUsed -= over(g.bytes, m.cfg.ReserveBytes) - over(g.bytes-rest, m.cfg.ReserveBytes)
+	g.bytes -= rest
+	m.used -= size
+}
+
+// ShouldPause reports whether group (port, prio) is at or past XOFF or is using headroom.
+func (m *MMU) ShouldPause(port, prio int) bool {
+	g := &m.groups[port*m.cfg.Prios+prio]
+	if g.hdrm > 0 {
+		return true
+	}
+	if m.cfg.PFCAlpha > 0 {
+		return over(g.bytes, m.cfg.ReserveBytes) >= m.pfcThreshold()
+	}
+	return g.bytes >= m.cfg.XOFF[port]
+}
+
+// ShouldResume reports whether group (port, prio) has drained to XON with its headroom empty.
+func (m *MMU) ShouldResume(port, prio int) bool {
+	g := &m.groups[port*m.cfg.Prios+prio]
+	if g.hdrm > 0 {
+		return false
+	}
+	if m.cfg.PFCAlpha > 0 {
+		sh := over(g.bytes, m.cfg.ReserveBytes)
+		return sh == 0 || sh+m.cfg.ResumeOffset <= m.pfcThreshold()
+	}
+	return g.bytes <= m.cfg.XON[port]
+}
+
+// Ingress returns group (port, prio)'s bytes outside headroom and in headroom.
+func (m *MMU) Ingress(port, prio int) (bytes, headroom int64) {
+	g := &m.groups[port*m.cfg.Prios+prio]
+	return g.bytes, g.hdrm
+}
+
+// AdmitEgress charges a frame of size bytes to egress queue (port, q). limited applies the lossy limit
+// (dynamic threshold or static cap); without it only a full shared region refuses the frame.
+func (m *MMU) AdmitEgress(port, q int, size int64, limited bool) bool {
+	b := &m.queues[port*m.cfg.Queues+q]
+	nb := *b + size
+	sh := over(nb, m.cfg.ReserveBytes) - over(*b, m.cfg.ReserveBytes)
+	if sh > 0 {
+		if m.sharedUsed+sh > m.sharedSize {
+			return false
+		}
+		if limited {
+			switch {
+			case m.cfg.Alpha > 0:
+				if float64(over(nb, m.cfg.ReserveBytes)) > m.cfg.Alpha*float64(m.free()) {
+					return false
+				}
+			case m.cfg.QueueLimit > 0:
+				if nb > m.cfg.QueueLimit {
+					return false
+				}
+			}
+		}
+	}
+	*b = nb
+	m.sharedUsed += sh
+	m.used += size
+	return true
+}
+
+// ReleaseEgress returns a frame charged by AdmitEgress.
+func (m *MMU) ReleaseEgress(port, q int, size int64) {
+	b := &m.queues[port*m.cfg.Queues+q]
+	m.sharedUsed -= over(*b, m.cfg.ReserveBytes) - over(*b-size, m.cfg.ReserveBytes)
+	*b -= size
+	m.used -= size
+}
+
+// Egress returns the bytes charged to egress queue (port, q).
+func (m *MMU) Egress(port, q int) int64 { return m.queues[port*m.cfg.Queues+q] }

@@ -1,0 +1,393 @@
+// Package switchsw is the switch engine: ports with egress queues (egress.Port: strict control queues,
+// DRR among data queues, serialization), a shared-buffer MMU (package mmu), forwarding by source route or
+// by table with ECMP and flowlets, RED/ECN marking, counters, and a pluggable flow-control module
+// (package fc: lossy, pfc, and later pfcstar and portfc).
+//
+// Like every engine it is driven only by its clock and by Receive; it never reads the wall clock or
+// touches a socket, so the same code runs in virtual time and behind real veths.
+package switchsw
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/records"
+	"github.com/fabriclab/fabriclab/switchsw/fc"
+	"github.com/fabriclab/fabriclab/switchsw/mmu"
+)
+
+// meta is what the switch remembers about a queued frame. Egress queues are FIFO, so a ring per queue
+// in the same order replaces a per-packet map (and a field on pkt.Packet).
+type meta struct {
+	at    clock.Time // enqueue time: probe delay
+	in    int16
+	prio  uint8 // priority on arrival: the ingress group to release
+	class fc.Class
+}
+
+type metaRing struct {
+	buf     []meta // length is a power of two
+	head, n int
+}
+
+func (r *metaRing) push(m meta) {
+	if r.n == len(r.buf) {
+		nb := make([]meta, max(16, 2*len(r.buf)))
+		for i := 0; i < r.n; i++ {
+			nb[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+		}
+		r.buf, r.head = nb, 0
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = m
+	r.n++
+}
+
+func (r *metaRing) pop() meta {
+	m := r.buf[r.head]
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	return m
+}
+
+type queueCounters struct{ dropped, marked uint64 }
+
+type portCounters struct {
+	pausesSent, resumesSent, refreshesSent uint64
+	pausesRecv, resumesRecv, refreshesRecv uint64
+	bytes, maxBytes                        int64 // data bytes queued now, and the most at once
+}
+
+type flowlet struct {
+	hash  uint32
+	idx   uint8
+	valid bool
+	last  clock.Time
+}
+
+const flowletBits = 13
+
+// Switch is one switch. Not safe for concurrent use: all calls (Receive, timers) come from the engine's
+// goroutine, as the clock contract promises.
+type Switch struct {
+	cfg      resolved
+	clk      clock.Clock
+	log      *records.Log
+	ports    []*egress.Port
+	nq, nall int // data queues, all queues per port
+	fcq, ctq int // strict queues: flow-control frames, then other control frames
+	mmu      *mmu.MMU
+	fc       fc.Module
+	red      *rand.Rand
+	flowRand *rand.Rand
+	flowlets []flowlet
+
+	meta []metaRing      // [port*nall+q]
+	qc   []queueCounters // [port*nall+q]
+	pc   []portCounters
+
+	rx, noRoute, drops, losslessDrops, marked uint64
+
+	sampler  clock.Timer
+	sampleFn func()
+}
+
+// New builds a switch. links[i] carries port i's frames to its peer (nil entries may be set later with
+// SetLink, before traffic flows). log receives the switch's records; nil gives the switch its own.
+func New(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log) (*Switch, error) {
+	r, err := resolve(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if links != nil && len(links) != len(r.Ports) {
+		return nil, fmt.Errorf("switch %d: %d links for %d ports", r.Device, len(links), len(r.Ports))
+	}
+	if log == nil {
+		log = &records.Log{}
+	}
+	n := len(r.Ports)
+	s := &Switch{cfg: r, clk: clk, log: log, nq: r.DataQueues, nall: r.DataQueues + 2,
+		fcq: r.DataQueues, ctq: r.DataQueues + 1}
+	s.mmu, err = mmu.New(r.mmu)
+	if err != nil {
+		return nil, fmt.Errorf("switch %d: %w", r.Device, err)
+	}
+	s.ports = make([]*egress.Port, n)
+	for i, pc := range r.Ports {
+		var l egress.Link
+		if links != nil {
+			l = links[i]
+		}
+		out := i
+		hooks := egress.Hooks{Dequeue: func(q int, p *pkt.Packet) { s.dequeued(out, q, p) }}
+		s.ports[i], err = egress.New(egress.Config{RateBps: pc.RateBps, Queues: s.nall, Strict: []int{s.fcq, s.ctq},
+			Quantum: r.Quantum}, clk, l, hooks)
+		if err != nil {
+			return nil, fmt.Errorf("switch %d: port %d: %w", r.Device, i, err)
+		}
+	}
+	s.meta = make([]metaRing, n*s.nall)
+	s.qc = make([]queueCounters, n*s.nall)
+	s.pc = make([]portCounters, n)
+	s.red = rand.New(rand.NewPCG(uint64(r.Seed), uint64(int64(r.Device))))
+	s.flowRand = rand.New(rand.NewPCG(uint64(r.Seed)^0x9e3779b97f4a7c15, uint64(int64(r.Device))))
+	if r.FlowletGap > 0 {
+		s.flowlets = make([]flowlet, 1<<flowletBits)
+	}
+	s.fc, err = fc.New((*device)(s), r.FlowControl)
+	if err != nil {
+		return nil, fmt.Errorf("switch %d: %w", r.Device, err)
+	}
+	if r.SampleEvery > 0 {
+		s.sampleFn = s.sample
+		s.sampler = clk.AfterFunc(r.SampleEvery, s.sampleFn)
+	}
+	return s, nil
+}
+
+// SetLink attaches port i's link.
+func (s *Switch) SetLink(i int, l egress.Link) { s.ports[i].SetLink(l) }
+
+// NumPorts is the number of ports.
+func (s *Switch) NumPorts() int { return len(s.ports) }
+
+// Port exposes port i's egress (occupancy and pause state, for monitors and tests).
+func (s *Switch) Port(i int) *egress.Port { return s.ports[i] }
+
+// MMU exposes the buffer accounting (for monitors and tests).
+func (s *Switch) MMU() *mmu.MMU { return s.mmu }
+
+// FlowControl is the switch's flow-control module.
+func (s *Switch) FlowControl() fc.Module { return s.fc }
+
+// Log is the log the switch writes to.
+func (s *Switch) Log() *records.Log { return s.log }
+
+// Stop cancels the switch's own periodic work (queue sampling) so a virtual clock can run dry. Frames in
+// flight and pause timers are left alone.
+func (s *Switch) Stop() {
+	if s.sampler != nil {
+		s.sampler.Stop()
+		s.sampler = nil
+		s.sampleFn = nil
+	}
+}
+
+// Receive takes a frame whose last bit arrived on port. Flow-control frames go to the flow-control
+// module; everything else is forwarded.
+func (s *Switch) Receive(port int, p *pkt.Packet) {
+	s.rx++
+	p.InPort = int16(port)
+	if p.Kind == pkt.PFC || p.Kind == pkt.PortFC {
+		s.fc.Receive(port, p)
+		return
+	}
+	out := s.route(p)
+	if out < 0 {
+		s.noRoute++
+		s.drop(-1, -1, p, false, "no-route")
+		return
+	}
+	if p.Kind.Control() {
+		// Control frames are small, strict priority and never paused, so they drain at line rate; the MMU
+		// does not account them.
+		s.meta[out*s.nall+s.ctq].push(meta{at: s.clk.Now(), in: int16(port)})
+		s.ports[out].Enqueue(s.ctq, p)
+		return
+	}
+	prio := int(p.Prio)
+	if prio >= s.cfg.Prios {
+		prio = s.cfg.Prios - 1
+	}
+	q, class := s.fc.Classify(out, p)
+	if q < 0 || q >= s.nq {
+		panic(fmt.Sprintf("switchsw: flow-control classifier returned queue %d of %d", q, s.nq))
+	}
+	size := int64(p.Size)
+	var ok bool
+	if class == fc.LosslessIngress {
+		ok = s.mmu.AdmitIngress(port, prio, size)
+	} else {
+		ok = s.mmu.AdmitEgress(out, q, size, class == fc.Lossy)
+	}
+	if !ok {
+		reason := "buffer"
+		if class == fc.LosslessIngress {
+			reason = "headroom"
+		}
+		s.drop(out, q, p, class.Lossless(), reason)
+		return
+	}
+	s.fc.Enqueued(fc.Loc{In: port, InPrio: prio, Out: out, Queue: q, Class: class}, p)
+	s.meta[out*s.nall+q].push(meta{at: s.clk.Now(), in: int16(port), prio: uint8(prio), class: class})
+	pc := &s.pc[out]
+	pc.bytes += size
+	if pc.bytes > pc.maxBytes {
+		pc.maxBytes = pc.bytes
+	}
+	s.ports[out].Enqueue(q, p)
+}
+
+// route picks the egress port, or -1. A source route wins; an exhausted or absent one falls back to the
+// table.
+func (s *Switch) route(p *pkt.Packet) int {
+	if out := p.NextPort(); out >= 0 {
+		p.Hop++
+		if out >= len(s.ports) {
+			return -1
+		}
+		return out
+	}
+	if p.Dst < 0 || int(p.Dst) >= len(s.cfg.FIB) {
+		return -1
+	}
+	set := s.cfg.FIB[p.Dst]
+	switch len(set) {
+	case 0:
+		return -1
+	case 1:
+		return int(set[0])
+	}
+	h := p.FlowHash(s.cfg.ECMPSeed)
+	if s.flowlets == nil {
+		return int(set[h%uint32(len(set))])
+	}
+	f := &s.flowlets[h&(1<<flowletBits-1)]
+	now := s.clk.Now()
+	if f.valid && f.hash == h && now-f.last <= s.cfg.FlowletGap && int(f.idx) < len(set) {
+		f.last = now
+		return int(set[f.idx])
+	}
+	idx := s.flowRand.IntN(len(set))
+	*f = flowlet{hash: h, idx: uint8(idx), valid: true, last: now}
+	return int(set[idx])
+}
+
+func (s *Switch) dequeued(out, q int, p *pkt.Packet) {
+	i := out*s.nall + q
+	m := s.meta[i].pop()
+	if p.Kind == pkt.Probe {
+		p.ProbeDelay += s.clk.Now() - m.at
+	}
+	if q >= s.nq {
+		return
+	}
+	size := int64(p.Size)
+	if m.class == fc.LosslessIngress {
+		s.mmu.ReleaseIngress(int(m.in), int(m.prio), size)
+	} else {
+		s.mmu.ReleaseEgress(out, q, size)
+	}
+	s.pc[out].bytes -= size
+	// Marking at dequeue, on what the frame leaves behind, as HPCC's ns-3 switch does: the mark carries
+	// the freshest queue state to the receiver.
+	if s.cfg.ECN.Enabled && (p.ECN == pkt.ECT0 || p.ECN == pkt.ECT1) && s.redMark(s.ports[out].Bytes(q)) {
+		p.ECN = pkt.CE
+		s.qc[i].marked++
+		s.marked++
+	}
+	s.fc.Dequeued(fc.Loc{In: int(m.in), InPrio: int(m.prio), Out: out, Queue: q, Class: m.class}, p)
+}
+
+// redMark draws the RED decision for a queue of bytes: never below Kmin, with probability rising
+// linearly to PMax at Kmax, always above Kmax.
+func (s *Switch) redMark(bytes int) bool {
+	e := &s.cfg.ECN
+	b := int64(bytes)
+	switch {
+	case b <= e.KMinBytes:
+		return false
+	case b > e.KMaxBytes:
+		return true
+	}
+	return s.red.Float64() < e.PMax*float64(b-e.KMinBytes)/float64(e.KMaxBytes-e.KMinBytes)
+}
+
+// MarkProbability is the RED curve the switch applies (for tests and reports).
+func (s *Switch) MarkProbability(bytes int) float64 {
+	e := &s.cfg.ECN
+	b := int64(bytes)
+	switch {
+	case !e.Enabled || b <= e.KMinBytes:
+		return 0
+	case b > e.KMaxBytes:
+		return 1
+	}
+	return e.PMax * float64(b-e.KMinBytes) / float64(e.KMaxBytes-e.KMinBytes)
+}
+
+func (s *Switch) drop(out, q int, p *pkt.Packet, lossless bool, reason string) {
+	s.drops++
+	if out >= 0 && q >= 0 {
+		s.qc[out*s.nall+q].dropped++
+	}
+	s.log.Drops = append(s.log.Drops, records.Drop{At: s.clk.Now(), Device: s.cfg.Device, Port: int16(out),
+		Queue: int16(q), Flow: p.Flow, Lossless: lossless, Reason: reason})
+	if lossless {
+		s.losslessDrops++
+		s.log.Violations = append(s.log.Violations, fmt.Sprintf(
+			"switch %d port %d queue %d: lossless drop (%s) of flow %d psn %d from port %d at %v",
+			s.cfg.Device, out, q, reason, p.Flow, p.PSN, p.InPort, s.clk.Now()))
+	}
+}
+
+func (s *Switch) sample() {
+	now := s.clk.Now()
+	for i, port := range s.ports {
+		s.log.Samples = append(s.log.Samples, records.QueueSample{At: now, Device: s.cfg.Device, Port: int16(i),
+			Queue: -1, Bytes: int32(s.pc[i].bytes)})
+		for q := 0; q < s.nq; q++ {
+			if b := port.Bytes(q); b > 0 {
+				s.log.Samples = append(s.log.Samples, records.QueueSample{At: now, Device: s.cfg.Device,
+					Port: int16(i), Queue: int16(q), Bytes: int32(b)})
+			}
+		}
+	}
+	s.sampler = s.clk.AfterFunc(s.cfg.SampleEvery, s.sampleFn)
+}
+
+// device is the Switch as the flow-control module sees it; a separate method set keeps these hooks out
+// of the Switch's public API.
+type device Switch
+
+func (d *device) ID() int32               { return d.cfg.Device }
+func (d *device) Clock() clock.Clock      { return d.clk }
+func (d *device) NumPorts() int           { return len(d.ports) }
+func (d *device) Port(i int) *egress.Port { return d.ports[i] }
+func (d *device) DataQueues() int         { return d.nq }
+func (d *device) Prios() int              { return d.cfg.Prios }
+func (d *device) Lossless(prio int) bool  { return d.cfg.lossless[prio] }
+func (d *device) MMU() *mmu.MMU           { return d.mmu }
+func (d *device) PeerHost(port int) (int32, bool) {
+	pc := d.cfg.Ports[port]
+	return pc.PeerHost, pc.PeerIsHost
+}
+
+func (d *device) SendControl(port int, f *pkt.Packet) {
+	d.meta[port*d.nall+d.fcq].push(meta{at: d.clk.Now(), in: -1})
+	d.ports[port].Enqueue(d.fcq, f)
+}
+
+func (d *device) Note(port, queue int, on, sent, change bool, hops int8) {
+	pc := &d.pc[port]
+	switch {
+	case sent && !on:
+		pc.resumesSent++
+	case sent && change:
+		pc.pausesSent++
+	case sent:
+		pc.refreshesSent++
+	case !on:
+		pc.resumesRecv++
+	case change:
+		pc.pausesRecv++
+	default:
+		pc.refreshesRecv++
+	}
+	if change {
+		d.log.Pauses = append(d.log.Pauses, records.Pause{At: d.clk.Now(), Device: d.cfg.Device, Kind: records.Switch,
+			Port: int16(port), Queue: int16(queue), On: on, Sent: sent, Hops: hops})
+	}
+}
