@@ -21,6 +21,7 @@ func init() {
 // port k = i·h+t. Port k leads to the target at offset o = k mod (G−1) (parallel link number k/(G−1)):
 //   - arrangement=absolute (Kim et al.'s consecutive, the digest's default): group o if o < q, else o+1;
 //   - arrangement=relative: group (q+o+1) mod G.
+//
 // The paper does not say which arrangement it used (digest §1.1, [UNSPECIFIED]).
 func buildDragonfly(p *params) (*Graph, error) {
 	hp, err := p.int("p", 1)
