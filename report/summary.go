@@ -84,7 +84,9 @@ func (m Meta) dilation() float64 {
 
 // seconds converts an engine time to paper seconds.
 // One division (not two) keeps round values round: 7.5e9 ps at D=1000 is 7.5e-06, not 7.499999999999999e-06.
-func (m Meta) seconds(t clock.Time) float64 { return float64(t) / (float64(clock.Second) * m.dilation()) }
+func (m Meta) seconds(t clock.Time) float64 {
+	return float64(t) / (float64(clock.Second) * m.dilation())
+}
 
 // nanos converts an engine time to paper nanoseconds, rounded, as HPCC's integer ns timestamps.
 func (m Meta) nanos(t clock.Time) int64 {
