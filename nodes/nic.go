@@ -1,0 +1,369 @@
+package nodes
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/records"
+)
+
+// RoCEv2 UDP destination port and IP protocol.
+const (
+	RoCEv2Port  = 4791
+	ProtoUDP    = 17
+	sportBase   = 49152 // RoCEv2 source ports are taken from the dynamic range, as NICs do
+	sportRandom = 0x3FFF
+)
+
+// Flow is a message the backend asks a NIC to send, at the flow's start time.
+type Flow struct {
+	ID   uint32
+	Dst  int32 // destination host index
+	Size int64 // application bytes
+	// Route is the source route from this NIC (Route[0] = egress port here); nil forwards by table and
+	// picks this NIC's egress port from Config.FIB by a hash of the flow.
+	Route []uint8
+	Ideal clock.Time // standalone FCT the lab computed (IdealFCT), copied into the record
+	Class string
+	Prio  uint8 // 0 = Config.DataPrio
+}
+
+// Stats are the NIC's counters beyond records.Counters.
+type Stats struct {
+	TxData, TxAck, TxNack, TxCNP uint64
+	RxData, RxAck, RxNack, RxCNP uint64
+	RxPFC, RxPortFC              uint64
+	Retransmits, Timeouts        uint64
+	GoBacks                      uint64 // go-back-N rewinds (NACK or timeout)
+	Duplicates                   uint64 // data packets received below the expected PSN
+	OutOfOrder                   uint64 // data packets received above the expected PSN
+	LosslessGaps                 uint64 // out-of-order arrivals under the lossless transport: a loss elsewhere
+	ECNMarked                    uint64 // CE-marked data packets received
+	Relayed                      uint64
+	NoRoute                      uint64
+	Unknown                      uint64 // ACK/NACK/CNP for a flow this NIC does not (any longer) send
+}
+
+// FlowState is a snapshot of a sending QP, for tests and monitors.
+type FlowState struct {
+	SndUna, SndNxt, SndHigh uint32 // cumulative ACK, next new PSN, one past the highest PSN sent
+	Packets                 uint32
+	MaxInFlight             uint32 // the largest SndHigh-SndUna seen
+	RateBps, TargetBps      float64
+	Alpha                   float64
+	Timeouts                uint64
+	Retransmits             int64
+	Done                    bool
+}
+
+// NIC is one host's network interface: sender QPs, receiver state, egress ports, relay.
+type NIC struct {
+	cfg    Config
+	clk    clock.Clock
+	log    *records.Log
+	layout Layout
+	plug   Plugins
+
+	ports    []*egress.Port
+	lanes    [][]*lane // [port][queue], nil where no local flow has used the queue yet
+	control  []int     // control queue per port
+	maxQueue []int
+	pfc      [][8]clock.Timer
+
+	qps       map[uint32]*qp // active sender QPs
+	active    int
+	rx        map[uint32]*rxQP
+	ackRoutes map[uint32][]uint8
+
+	stats    Stats
+	counters records.Counters
+	flushed  bool
+}
+
+// New builds a NIC with the default queue layout and PFC handling. links[i] carries port i's frames
+// to its peer (and adds the propagation delay); an entry may be nil and set later with SetLink.
+func New(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log) (*NIC, error) {
+	return NewWith(cfg, clk, links, log, Plugins{})
+}
+
+// NewWith is New with a queue layout and flow-control hooks (PortFC).
+func NewWith(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log, plug Plugins) (*NIC, error) {
+	c, err := cfg.WithDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if len(links) > len(c.Ports) {
+		return nil, fmt.Errorf("nodes: %d links for %d ports", len(links), len(c.Ports))
+	}
+	if log == nil {
+		log = &records.Log{}
+	}
+	n := &NIC{cfg: c, clk: clk, log: log, plug: plug, layout: plug.Layout,
+		qps: map[uint32]*qp{}, rx: map[uint32]*rxQP{}, ackRoutes: map[uint32][]uint8{}}
+	if n.layout == nil {
+		n.layout = PrioLayout{}
+	}
+	n.counters.Device = c.Device
+	np := len(c.Ports)
+	n.ports = make([]*egress.Port, np)
+	n.lanes = make([][]*lane, np)
+	n.control = make([]int, np)
+	n.maxQueue = make([]int, np)
+	n.pfc = make([][8]clock.Timer, np)
+	for i, pc := range c.Ports {
+		nq := n.layout.Queues(i)
+		ctl := n.layout.Control(i)
+		if ctl < 0 || ctl >= nq {
+			return nil, fmt.Errorf("nodes: layout: control queue %d of port %d out of range 0..%d", ctl, i, nq-1)
+		}
+		var link egress.Link
+		if i < len(links) {
+			link = links[i]
+		}
+		port := i
+		p, err := egress.New(egress.Config{RateBps: pc.RateBps, Queues: nq, Strict: []int{ctl}, Overhead: pc.Overhead},
+			clk, link, egress.Hooks{
+				Dequeue: func(q int, _ *pkt.Packet) { n.dequeued(port, q) },
+				Sent:    n.sent,
+			})
+		if err != nil {
+			return nil, fmt.Errorf("nodes: port %d: %w", i, err)
+		}
+		n.ports[i] = p
+		n.lanes[i] = make([]*lane, nq)
+		n.control[i] = ctl
+	}
+	return n, nil
+}
+
+// SetLink attaches port i's link (backends wire links after devices exist).
+func (n *NIC) SetLink(i int, l egress.Link) { n.ports[i].SetLink(l) }
+
+// Config returns the NIC's configuration with defaults resolved.
+func (n *NIC) Config() Config { return n.cfg }
+
+// Port returns egress port i (queue samples, PortFC hooks).
+func (n *NIC) Port(i int) *egress.Port { return n.ports[i] }
+
+// NumPorts is the number of ports.
+func (n *NIC) NumPorts() int { return len(n.ports) }
+
+// Stats returns the NIC's counters.
+func (n *NIC) Stats() Stats { return n.stats }
+
+// Active is the number of flows this NIC started that have not completed.
+func (n *NIC) Active() int { return n.active }
+
+// AckRoute pins the source route this NIC uses for ACK/NACK/CNP frames of flow id (it is the flow's
+// receiver). Without it they are forwarded by table (Config.FIB here, FIBs downstream).
+func (n *NIC) AckRoute(id uint32, route []uint8) { n.ackRoutes[id] = route }
+
+// FlowState reports a sending flow's state; ok is false once the flow completed (or never existed).
+func (n *NIC) FlowState(id uint32) (FlowState, bool) {
+	q := n.qps[id]
+	if q == nil {
+		return FlowState{}, false
+	}
+	s := FlowState{SndUna: q.sndUna, SndNxt: q.sndNxt, SndHigh: q.sndHigh, Packets: q.npkts, MaxInFlight: q.maxInFlight,
+		RateBps: q.rate, TargetBps: q.lineRate, Timeouts: q.timeouts, Retransmits: q.rec.Retransmits, Done: q.done}
+	if q.cc != nil {
+		q.cc.catchUp(n.clk.Now())
+		s.TargetBps, s.Alpha = q.cc.target, q.cc.alpha
+	}
+	return s, true
+}
+
+// PauseQueue pauses or resumes egress queue q of port (FC hooks). The control queue ignores it.
+func (n *NIC) PauseQueue(port, q int, on bool) { n.ports[port].Pause(q, on) }
+
+// SendControl sends a frame out of port in the strict control queue (FC hooks relaying pauses).
+func (n *NIC) SendControl(port int, p *pkt.Packet) { n.enqueue(port, n.control[port], p) }
+
+// Flush writes the NIC's counters and a record for every flow it started that has not completed. Call it
+// once at the end of a run; later calls do nothing.
+func (n *NIC) Flush() {
+	if n.flushed {
+		return
+	}
+	n.flushed = true
+	open := make([]*qp, 0, len(n.qps))
+	for _, q := range n.qps {
+		open = append(open, q)
+	}
+	sort.Slice(open, func(i, j int) bool {
+		if open[i].rec.Start != open[j].rec.Start {
+			return open[i].rec.Start < open[j].rec.Start
+		}
+		return open[i].id < open[j].id
+	})
+	for _, q := range open {
+		n.log.Flows = append(n.log.Flows, q.rec)
+	}
+	c := n.counters
+	c.ECNMarked = n.stats.ECNMarked
+	c.Retransmits = n.stats.Retransmits
+	c.CNPsSent = n.stats.TxCNP
+	c.MaxQueue = append([]int(nil), n.maxQueue...)
+	n.log.Counters = append(n.log.Counters, c)
+}
+
+// Receive handles a frame that arrived on port.
+func (n *NIC) Receive(port int, p *pkt.Packet) {
+	n.counters.RxFrames++
+	p.InPort = int16(port)
+	switch p.Kind {
+	case pkt.PFC:
+		n.stats.RxPFC++
+		if n.plug.OnPFC != nil {
+			n.plug.OnPFC(n, port, p)
+		} else {
+			n.handlePFC(port, p)
+		}
+		return
+	case pkt.PortFC:
+		n.stats.RxPortFC++
+		if n.plug.OnPortFC != nil {
+			n.plug.OnPortFC(n, port, p)
+		}
+		return
+	}
+	if p.Dst != n.cfg.Host {
+		n.relay(port, p)
+		return
+	}
+	switch p.Kind {
+	case pkt.Data:
+		n.onData(port, p)
+	case pkt.Ack:
+		n.stats.RxAck++
+		n.onAck(p, false)
+	case pkt.Nack:
+		n.stats.RxNack++
+		n.onAck(p, true)
+	case pkt.CNP:
+		n.stats.RxCNP++
+		if q := n.qps[p.Flow]; q != nil && q.cc != nil {
+			q.cc.onCNP(n.clk.Now())
+		} else if q == nil {
+			n.stats.Unknown++
+		}
+	default:
+		// Probes and kernel frames have no NIC-side meaning here.
+	}
+}
+
+// handlePFC applies an 802.1Qbb frame: each enabled priority is paused for its quanta (512 bit times
+// each at this port's rate), or resumed when the quanta are 0. A new frame replaces the running timer,
+// as on real hardware.
+func (n *NIC) handlePFC(port int, p *pkt.Packet) {
+	now := n.clk.Now()
+	rate := n.cfg.Ports[port].RateBps
+	for prio := 0; prio < 8; prio++ {
+		if p.PauseMask&(1<<uint(prio)) == 0 {
+			continue
+		}
+		quanta := p.PauseQuanta[prio]
+		on := quanta > 0
+		n.log.Pauses = append(n.log.Pauses, records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
+			Port: int16(port), Queue: int16(prio), On: on})
+		if t := n.pfc[port][prio]; t != nil {
+			t.Stop()
+			n.pfc[port][prio] = nil
+		}
+		n.setPrioPaused(port, prio, on)
+		if on {
+			d := clock.TxTime(int(quanta)*512/8, rate)
+			pr := prio
+			n.pfc[port][prio] = n.clk.AfterFunc(d, func() {
+				n.pfc[port][pr] = nil
+				n.setPrioPaused(port, pr, false)
+			})
+		}
+	}
+}
+
+func (n *NIC) setPrioPaused(port, prio int, on bool) {
+	for _, q := range n.layout.PFC(port, prio) {
+		n.ports[port].Pause(q, on)
+	}
+}
+
+// enqueue puts a frame on an egress queue and keeps the per-port occupancy maximum.
+func (n *NIC) enqueue(port, q int, p *pkt.Packet) {
+	e := n.ports[port]
+	e.Enqueue(q, p)
+	if b := e.TotalBytes(); b > n.maxQueue[port] {
+		n.maxQueue[port] = b
+	}
+}
+
+func (n *NIC) sent(p *pkt.Packet) {
+	n.counters.TxFrames++
+}
+
+func (n *NIC) dequeued(port, q int) {
+	if l := n.lanes[port][q]; l != nil {
+		l.refill()
+	}
+}
+
+// relay forwards a frame addressed to another host: by its source route when it has one left, else by
+// FIB. Data goes to the layout's relay queue, so relayed traffic shares the port by DRR with local flows
+// and still honours pauses of its priority; control frames take the strict queue.
+func (n *NIC) relay(inPort int, p *pkt.Packet) {
+	if !n.cfg.Relay {
+		n.drop(p, "not-for-host")
+		return
+	}
+	port := p.NextPort()
+	routed := port >= 0
+	if !routed {
+		port = n.fibPort(p.Dst, p.FlowHash(uint32(n.cfg.Seed)))
+	}
+	if port < 0 || port >= len(n.ports) {
+		n.drop(p, "no-route")
+		return
+	}
+	q := n.control[port]
+	if !p.Kind.Control() {
+		q = n.layout.Relay(port, p)
+	}
+	if routed {
+		p.Hop++
+	}
+	n.stats.Relayed++
+	n.enqueue(port, q, p)
+}
+
+func (n *NIC) drop(p *pkt.Packet, reason string) {
+	n.stats.NoRoute++
+	n.log.Drops = append(n.log.Drops, records.Drop{At: n.clk.Now(), Device: n.cfg.Device, Port: -1, Queue: -1,
+		Flow: p.Flow, Lossless: n.cfg.Transport == Lossless && p.Kind == pkt.Data, Reason: reason})
+}
+
+// fibPort picks an egress port toward host dst from the FIB by hash; a one-port NIC needs no FIB.
+func (n *NIC) fibPort(dst int32, hash uint32) int {
+	if int(dst) >= 0 && int(dst) < len(n.cfg.FIB) {
+		if c := n.cfg.FIB[dst]; len(c) > 0 {
+			return int(c[hash%uint32(len(c))])
+		}
+	}
+	if len(n.ports) == 1 {
+		return 0
+	}
+	return -1
+}
+
+// mix32 is a small integer hash (splitmix-style finaliser) for deriving SPorts and ECMP choices from
+// flow ids deterministically.
+func mix32(x uint64) uint32 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return uint32(x)
+}

@@ -1,0 +1,129 @@
+package nodes
+
+import (
+	"fmt"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/pkt"
+)
+
+// rxQP is a receiving queue pair: one flow's receive state. It is kept after the last packet so a
+// retransmission caused by a lost ACK is answered.
+type rxQP struct {
+	src      int32
+	sport    uint16
+	expected uint32 // next in-order PSN
+	lastPSN  int64  // PSN of the packet marked Last, once seen; -1 before
+	sinceAck int    // in-order packets since the last ACK (coalescing)
+	dupSince int    // duplicates since the last ACK they triggered
+
+	ooo map[uint32]struct{} // IRN: PSNs received above expected
+
+	nackFor  uint32 // go-back-N NACK rate limit: the expected PSN last NACKed and when
+	nackAt   clock.Time
+	nacked   bool
+	cnpAt    clock.Time // NP pacing: last CNP
+	cnpSent  bool
+	gapNoted bool
+}
+
+func (n *NIC) onData(port int, p *pkt.Packet) {
+	n.stats.RxData++
+	now := n.clk.Now()
+	rx := n.rx[p.Flow]
+	if rx == nil {
+		rx = &rxQP{src: p.Src, sport: p.SPort, lastPSN: -1}
+		n.rx[p.Flow] = rx
+	}
+	if p.ECN == pkt.CE {
+		n.stats.ECNMarked++
+		// Notification point: at most one CNP per flow per CNPInterval (DCQCN's N).
+		if n.cfg.CC == CCDCQCN && (!rx.cnpSent || now-rx.cnpAt >= n.cfg.CNPInterval) {
+			rx.cnpSent, rx.cnpAt = true, now
+			n.stats.TxCNP++
+			n.sendCtl(pkt.CNP, p, rx, 0, pkt.CNPSize)
+		}
+	}
+	if p.Last {
+		rx.lastPSN = int64(p.PSN)
+	}
+	switch {
+	case p.PSN == rx.expected:
+		rx.expected++
+		jumped := false
+		for len(rx.ooo) > 0 {
+			if _, ok := rx.ooo[rx.expected]; !ok {
+				break
+			}
+			delete(rx.ooo, rx.expected)
+			rx.expected++
+			jumped = true
+		}
+		rx.sinceAck++
+		// ACK every AckEvery packets, at the end of the message, and at once when a hole was filled
+		// (the sender is in recovery and waits for exactly this).
+		if rx.sinceAck >= n.cfg.AckEvery || jumped || (rx.lastPSN >= 0 && int64(rx.expected) > rx.lastPSN) {
+			rx.sinceAck = 0
+			n.stats.TxAck++
+			n.sendCtl(pkt.Ack, p, rx, 0, pkt.AckSize)
+		}
+	case p.PSN > rx.expected:
+		n.stats.OutOfOrder++
+		if n.cfg.Transport == Lossless {
+			n.stats.LosslessGaps++
+			if !rx.gapNoted {
+				rx.gapNoted = true
+				n.log.Violations = append(n.log.Violations, fmt.Sprintf(
+					"h%d: lossless flow %d from h%d: PSN %d arrived while %d was expected (a packet was lost)",
+					n.cfg.Host, p.Flow, p.Src, p.PSN, rx.expected))
+			}
+		}
+		if n.cfg.Transport == IRN {
+			// Keep it and NACK with the cumulative ACK plus the SACKed PSN, on every out-of-order arrival.
+			if rx.ooo == nil {
+				rx.ooo = map[uint32]struct{}{}
+			}
+			rx.ooo[p.PSN] = struct{}{}
+			n.stats.TxNack++
+			n.sendCtl(pkt.Nack, p, rx, p.PSN, pkt.NackSize)
+			return
+		}
+		// Go-back-N: drop it; NACK the expected PSN once, again only after NackInterval.
+		if !rx.nacked || rx.nackFor != rx.expected || now-rx.nackAt >= n.cfg.NackInterval {
+			rx.nacked, rx.nackFor, rx.nackAt = true, rx.expected, now
+			n.stats.TxNack++
+			n.sendCtl(pkt.Nack, p, rx, 0, pkt.AckSize)
+		}
+	default:
+		// A duplicate: the sender timed out or went back. Answer (coalesced) so a lost ACK cannot stall
+		// the flow forever.
+		n.stats.Duplicates++
+		rx.dupSince++
+		if rx.dupSince >= n.cfg.AckEvery || p.Last {
+			rx.dupSince = 0
+			n.stats.TxAck++
+			n.sendCtl(pkt.Ack, p, rx, 0, pkt.AckSize)
+		}
+	}
+}
+
+// sendCtl sends an ACK, NACK or CNP for data packet p back to its sender, in the strict control queue.
+func (n *NIC) sendCtl(kind pkt.Kind, p *pkt.Packet, rx *rxQP, sack uint32, size int) {
+	c := &pkt.Packet{Kind: kind, Segs: 1, Src: n.cfg.Host, Dst: p.Src, Flow: p.Flow, SPort: p.SPort,
+		DPort: RoCEv2Port, Proto: ProtoUDP, Prio: n.cfg.ControlPrio, PSN: rx.expected, SackPSN: sack,
+		SentAt: n.clk.Now(), InPort: -1}
+	port := -1
+	if r := n.ackRoutes[p.Flow]; len(r) > 0 {
+		port = int(r[0])
+		c.Route, c.Hop = r, 1
+		size += pkt.RouteOptionBytes(len(r))
+	} else {
+		port = n.fibPort(p.Src, mix32(uint64(p.Flow)^n.cfg.Seed<<32^0x5bd1e995))
+	}
+	c.Size = int32(size)
+	if port < 0 || port >= len(n.ports) {
+		n.drop(c, "no-route")
+		return
+	}
+	n.enqueue(port, n.control[port], c)
+}
