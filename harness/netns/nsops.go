@@ -1,11 +1,15 @@
 package netns
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/vishvananda/netlink"
@@ -200,22 +204,27 @@ func deleteNS(name string, wantIno uint64) error {
 	return nil
 }
 
-// Legacy ethtool commands (linux/ethtool.h). The kernel maps each onto its feature mask (STXCSUM clears
-// every tx checksum feature, STSO every TSO flavour), so four calls give a deliberate state.
+// ethtool ioctl commands and the feature string set (linux/ethtool.h).
 const (
-	ethtoolGTXCSUM = 0x16
-	ethtoolSTXCSUM = 0x17
-	ethtoolGTSO    = 0x1e
-	ethtoolSTSO    = 0x1f
-	ethtoolGGSO    = 0x23
-	ethtoolSGSO    = 0x24
-	ethtoolGGRO    = 0x2b
-	ethtoolSGRO    = 0x2c
+	ethtoolGSTRINGS  = 0x1b
+	ethtoolGSSETINFO = 0x37
+	ethtoolGFEATURES = 0x3a
+	ethtoolSFEATURES = 0x3b
+	ethSSFeatures    = 4
+	ethGStringLen    = 32
 )
 
-type ethtoolValue struct {
-	cmd  uint32
-	data uint32
+// ethtoolBuf issues an ethtool ioctl whose argument is buf (a C struct laid out by the caller).
+func ethtoolBuf(sock int, ifname string, buf []byte) error {
+	var ifr ifreqData
+	copy(ifr.name[:unix.IFNAMSIZ-1], ifname)
+	ifr.data = unsafe.Pointer(&buf[0])
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(sock), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
+	runtime.KeepAlive(buf)
+	if errno != 0 {
+		return errno
+	}
+	return nil
 }
 
 type ifreqData struct {
@@ -224,54 +233,156 @@ type ifreqData struct {
 	_    [24 - unsafe.Sizeof(uintptr(0))]byte
 }
 
-func ethtoolCmd(sock int, ifname string, cmd, data uint32) (uint32, error) {
-	v := &ethtoolValue{cmd: cmd, data: data}
-	var ifr ifreqData
-	copy(ifr.name[:unix.IFNAMSIZ-1], ifname)
-	ifr.data = unsafe.Pointer(v)
-	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(sock), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr)))
-	runtime.KeepAlive(v)
-	if errno != 0 {
-		return 0, errno
+var ne = binary.NativeEndian
+
+// featureNames returns the kernel's feature names in bit order (the same for every device).
+func featureNames(sock int, ifname string) ([]string, error) {
+	info := make([]byte, 20) // cmd, reserved, u64 sset_mask, u32 data[1]
+	ne.PutUint32(info[0:], ethtoolGSSETINFO)
+	ne.PutUint64(info[8:], 1<<ethSSFeatures)
+	if err := ethtoolBuf(sock, ifname, info); err != nil {
+		return nil, fmt.Errorf("ETHTOOL_GSSET_INFO: %w", err)
 	}
-	return v.data, nil
-}
-
-// Offloads is the state of the offloads the backend sets on every veth end.
-type Offloads struct {
-	TxChecksum, TSO, GSO, GRO bool
-}
-
-// setOffloadsOff turns off GRO, GSO, TSO and tx checksumming on one interface, in that order (TSO
-// depends on checksumming; GSO/GRO are independent software features). Why: a userspace forwarder
-// must see each frame as it would be on a wire. With tx checksum offload on, kernel TCP hands veth
-// frames with partial checksums and a forwarder relays them with bad checksums (TcpInCsumErrors); with
-// TSO/GSO on, a "frame" can be a 64 KB super-frame, breaking per-frame queue, pacing and pause
-// accounting. GRO is off by default on veth here; it is cleared anyway so a later kernel default
-// cannot merge frames behind the engines' back.
-func setOffloadsOff(sock int, ifname string) error {
-	for _, c := range []struct {
-		cmd  uint32
-		what string
-	}{{ethtoolSGRO, "gro"}, {ethtoolSGSO, "gso"}, {ethtoolSTSO, "tso"}, {ethtoolSTXCSUM, "tx-checksumming"}} {
-		if _, err := ethtoolCmd(sock, ifname, c.cmd, 0); err != nil {
-			return fmt.Errorf("ethtool %s off on %s: %w", c.what, ifname, err)
+	if ne.Uint64(info[8:])&(1<<ethSSFeatures) == 0 {
+		return nil, errors.New("kernel has no feature string set")
+	}
+	n := int(ne.Uint32(info[16:]))
+	gs := make([]byte, 12+n*ethGStringLen)
+	ne.PutUint32(gs[0:], ethtoolGSTRINGS)
+	ne.PutUint32(gs[4:], ethSSFeatures)
+	ne.PutUint32(gs[8:], uint32(n))
+	if err := ethtoolBuf(sock, ifname, gs); err != nil {
+		return nil, fmt.Errorf("ETHTOOL_GSTRINGS: %w", err)
+	}
+	names := make([]string, n)
+	for i := range names {
+		b := gs[12+i*ethGStringLen : 12+(i+1)*ethGStringLen]
+		if j := bytes.IndexByte(b, 0); j >= 0 {
+			b = b[:j]
 		}
+		names[i] = string(b)
+	}
+	return names, nil
+}
+
+// offFeature says which features the backend turns off: every tx checksum offload, every
+// segmentation offload (TSO in all its flavours, including ones newer than the legacy ethtool calls
+// know, e.g. tx-tcp-accecn-segmentation on 6.18, plus UDP/tunnel/SCTP segmentation and GSO itself),
+// GSO lists and every receive-side coalescing (GRO, LRO, GRO lists, UDP GRO forwarding).
+func offFeature(name string) bool {
+	return strings.HasPrefix(name, "tx-checksum-") || strings.HasSuffix(name, "-segmentation") ||
+		name == "tx-gso-list" || name == "rx-gro" || name == "rx-lro" || name == "rx-gro-hw" ||
+		name == "rx-gro-list" || name == "rx-udp-gro-forwarding"
+}
+
+type featureSet struct {
+	names []string
+	off   []bool
+}
+
+var (
+	featOnce sync.Once
+	feats    *featureSet
+	featErr  error
+)
+
+func features(sock int, ifname string) (*featureSet, error) {
+	featOnce.Do(func() {
+		names, err := featureNames(sock, ifname)
+		if err != nil {
+			featErr = err
+			return
+		}
+		fs := &featureSet{names: names, off: make([]bool, len(names))}
+		for i, n := range names {
+			fs.off[i] = offFeature(n)
+		}
+		feats = fs
+	})
+	return feats, featErr
+}
+
+// getActive returns the active feature bits of ifname.
+func getActive(sock int, ifname string, n int) ([]bool, error) {
+	blocks := (n + 31) / 32
+	buf := make([]byte, 8+16*blocks)
+	ne.PutUint32(buf[0:], ethtoolGFEATURES)
+	ne.PutUint32(buf[4:], uint32(blocks))
+	if err := ethtoolBuf(sock, ifname, buf); err != nil {
+		return nil, fmt.Errorf("ETHTOOL_GFEATURES on %s: %w", ifname, err)
+	}
+	act := make([]bool, n)
+	for i := range act {
+		active := ne.Uint32(buf[8+16*(i/32)+8:])
+		act[i] = active&(1<<(i%32)) != 0
+	}
+	return act, nil
+}
+
+// setOffloadsOff turns off, on one interface, the features offFeature selects, in one
+// ETHTOOL_SFEATURES call (what `ethtool -K` does). Why: a userspace forwarder must see each frame as
+// it would be on a wire. With tx checksum offload on, kernel TCP hands veth frames with partial
+// checksums and a forwarder relays them with bad checksums (TcpInCsumErrors); with TSO/GSO on, a
+// "frame" can be a 64 KB super-frame, breaking per-frame queue, pacing and pause accounting; GRO would
+// merge received frames behind the engines' back. The ioctl is issued from Go on a socket opened in
+// the namespace: no ethtool binary, no process per interface.
+func setOffloadsOff(sock int, ifname string) error {
+	fs, err := features(sock, ifname)
+	if err != nil {
+		return fmt.Errorf("ethtool features of %s: %w", ifname, err)
+	}
+	blocks := (len(fs.names) + 31) / 32
+	buf := make([]byte, 8+8*blocks)
+	ne.PutUint32(buf[0:], ethtoolSFEATURES)
+	ne.PutUint32(buf[4:], uint32(blocks))
+	for i, off := range fs.off {
+		if off {
+			o := 8 + 8*(i/32)
+			ne.PutUint32(buf[o:], ne.Uint32(buf[o:])|1<<(i%32)) // valid; requested stays 0
+		}
+	}
+	if err := ethtoolBuf(sock, ifname, buf); err != nil {
+		return fmt.Errorf("ETHTOOL_SFEATURES on %s: %w", ifname, err)
 	}
 	return nil
 }
 
+// Offloads is the offload state of one interface, as the backend sees it.
+type Offloads struct {
+	TxChecksum bool     // any tx-checksum-* feature active
+	TSO        bool     // any tx-tcp*-segmentation active
+	GSO        bool     // tx-generic-segmentation
+	GRO        bool     // rx-gro
+	On         []string // every feature the backend turns off that is nevertheless active
+}
+
 func getOffloads(sock int, ifname string) (Offloads, error) {
 	var o Offloads
-	for _, c := range []struct {
-		cmd uint32
-		dst *bool
-	}{{ethtoolGTXCSUM, &o.TxChecksum}, {ethtoolGTSO, &o.TSO}, {ethtoolGGSO, &o.GSO}, {ethtoolGGRO, &o.GRO}} {
-		v, err := ethtoolCmd(sock, ifname, c.cmd, 0)
-		if err != nil {
-			return o, fmt.Errorf("ethtool get on %s: %w", ifname, err)
+	fs, err := features(sock, ifname)
+	if err != nil {
+		return o, err
+	}
+	act, err := getActive(sock, ifname, len(fs.names))
+	if err != nil {
+		return o, err
+	}
+	for i, n := range fs.names {
+		if !act[i] {
+			continue
 		}
-		*c.dst = v != 0
+		switch {
+		case strings.HasPrefix(n, "tx-checksum-"):
+			o.TxChecksum = true
+		case strings.HasPrefix(n, "tx-tcp") && strings.HasSuffix(n, "-segmentation"):
+			o.TSO = true
+		case n == "tx-generic-segmentation":
+			o.GSO = true
+		case n == "rx-gro":
+			o.GRO = true
+		}
+		if fs.off[i] {
+			o.On = append(o.On, n)
+		}
 	}
 	return o, nil
 }

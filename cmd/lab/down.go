@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	var all bool
+	cmd := &cobra.Command{
+		Use:   "down (NAME... | --all)",
+		Short: "Remove a lab: exactly the namespaces and links its state file lists",
+		Long: "Remove the namespaces (and with them the veths) listed in /run/fabriclab/<lab>/state.json, " +
+			"then the state. Nothing that is not in a state file is touched. --all removes every lab " +
+			"that has a state file. Needs root.",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			if all {
+				if len(args) > 0 {
+					return errors.New("--all takes no lab names")
+				}
+				names, err := netns.DownAll()
+				for _, n := range names {
+					fmt.Fprintf(out, "lab %s down\n", n)
+				}
+				if len(names) == 0 && err == nil {
+					fmt.Fprintln(out, "no labs")
+				}
+				return err
+			}
+			if len(args) == 0 {
+				return errors.New("name a lab (see `lab status`) or use --all")
+			}
+			var errs []error
+			for _, n := range args {
+				if err := netns.Down(n); err != nil {
+					errs = append(errs, fmt.Errorf("lab %s: %w", n, err))
+					continue
+				}
+				fmt.Fprintf(out, "lab %s down\n", n)
+			}
+			return errors.Join(errs...)
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "remove every lab that has a state file")
+	root.AddCommand(cmd)
+}

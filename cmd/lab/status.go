@@ -1,0 +1,57 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "List labs (those with a state file) and whether their namespaces and links exist",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sts, err := netns.Status()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(sts)
+			}
+			if len(sts) == 0 {
+				fmt.Fprintln(out, "no labs")
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "LAB\tFAMILY\tSTATE\tNAMESPACES\tLINKS\tPID")
+			for _, s := range sts {
+				state := "up"
+				switch {
+				case !s.Complete && s.PIDAlive:
+					state = "coming up"
+				case !s.Complete:
+					state = "incomplete (crashed bring-up: lab down " + s.Lab + ")"
+				case s.NamespacesPresent < s.Namespaces || s.LinksPresent < s.Links:
+					state = "damaged"
+				}
+				pid := fmt.Sprint(s.PID)
+				if !s.PIDAlive {
+					pid += " (exited)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d/%d\t%s\n", s.Lab, s.Family, state,
+					s.NamespacesPresent, s.Namespaces, s.LinksPresent, s.Links, pid)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
+	root.AddCommand(cmd)
+}
