@@ -459,3 +459,59 @@ func TestExplicit(t *testing.T) {
 		t.Errorf("validate: %v", err)
 	}
 }
+
+// The family builders must agree with the hand-built graphs these tests reason about.
+func TestBuiltTopologies(t *testing.T) {
+	g, err := topo.Build("ndc", map[string]string{"n": "4", "k": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := BCubePath(g, 15, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := BCubePath(ndc(4, 1), 15, 0, nil)
+	if p.Format(g) != "h15 s3 h12 s4 h0" || !reflect.DeepEqual(p.Route(), want.Route()) {
+		t.Errorf("built NDC(4,1): %q %v", p.Format(g), p.Route())
+	}
+	r, err := New("bcube", g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range g.Hosts {
+		for d := range g.Hosts {
+			if s == d {
+				continue
+			}
+			ps, err := r.Paths(s, d)
+			if err != nil || len(ps) != 2 {
+				t.Fatalf("h%d->h%d: %v %d", s, d, err, len(ps))
+			}
+			for _, p := range ps {
+				if err := p.Validate(g); err != nil {
+					t.Fatalf("h%d->h%d: %v", s, d, err)
+				}
+			}
+		}
+	}
+
+	// Fat-tree k=4: 4 shortest paths between pods, 2 within a pod across edges, 1 under one edge.
+	ft, err := topo.Build("fattree", map[string]string{"k": "4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := Shortest(ft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(ft.Hosts) - 1
+	for _, c := range []struct{ src, dst, paths, hops int }{{0, last, 4, 6}, {0, 2, 2, 4}, {0, 1, 1, 2}} {
+		ps, err := tb.Paths(ft, c.src, c.dst, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ps) != c.paths || ps[0].Hops() != c.hops {
+			t.Errorf("fat-tree h%d->h%d: %d paths of %d hops, want %d of %d", c.src, c.dst, len(ps), ps[0].Hops(), c.paths, c.hops)
+		}
+	}
+}
