@@ -19,6 +19,10 @@ const (
 	CNPSize = RoCEv2Overhead + 16
 	// MinFrame is the minimum Ethernet frame without FCS; PFC and PortFC frames are this long.
 	MinFrame = 60
+	// ProbeHdr is the telemetry probe's UDP payload (layout in package wire); ProbeSize is a probe frame
+	// without a source route. Engines size probes with these so that wire.Encode reproduces Size exactly.
+	ProbeHdr  = 28
+	ProbeSize = EthHdr + IPv4Hdr + UDPHdr + ProbeHdr
 )
 
 // RouteOptionBytes is what a source route of n hops adds to the IPv4 header: an option (type, length,
