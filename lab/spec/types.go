@@ -1,0 +1,274 @@
+// Package spec is the experiment spec: the YAML a user writes for `lab run`, and the same structure the
+// suites build in Go. Parse and Load are strict (an unknown key anywhere is an error naming its full path
+// and line); ApplyDefaults fills the values the reproduced papers use; Validate collects every problem
+// at once, each naming the field, the bad value and what is allowed. Nothing here knows a topology:
+// host and switch names are checked for shape only, and family parameters are handed to the builders.
+package spec
+
+import (
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/units"
+)
+
+// Spec is one experiment. Zero values mean "not given" throughout, so a spec built in Go needs only the
+// fields it cares about before ApplyDefaults.
+type Spec struct {
+	Name    string `yaml:"name,omitempty"`
+	Backend string `yaml:"backend,omitempty"` // Backends
+	// Seed drives every random choice (workloads, seeded topologies, randomized routing). 0 means 1.
+	Seed int64 `yaml:"seed,omitempty"`
+	// Dilation D (netns only): rates / D, delays and timers * D, bytes unchanged. The virtual backend
+	// always runs at D = 1 and ignores this field (see EffectiveDilation).
+	Dilation float64    `yaml:"dilation,omitempty"`
+	Topology Topology   `yaml:"topology"`
+	Switch   Switch     `yaml:"switch,omitempty"`
+	Host     Host       `yaml:"host,omitempty"`
+	Routing  Routing    `yaml:"routing,omitempty"`
+	Workload []Workload `yaml:"workload,omitempty"`
+	// Duration is when the run ends at the latest (paper time). Required: a deadlocked run never
+	// completes its flows, so something must end it.
+	Duration Time `yaml:"duration,omitempty"`
+	// Stop: true (default) ends the run as soon as every generated flow has completed.
+	Stop *bool `yaml:"stop,omitempty"`
+	// Expect holds published numbers the report prints next to the measured ones, by metric name.
+	Expect map[string]Expectation `yaml:"expect,omitempty"`
+
+	// lines maps field paths to the YAML line they came from, so validation errors found after
+	// decoding can still point into the file. Nil for specs built in Go.
+	lines map[string]int
+}
+
+// Topology selects a builder. Params holds the family's own keys (n, k, hosts_per_switch, seed, ...)
+// as typed; the builder checks them.
+type Topology struct {
+	Family string            `yaml:"family"`
+	Link   Link              `yaml:"link,omitempty"`
+	Params map[string]string `yaml:",inline"`
+}
+
+// Link is the rate and propagation delay of every link the family does not set otherwise.
+type Link struct {
+	Rate  Rate `yaml:"rate,omitempty"`
+	Delay Time `yaml:"delay,omitempty"`
+}
+
+// Switch configures every switch: shared buffer, flow control and ECN.
+type Switch struct {
+	Buffer      Size   `yaml:"buffer,omitempty"`
+	FlowControl string `yaml:"flow_control,omitempty"` // FlowControls
+	// XOFF/XON: pause when a (port, priority) ingress counter reaches XOFF, resume at or below XON.
+	XOFF Size `yaml:"xoff,omitempty"`
+	XON  Size `yaml:"xon,omitempty"`
+	// Headroom per (ingress port, lossless priority) for bytes in flight after a pause is sent. Zero:
+	// the lab sizes it from the link (rate x round trip + 2 frames).
+	Headroom Size `yaml:"headroom,omitempty"`
+	// Alpha > 0 makes XOFF dynamic, Broadcom style: alpha x free shared buffer (HPCC uses 1/8). Zero:
+	// static XOFF/XON as given.
+	Alpha float64 `yaml:"alpha,omitempty"`
+	// Reserve is the buffer guaranteed to each egress queue outside the shared pool.
+	Reserve Size `yaml:"reserve,omitempty"`
+	ECN     ECN  `yaml:"ecn,omitempty"`
+	// Priorities is the number of lossless priorities: pfcstar's tag count P (P = 1 equals pfc).
+	Priorities int `yaml:"priorities,omitempty"`
+	// RelayPFC is how relay hosts of server-centric fabrics take part in pfc/pfcstar: "pass-through"
+	// (forward the downstream switch's pauses) or "ingress" (run PFC at their own ingress). The PortFC
+	// paper is ambiguous (portfc.md §5), so both exist.
+	RelayPFC string `yaml:"relay_pfc,omitempty"`
+}
+
+// ECN is RED-style marking on egress queue length: none below KMin, probability rising linearly to
+// PMax at KMax, all above.
+type ECN struct {
+	Enabled *bool   `yaml:"enabled,omitempty"`
+	KMin    Size    `yaml:"kmin,omitempty"`
+	KMax    Size    `yaml:"kmax,omitempty"`
+	PMax    float64 `yaml:"pmax,omitempty"`
+}
+
+// Host configures every host's transport and congestion control.
+type Host struct {
+	Transport string `yaml:"transport,omitempty"` // Transports
+	CC        string `yaml:"cc,omitempty"`        // CCs
+	// MTU is payload bytes per packet (headers are added on the wire), as in the HPCC simulator.
+	MTU      int `yaml:"mtu,omitempty"`
+	AckEvery int `yaml:"ack_every,omitempty"` // acknowledge every N data packets
+	// RTO is the go-back-N (and lossless) retransmission timeout.
+	RTO Time `yaml:"rto,omitempty"`
+	// IRN: RTOLow when at most RTOThreshold packets are in flight, else RTOHigh.
+	RTOLow       Time `yaml:"rto_low,omitempty"`
+	RTOHigh      Time `yaml:"rto_high,omitempty"`
+	RTOThreshold int  `yaml:"rto_threshold,omitempty"`
+	// BDPCap is IRN's BDP-FC: at most one BDP in flight per flow.
+	BDPCap *bool `yaml:"bdp_cap,omitempty"`
+	// NACKInterval is the least time between two NACKs of one go-back-N flow.
+	NACKInterval Time  `yaml:"nack_interval,omitempty"`
+	DCQCN        DCQCN `yaml:"dcqcn,omitempty"`
+}
+
+// DCQCN overrides the Mellanox-mode DCQCN parameters (names as in the HPCC simulator).
+type DCQCN struct {
+	G            float64 `yaml:"g,omitempty"`             // alpha EWMA gain
+	AlphaResume  Time    `yaml:"alpha_resume,omitempty"`  // alpha update interval
+	RateDecrease Time    `yaml:"rate_decrease,omitempty"` // least time between two rate cuts
+	RPTimer      Time    `yaml:"rp_timer,omitempty"`      // rate-increase timer
+	FastRecovery int     `yaml:"fast_recovery,omitempty"` // fast-recovery stages
+	RateAI       Rate    `yaml:"rate_ai,omitempty"`
+	RateHAI      Rate    `yaml:"rate_hai,omitempty"`
+	MinRate      Rate    `yaml:"min_rate,omitempty"`
+	ByteCounter  Size    `yaml:"byte_counter,omitempty"` // 0: timer-only increase (Mellanox mode)
+}
+
+// Routing selects the path computation. Parameters an algorithm does not use are ignored, so one spec
+// can be swept across algorithms.
+type Routing struct {
+	Algorithm          string `yaml:"algorithm,omitempty"`           // Algorithms
+	K                  int    `yaml:"k,omitempty"`                   // ksp, dfksp
+	LosslessPriorities int    `yaml:"lossless_priorities,omitempty"` // dfksp
+	Trials             int    `yaml:"trials,omitempty"`              // updown
+	Seed               int64  `yaml:"seed,omitempty"`                // randomized algorithms; 0: the spec's seed
+	Threshold          Size   `yaml:"threshold,omitempty"`           // hybrid: flows below go ECMP, the rest VLB; ugal: bias
+}
+
+// Workload is one traffic source. Kind selects which fields apply (WorkloadFields); a field of another
+// kind is an error.
+type Workload struct {
+	Kind string `yaml:"kind"`
+	// Name labels the workload's flows in the report (e.g. Poisson vs incast throughput); default kind.
+	Name string `yaml:"name,omitempty"`
+
+	List []Flow `yaml:"list,omitempty"` // flows
+
+	// Shared by several kinds.
+	Size     Size     `yaml:"size,omitempty"`     // bytes per flow
+	At       Time     `yaml:"at,omitempty"`       // when the (first) flows start
+	Start    Time     `yaml:"start,omitempty"`    // when Poisson arrivals start
+	Duration Time     `yaml:"duration,omitempty"` // how long Poisson arrivals last; default to the run's end
+	Load     float64  `yaml:"load,omitempty"`     // offered load per host link, (0,1]
+	CDF      string   `yaml:"cdf,omitempty"`      // CDFs, or file:PATH
+	Hosts    []string `yaml:"hosts,omitempty"`    // the hosts taking part; default all
+
+	// Pareto flow sizes (cdf: pareto).
+	Mean  Size    `yaml:"mean,omitempty"`
+	Shape float64 `yaml:"shape,omitempty"`
+	Cap   Size    `yaml:"cap,omitempty"`
+
+	Pairs []Pair `yaml:"pairs,omitempty"` // poisson: restrict (src, dst) to these
+
+	// incast
+	Senders  int    `yaml:"senders,omitempty"`
+	Receiver string `yaml:"receiver,omitempty"` // default: a seeded random host not among the senders
+	Count    int    `yaml:"count,omitempty"`    // incast events, Interval apart
+	Interval Time   `yaml:"interval,omitempty"`
+
+	Fraction float64 `yaml:"fraction,omitempty"` // permutation, all-to-all: share of hosts taking part
+
+	// ps (parameter server): workers push PushSize to Server, then Server sends BroadcastSize to each.
+	Workers       int    `yaml:"workers,omitempty"` // 0: every host but the server
+	Server        string `yaml:"server,omitempty"`
+	PushSize      Size   `yaml:"push_size,omitempty"`
+	BroadcastSize Size   `yaml:"broadcast_size,omitempty"`
+	Rounds        int    `yaml:"rounds,omitempty"`
+
+	// moe: per layer, every token goes to its TopK experts (Zipf-skewed popularity) and back.
+	Experts   int     `yaml:"experts,omitempty"`
+	TopK      int     `yaml:"top_k,omitempty"`
+	Tokens    int     `yaml:"tokens,omitempty"`
+	TokenSize Size    `yaml:"token_size,omitempty"`
+	Zipf      float64 `yaml:"zipf,omitempty"` // 0: uniform
+	Layers    int     `yaml:"layers,omitempty"`
+
+	// trace
+	Format string `yaml:"format,omitempty"` // TraceFormats
+	Path   string `yaml:"path,omitempty"`
+}
+
+// Flow is one explicit flow. Via names the relay hosts of a server-centric route in order; Path names
+// every device from Src to Dst. Existence is checked against the topology later.
+type Flow struct {
+	Src  string   `yaml:"src"`
+	Dst  string   `yaml:"dst"`
+	Size Size     `yaml:"size"`
+	At   Time     `yaml:"at,omitempty"`
+	Via  []string `yaml:"via,omitempty"`
+	Path []string `yaml:"path,omitempty"`
+}
+
+// Pair is a source-destination host pair.
+type Pair struct {
+	Src string `yaml:"src"`
+	Dst string `yaml:"dst"`
+}
+
+// Expectation is a published number for a metric, with where it comes from.
+type Expectation struct {
+	Value  float64 `yaml:"value"`
+	Unit   string  `yaml:"unit,omitempty"`
+	Source string  `yaml:"source"` // e.g. "PortFC §V-C Fig. 12"
+	Note   string  `yaml:"note,omitempty"`
+}
+
+// Enumerations, in the order error messages list them.
+var (
+	Backends      = []string{"virtual", "netns"}
+	FlowControls  = []string{"lossy", "pfc", "pfcstar", "portfc"}
+	Transports    = []string{"lossless", "gbn", "irn", "kernel-tcp"}
+	CCs           = []string{"none", "dcqcn", "cubic", "dctcp"}
+	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "telemetry", "free"}
+	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "trace"}
+	// CDFs are the built-in flow-size distributions (anchors.md §6, expander-thesis.md §3.3); a cdf may
+	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).
+	CDFs          = []string{"websearch", "hadoop", "datamining", "datamining-alt", "storage", "pareto"}
+	RelayPFCModes = []string{"pass-through", "ingress"}
+	TraceFormats  = []string{"hpcc", "htsim"}
+)
+
+// WorkloadFields lists the YAML keys each workload kind accepts besides kind and name.
+var WorkloadFields = map[string][]string{
+	"flows":       {"list"},
+	"incast":      {"senders", "size", "at", "receiver", "count", "interval", "load", "duration", "hosts"},
+	"poisson":     {"cdf", "load", "duration", "start", "hosts", "pairs", "mean", "shape", "cap"},
+	"permutation": {"size", "at", "cdf", "load", "duration", "start", "hosts", "fraction", "mean", "shape", "cap"},
+	"all-to-all":  {"size", "at", "cdf", "load", "duration", "start", "hosts", "fraction", "mean", "shape", "cap"},
+	"ps":          {"workers", "server", "push_size", "broadcast_size", "rounds", "at", "hosts"},
+	"moe":         {"experts", "top_k", "tokens", "token_size", "zipf", "layers", "at", "hosts"},
+	"adv1":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap"},
+	"adv2":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap"},
+	"trace":       {"format", "path", "start"},
+}
+
+// TopologyKeys, when set, lists the keys a topology family accepts (nil for an unknown family), and
+// Validate then checks topology keys against it. The lab wires it to the topology registry
+// (spec.TopologyKeys = topo.FamilyKeys); left nil, the builder checks the keys when the lab is built.
+var TopologyKeys func(family string) []string
+
+// EffectiveDilation is the dilation the backend applies: 1 on the virtual backend.
+func (s *Spec) EffectiveDilation() float64 {
+	if s.Backend != "netns" || s.Dilation < 1 {
+		return 1
+	}
+	return s.Dilation
+}
+
+// StopWhenDone reports whether the run ends once every flow has completed (the default).
+func (s *Spec) StopWhenDone() bool { return s.Stop == nil || *s.Stop }
+
+// ECNEnabled reports whether switches mark ECN (the default).
+func (e ECN) ECNEnabled() bool { return e.Enabled == nil || *e.Enabled }
+
+// BDPCapEnabled reports whether IRN's BDP-FC is on (the default).
+func (h Host) BDPCapEnabled() bool { return h.BDPCap == nil || *h.BDPCap }
+
+// Bool returns a pointer to b, for the optional booleans of a spec built in Go.
+func Bool(b bool) *bool { return &b }
+
+// Bytes is a size of n bytes.
+func Bytes(n int64) Size { return Size{units.Size{Bytes: n}} }
+
+// BDPs is a size of x bandwidth-delay products.
+func BDPs(x float64) Size { return Size{units.Size{BDPs: x}} }
+
+// Gbps is a rate in Gbit/s.
+func Gbps(x float64) Rate { return Rate(x * 1e9) }
+
+// At converts a clock time.
+func At(t clock.Time) Time { return Time(t) }
