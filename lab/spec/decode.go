@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -85,11 +87,16 @@ func decode(data []byte) (*Spec, Errors) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
 		if err.Error() == "EOF" {
-			msg = "empty spec"
+			return nil, Errors{{Msg: "empty spec"}}
 		}
-		return nil, Errors{{Msg: msg}}
+		e := &FieldError{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		// Syntax errors arrive as "yaml: line N: ..."; keep the line where Load can prefix the file.
+		if m := syntaxLine.FindStringSubmatch(e.Msg); m != nil {
+			e.Line, _ = strconv.Atoi(m[1])
+			e.Msg = m[2]
+		}
+		return nil, Errors{e}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -108,6 +115,8 @@ func decode(data []byte) (*Spec, Errors) {
 	s.lines = d.lines
 	return s, d.errs
 }
+
+var syntaxLine = regexp.MustCompile(`^line (\d+): (.*)$`)
 
 func (d *decoder) errf(n *yaml.Node, path, format string, a ...any) {
 	d.errs = append(d.errs, &FieldError{Field: path, Line: n.Line, Msg: fmt.Sprintf(format, a...)})

@@ -379,8 +379,7 @@ func TestGoAPI(t *testing.T) {
 		Duration: At(20 * clock.Millisecond),
 		Expect:   map[string]Expectation{"ps_stage1_reduction_vs_irn": {Value: 0.126, Source: "PortFC §V-D Fig. 15(a)"}},
 	}
-	s.ApplyDefaults()
-	if err := s.Validate(); err != nil {
+	if err := s.Resolve(); err != nil {
 		t.Fatal(err)
 	}
 	if s.EffectiveDilation() != 100 || s.Workload[1].BroadcastSize != Bytes(8e6) || s.Workload[1].Server != "h0" {
@@ -452,6 +451,9 @@ workload:
 	_, err = Load(p)
 	if err == nil || err.Error() != p+":4: host.mtu: 1 is not in 256..9000 (payload bytes per packet)" {
 		t.Errorf("got %v", err)
+	}
+	if _, err := Parse([]byte("name: x\nhost: {mtu: 1\n")); err == nil || !strings.HasPrefix(err.Error(), "line ") {
+		t.Errorf("syntax error: %v", err)
 	}
 	for _, text := range []string{"", "- a\n- b\n", "name: [\n", "a: 1\n---\nb: 2\n"} {
 		if _, err := Parse([]byte(text)); err == nil {

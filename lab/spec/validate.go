@@ -26,6 +26,12 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
+// Resolve is ApplyDefaults then Validate: what a suite calls on a spec it built in Go.
+func (s *Spec) Resolve() error {
+	s.ApplyDefaults()
+	return s.Validate()
+}
+
 type checker struct {
 	errs Errors
 }
