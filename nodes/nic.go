@@ -74,6 +74,7 @@ type NIC struct {
 	pfc      [][8]clock.Timer
 
 	qps       map[uint32]*qp // active sender QPs
+	started   uint64         // flows started, numbering QPs in start order
 	active    int
 	rx        map[uint32]*rxQP
 	ackRoutes map[uint32][]uint8
@@ -193,12 +194,7 @@ func (n *NIC) Flush() {
 	for _, q := range n.qps {
 		open = append(open, q)
 	}
-	sort.Slice(open, func(i, j int) bool {
-		if open[i].rec.Start != open[j].rec.Start {
-			return open[i].rec.Start < open[j].rec.Start
-		}
-		return open[i].id < open[j].id
-	})
+	sort.Slice(open, func(i, j int) bool { return open[i].seq < open[j].seq }) // start order
 	for _, q := range open {
 		n.log.Flows = append(n.log.Flows, q.rec)
 	}

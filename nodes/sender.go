@@ -12,6 +12,7 @@ import (
 type qp struct {
 	n     *NIC
 	id    uint32
+	seq   uint64 // start order on this NIC
 	dst   int32
 	route []uint8
 	prio  uint8
@@ -107,6 +108,8 @@ func (n *NIC) StartFlow(f Flow) error {
 	if n.cfg.CC == CCDCQCN {
 		q.cc = newDCQCN(q)
 	}
+	n.started++
+	q.seq = n.started
 	q.rtoFire = q.onRTOTimer
 	q.rec = records.Flow{ID: f.ID, Src: n.cfg.Host, Dst: f.Dst, SPort: q.sport, DPort: RoCEv2Port, Size: f.Size,
 		Start: now, Ideal: f.Ideal, Class: f.Class}
