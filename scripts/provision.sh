@@ -19,31 +19,52 @@ need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 command -v git >/dev/null 2>&1 || need+=(git)
-# Go: a system go found on PATH or in the usual places is good enough; GOTOOLCHAIN handles the version.
+# Go: any go >= 1.21 is enough, because from 1.21 on the go command fetches the toolchain go.mod asks
+# for (GOTOOLCHAIN=auto, through the module proxy). Debian bookworm's golang-go is 1.19, too old for
+# that, so on bookworm Go comes from bookworm-backports; newer Debian releases ship >= 1.21 directly.
 export PATH="$PATH:/usr/local/go/bin:/usr/lib/go/bin"
-command -v go >/dev/null 2>&1 || need+=(golang-go ca-certificates)
-if [ "${#need[@]}" -gt 0 ]; then
+go_minor() { go env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'; }
+go_pkgs=()
+apt_target=()
+if ! command -v go >/dev/null 2>&1 || [ "$(go_minor)" = "" ] || [ "$(go_minor)" -lt 21 ]; then
+	go_pkgs=(golang-go ca-certificates)
+	codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+	if [ "$codename" = "bookworm" ]; then
+		bp=/etc/apt/sources.list.d/bookworm-backports.list
+		if ! grep -rqs "bookworm-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+			say "adding bookworm-backports ($bp) for a Go new enough to fetch go.mod's toolchain"
+			echo "deb http://deb.debian.org/debian bookworm-backports main" | $SUDO tee "$bp" >/dev/null
+		fi
+		apt_target=(-t bookworm-backports)
+	fi
+fi
+if [ "${#need[@]}" -gt 0 ] || [ "${#go_pkgs[@]}" -gt 0 ]; then
 	if command -v apt-get >/dev/null 2>&1; then
-		say "installing with apt-get: ${need[*]}"
+		say "installing with apt-get: ${need[*]} ${go_pkgs[*]}"
 		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
-		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
+		if [ "${#need[@]}" -gt 0 ]; then
+			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
+		fi
+		if [ "${#go_pkgs[@]}" -gt 0 ]; then
+			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${apt_target[@]}" "${go_pkgs[@]}"
+		fi
 	else
-		say "missing ${need[*]} and no apt-get: install them by hand"; exit 1
+		say "missing ${need[*]} ${go_pkgs[*]} and no apt-get: install them by hand"; exit 1
 	fi
 else
-	say "iproute2, ethtool, git and go already present"
+	say "iproute2, ethtool, git and go (>= 1.21) already present"
 fi
 
 # --- Go toolchain: go.mod pins a newer Go than Debian ships; let the go command fetch it (module proxy).
 gomod_go=$(awk '$1=="go"{print $2; exit}' go.mod)
-if [ "$(go env GOTOOLCHAIN)" = "local" ]; then
-	# A local-only toolchain older than go.mod would refuse to build; switch to auto only then.
-	if ! go list -m >/dev/null 2>&1; then
-		say "go $(go env GOVERSION) is older than go.mod's $gomod_go; using GOTOOLCHAIN=auto"
-		export GOTOOLCHAIN=auto
-	fi
-else
-	export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+if ! go list -m >/dev/null 2>&1; then
+	# Debian's Go sets GOTOOLCHAIN=local in its go.env, so it refuses go.mod's newer version instead of
+	# fetching it. Switch this user's go env to auto (persisted with go env -w, so scripts/test.sh and
+	# later shells see it too).
+	say "go $(go env GOVERSION) cannot build go.mod's go $gomod_go with GOTOOLCHAIN=$(go env GOTOOLCHAIN); setting GOTOOLCHAIN=auto (go env -w)"
+	go env -w GOTOOLCHAIN=auto
+	export GOTOOLCHAIN=auto # an inherited GOTOOLCHAIN=local would beat go env -w
+	go list -m >/dev/null
 fi
 say "go: $(go version) (go.mod wants $gomod_go)"
 GOBIN_DIR="$(go env GOPATH)/bin"
