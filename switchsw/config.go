@@ -1,6 +1,7 @@
 package switchsw
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -44,7 +45,7 @@ type Config struct {
 
 	// FIB[dst host] is the set of equal-cost egress ports toward that host. Frames with a source route
 	// (pkt.Packet.Route) ignore it.
-	FIB      [][]uint8 `json:"fib,omitempty"`
+	FIB      []PortSet `json:"fib,omitempty"`
 	ECMPSeed uint32    `json:"ecmp_seed,omitempty"`
 	// FlowletGap > 0 enables flowlet switching (LetFlow): a flow whose packets were apart by more than
 	// the gap picks a fresh random port of its set. 0 = per-flow ECMP by 5-tuple hash.
@@ -53,6 +54,36 @@ type Config struct {
 	Seed int64 `json:"seed"`
 	// SampleEvery > 0 records each port's queue occupancy at this period.
 	SampleEvery clock.Time `json:"sample_every,omitempty"`
+}
+
+// PortSet is a set of egress ports. It is a byte slice for compactness but reads and writes JSON as a
+// list of numbers, not base64, so agent configs stay legible.
+type PortSet []uint8
+
+// MarshalJSON writes the ports as numbers.
+func (s PortSet) MarshalJSON() ([]byte, error) {
+	ints := make([]int, len(s))
+	for i, p := range s {
+		ints[i] = int(p)
+	}
+	return json.Marshal(ints)
+}
+
+// UnmarshalJSON reads a list of port numbers.
+func (s *PortSet) UnmarshalJSON(b []byte) error {
+	var ints []int
+	if err := json.Unmarshal(b, &ints); err != nil {
+		return err
+	}
+	out := make(PortSet, len(ints))
+	for i, p := range ints {
+		if p < 0 || p > 255 {
+			return fmt.Errorf("port %d out of range 0..255", p)
+		}
+		out[i] = uint8(p)
+	}
+	*s = out
+	return nil
 }
 
 // PortConfig is one port's link.

@@ -190,10 +190,14 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 		s.drop(-1, -1, p, false, "no-route")
 		return
 	}
+	routed := p.NextPort() >= 0
 	if p.Kind.Control() {
 		// Control frames are small, strict priority and never paused, so they drain at line rate; the MMU
 		// does not account them.
 		s.meta[out*s.nall+s.ctq].push(meta{at: s.clk.Now(), in: int16(port)})
+		if routed {
+			p.Hop++
+		}
 		s.ports[out].Enqueue(s.ctq, p)
 		return
 	}
@@ -220,6 +224,9 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 		s.drop(out, q, p, class.Lossless(), reason)
 		return
 	}
+	if routed {
+		p.Hop++
+	}
 	s.fc.Enqueued(fc.Loc{In: port, InPrio: prio, Out: out, Queue: q, Class: class}, p)
 	s.meta[out*s.nall+q].push(meta{at: s.clk.Now(), in: int16(port), prio: uint8(prio), class: class})
 	pc := &s.pc[out]
@@ -231,10 +238,10 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 }
 
 // route picks the egress port, or -1. A source route wins; an exhausted or absent one falls back to the
-// table.
+// table. It leaves Hop alone: the classifier reads the route relative to this device (PortFC's
+// PortAhead(2)), and Receive advances Hop just before the frame joins its queue.
 func (s *Switch) route(p *pkt.Packet) int {
 	if out := p.NextPort(); out >= 0 {
-		p.Hop++
 		if out >= len(s.ports) {
 			return -1
 		}

@@ -1,6 +1,7 @@
 package switchsw
 
 import (
+	"encoding/json"
 	"math"
 	"reflect"
 	"strings"
@@ -66,8 +67,8 @@ func (h *host) receive(p *pkt.Packet) {
 }
 
 // wire delivers frames to f after the propagation delay.
-func wire(clk *clock.Virtual, f func(*pkt.Packet)) egress.Link {
-	return egress.LinkFunc(func(p *pkt.Packet) { clk.AfterFunc(delay, func() { f(p) }) })
+func wire(clk *clock.Virtual, d clock.Time, f func(*pkt.Packet)) egress.Link {
+	return egress.LinkFunc(func(p *pkt.Packet) { clk.AfterFunc(d, func() { f(p) }) })
 }
 
 // star is one switch with a host on every port: host i on port i, FIB[i] = {i}.
@@ -87,7 +88,9 @@ func baseConfig(n int) Config {
 	return cfg
 }
 
-func newStar(t testing.TB, cfg Config) *star {
+func newStar(t testing.TB, cfg Config) *star { return newStarDelay(t, cfg, delay) }
+
+func newStarDelay(t testing.TB, cfg Config, d clock.Time) *star {
 	clk := clock.NewVirtual()
 	st := &star{clk: clk, log: &records.Log{}}
 	n := len(cfg.Ports)
@@ -95,7 +98,7 @@ func newStar(t testing.TB, cfg Config) *star {
 	for i := 0; i < n; i++ {
 		h := newHost(t, clk)
 		st.hosts = append(st.hosts, h)
-		links[i] = wire(clk, h.receive)
+		links[i] = wire(clk, d, h.receive)
 	}
 	sw, err := New(cfg, clk, links, st.log)
 	if err != nil {
@@ -104,7 +107,7 @@ func newStar(t testing.TB, cfg Config) *star {
 	st.sw = sw
 	for i, h := range st.hosts {
 		i := i
-		h.eg.SetLink(wire(clk, func(p *pkt.Packet) { sw.Receive(i, p) }))
+		h.eg.SetLink(wire(clk, d, func(p *pkt.Packet) { sw.Receive(i, p) }))
 	}
 	return st
 }
@@ -558,5 +561,48 @@ func BenchmarkForward(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		sw.Receive(0, p)
 		clk.Step()
+	}
+}
+
+// The default headroom must hold at long delays too, and not be wildly loose: the worst case in a
+// line-rate incast should use a good part of it.
+func TestHeadroomBoundIsTight(t *testing.T) {
+	for _, d := range []clock.Time{clock.Microsecond, 10 * clock.Microsecond} {
+		cfg := pfcConfig(9)
+		cfg.BufferBytes = 20_000_000
+		for i := range cfg.Ports {
+			cfg.Ports[i].Delay = d
+		}
+		st := newStarDelay(t, cfg, d)
+		st.incast(8, 2000)
+		c := st.sw.Counters()
+		if c.Dropped != 0 {
+			t.Fatalf("delay %v: %d drops: %v", d, c.Dropped, st.log.Violations[:1])
+		}
+		used, bound := st.sw.MMU().MaxHeadroomUsed(), Headroom(rate, d, 1500)
+		t.Logf("delay %v: headroom used %d of %d", d, used, bound)
+		if used > bound || used < bound/2 {
+			t.Fatalf("delay %v: headroom used %d, bound %d", d, used, bound)
+		}
+	}
+}
+
+func TestConfigIsPlainJSON(t *testing.T) {
+	cfg := pfcConfig(3)
+	cfg.FlowletGap = 5 * clock.Microsecond
+	cfg.Lossless = []bool{false, false, false, true, false, false, false, false}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"fib":[[0],[1],[2]]`) {
+		t.Fatalf("fib not written as numbers: %s", b)
+	}
+	var back Config
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg, back) {
+		t.Fatalf("JSON round trip changed the config:\n%+v\n%+v", cfg, back)
 	}
 }

@@ -72,7 +72,9 @@ type Device interface {
 // Module is one flow-control mode on one switch. All calls come from the switch's clock goroutine.
 type Module interface {
 	// Classify picks the data queue (0..DataQueues-1) and admission class of a data frame about to be
-	// enqueued on port out. It may rewrite p.Prio (per-hop priority schemes).
+	// enqueued on port out. It may rewrite p.Prio (per-hop priority schemes). A source-routed frame's Hop
+	// still points at this device here (p.PortAhead(0) == out), so PortAhead(2) is the egress port at the
+	// switch after the next relay; the switch advances Hop after Classify.
 	Classify(out int, p *pkt.Packet) (queue int, class Class)
 	// Enqueued runs after the frame was admitted and charged to the MMU, just before it joins the egress
 	// queue: Port(at.Out).Bytes(at.Queue) does not include it yet. Every Enqueued precedes the

@@ -64,6 +64,7 @@ type MMU struct {
 	groups     []group // [port*Prios+prio]
 	queues     []int64 // [port*Queues+q] bytes charged by egress accounting
 	used       int64   // all bytes held, any region
+	maxHdrm    int64   // most headroom any one group has held: how close a run came to a violation
 
 	hdrmTotal, rsrvTotal int64
 }
@@ -122,6 +123,9 @@ func (m *MMU) Used() int64 { return m.used }
 func (m *MMU) HeadroomTotal() int64 { return m.hdrmTotal }
 func (m *MMU) ReserveTotal() int64  { return m.rsrvTotal }
 
+// MaxHeadroomUsed is the most headroom any one ingress group has held so far.
+func (m *MMU) MaxHeadroomUsed() int64 { return m.maxHdrm }
+
 func (m *MMU) free() int64 { return m.sharedSize - m.sharedUsed }
 
 func over(bytes, reserve int64) int64 {
@@ -162,6 +166,7 @@ func (m *MMU) AdmitIngress(port, prio int, size int64) bool {
 	if g.hdrm+size <= m.cfg.Headroom[port] {
 		g.hdrm += size
 		m.used += size
+		m.maxHdrm = max(m.maxHdrm, g.hdrm)
 		return true
 	}
 	return false
