@@ -1,0 +1,358 @@
+// Package lab assembles an experiment spec into a lab: the topology graph, the routes, every device's
+// configuration and the flow schedule, all as plain data. Backends instantiate a Lab; they never compute
+// routes or read the spec's YAML. Everything that can be wrong with a spec is found here, before a
+// backend creates anything.
+package lab
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab/route"
+	"github.com/fabriclab/fabriclab/lab/spec"
+	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/fabriclab/fabriclab/nodes"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/switchsw"
+	"github.com/fabriclab/fabriclab/switchsw/fc"
+	"github.com/fabriclab/fabriclab/traffic"
+)
+
+// Lab is a spec made concrete.
+type Lab struct {
+	Spec     *spec.Spec
+	Graph    *topo.Graph
+	Tables   *route.Tables
+	Router   route.Router
+	Switches []SwitchDev
+	Hosts    []HostDev
+	Flows    []FlowPlan
+	// End is when the run stops at the latest (engine time, before dilation).
+	End clock.Time
+
+	diameter int // host-to-host, in links
+}
+
+// SwitchDev is one switch and its configuration.
+type SwitchDev struct {
+	Node   int
+	Config switchsw.Config
+}
+
+// HostDev is one host (NIC) and its configuration.
+type HostDev struct {
+	Node   int
+	Config nodes.Config
+}
+
+// FlowPlan is a scheduled flow with the route it takes (nil: forwarded by table) and its ideal FCT.
+type FlowPlan struct {
+	traffic.Flow
+	SrcNode int
+	Route   []uint8
+	Path    route.Path // the path the ideal FCT was computed on
+	Ideal   clock.Time
+}
+
+// implemented lists the workload kinds and flow-control modes this build can run, so that a spec using
+// a later issue's feature is refused with a clear message instead of half-running.
+var implementedWorkloads = map[string]bool{"flows": true, "incast": true}
+
+// Build resolves s (defaults, validation) and assembles the lab.
+func Build(s *spec.Spec) (*Lab, error) {
+	s.ApplyDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	family, params := s.TopologyParams()
+	g, err := topo.Build(family, params)
+	if err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
+	if !fcImplemented(s.Switch.FlowControl) {
+		return nil, fmt.Errorf("switch.flow_control: %q is not available in this build (available: %v)", s.Switch.FlowControl, fc.Modes())
+	}
+	if s.Host.Transport == "kernel-tcp" {
+		return nil, fmt.Errorf("host.transport: kernel-tcp needs the netns backend's kernel hosts, not available in this build")
+	}
+	tables, err := route.Shortest(g)
+	if err != nil {
+		return nil, fmt.Errorf("routing: %w", err)
+	}
+	router, err := route.New(s.Routing.Algorithm, g, nil)
+	if err != nil {
+		return nil, fmt.Errorf("routing.algorithm: %w", err)
+	}
+	l := &Lab{Spec: s, Graph: g, Tables: tables, Router: router, End: s.Duration.Clock(), diameter: g.Stats().Diameter}
+	if l.End <= 0 {
+		return nil, fmt.Errorf("duration: a run needs a duration (it bounds a run that deadlocks)")
+	}
+	for _, n := range g.Switches {
+		l.Switches = append(l.Switches, SwitchDev{Node: n, Config: l.switchConfig(n)})
+	}
+	for _, n := range g.Hosts {
+		l.Hosts = append(l.Hosts, HostDev{Node: n, Config: l.hostConfig(n)})
+	}
+	if err := l.schedule(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func fcImplemented(mode string) bool {
+	for _, m := range fc.Modes() {
+		if m == mode {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *Lab) switchConfig(n int) switchsw.Config {
+	s, g := l.Spec, l.Graph
+	node := &g.Nodes[n]
+	c := switchsw.Config{
+		Device:       int32(n),
+		MTU:          l.maxFrame(),
+		BufferBytes:  s.Switch.Buffer.Resolve(0),
+		ReserveBytes: s.Switch.Reserve.Resolve(0),
+		FlowControl: fc.Config{
+			Mode:          s.Switch.FlowControl,
+			XOFF:          s.Switch.XOFF.Size,
+			XON:           s.Switch.XON.Size,
+			Alpha:         s.Switch.Alpha,
+			HeadroomBytes: s.Switch.Headroom.Resolve(l.hostBDP()),
+		},
+		ECN: switchsw.ECNConfig{
+			Enabled:   s.Switch.ECN.ECNEnabled(),
+			KMinBytes: s.Switch.ECN.KMin.Resolve(l.hostBDP()),
+			KMaxBytes: s.Switch.ECN.KMax.Resolve(l.hostBDP()),
+			PMax:      s.Switch.ECN.PMax,
+		},
+		FIB:      portSets(l.Tables.FIB[n]),
+		ECMPSeed: uint32(s.Routing.Seed),
+		// One alpha serves both modes: the lossy drop-tail's dynamic queue limit, or PFC's dynamic XOFF.
+		Alpha: map[bool]float64{true: s.Switch.Alpha}[s.Switch.FlowControl == "lossy"],
+		Seed:     s.Seed,
+	}
+	for p := range node.Ports {
+		link := g.LinkAt(n, p)
+		peer := g.Nodes[g.Peer(n, p).Node]
+		c.Ports = append(c.Ports, switchsw.PortConfig{
+			RateBps: link.RateBps, Delay: link.Delay,
+			PeerIsHost: peer.Kind == topo.Host, PeerHost: int32(peer.Index),
+		})
+	}
+	return c
+}
+
+// maxFrame is the largest frame a switch can receive: a full data packet with the longest source route
+// the lab's paths can carry. It enters the PFC headroom.
+func (l *Lab) maxFrame() int {
+	mtu := l.Spec.Host.MTU
+	if mtu == 0 {
+		mtu = nodes.DefaultMTU
+	}
+	return pkt.DataSize(mtu, l.diameter+1)
+}
+
+// hostBDP is one host link's rate x one-way delay, the unit "Nbdp" sizes resolve to where a size is not
+// per port (ECN thresholds, headroom override): the PortFC paper's "single-hop" BDP (portfc.md §3.1).
+func (l *Lab) hostBDP() int64 {
+	g := l.Graph
+	if len(g.Hosts) == 0 {
+		return 0
+	}
+	link := g.LinkAt(g.Hosts[0], 0)
+	return int64(link.RateBps/8*link.Delay.Seconds() + 0.5)
+}
+
+func (l *Lab) hostConfig(n int) nodes.Config {
+	s, g := l.Spec, l.Graph
+	node := &g.Nodes[n]
+	h := s.Host
+	c := nodes.Config{
+		Device: int32(n), Host: int32(node.Index),
+		Transport: h.Transport, CC: h.CC, MTU: h.MTU, AckEvery: h.AckEvery,
+		RTO: h.RTO.Clock(), RTOLow: h.RTOLow.Clock(), RTOHigh: h.RTOHigh.Clock(), RTOThreshold: h.RTOThreshold,
+		CNPInterval: 0, NackInterval: h.NACKInterval.Clock(),
+		DCQCN: nodes.DCQCN{
+			G: h.DCQCN.G, AlphaInterval: h.DCQCN.AlphaResume.Clock(), DecreaseInterval: h.DCQCN.RateDecrease.Clock(),
+			RPTimer: h.DCQCN.RPTimer.Clock(), FastRecoveryTimes: h.DCQCN.FastRecovery,
+			RateAIBps: float64(h.DCQCN.RateAI), RateHAIBps: float64(h.DCQCN.RateHAI), MinRateBps: float64(h.DCQCN.MinRate),
+		},
+		Relay: route.ServerCentric(g),
+		FIB:   l.Tables.FIB[n],
+		Seed:  uint64(s.Seed),
+	}
+	if h.Transport == nodes.IRN && h.BDPCapEnabled() {
+		c.BDPCapBytes = l.pathBDP()
+	}
+	for p := range node.Ports {
+		link := g.LinkAt(n, p)
+		c.Ports = append(c.Ports, nodes.PortConfig{RateBps: link.RateBps, Delay: link.Delay})
+	}
+	return c
+}
+
+// pathBDP is IRN's BDP-FC cap: host link rate x the base RTT of the longest shortest path (propagation
+// both ways plus one MTU frame's serialization per hop), as IRN sizes it (portfc.md §5: "link rate x
+// max-path base RTT").
+func (l *Lab) pathBDP() int64 {
+	g := l.Graph
+	d := clock.Time(l.diameter)
+	link := g.LinkAt(g.Hosts[0], 0)
+	mtu := l.Spec.Host.MTU
+	if mtu == 0 {
+		mtu = nodes.DefaultMTU
+	}
+	rtt := 2*d*link.Delay + d*clock.TxTime(pkt.DataSize(mtu, 0), link.RateBps)
+	return int64(link.RateBps/8*rtt.Seconds() + 0.5)
+}
+
+// schedule expands the workloads into flows and gives each its route and ideal FCT.
+func (l *Lab) schedule() error {
+	s, g := l.Spec, l.Graph
+	var all traffic.Schedule
+	for i, w := range s.Workload {
+		field := "workload[" + strconv.Itoa(i) + "]"
+		if !implementedWorkloads[w.Kind] {
+			return fmt.Errorf("%s.kind: %q is not available in this build (available: flows, incast)", field, w.Kind)
+		}
+		r := traffic.Rand(s.Seed, i)
+		switch w.Kind {
+		case "flows":
+			for j, f := range w.List {
+				ff := fmt.Sprintf("%s.list[%d]", field, j)
+				src, err := l.hostIndex(f.Src, ff+".src")
+				if err != nil {
+					return err
+				}
+				dst, err := l.hostIndex(f.Dst, ff+".dst")
+				if err != nil {
+					return err
+				}
+				if src == dst {
+					return fmt.Errorf("%s: src and dst are both %s", ff, f.Src)
+				}
+				all = append(all, traffic.Flow{Src: src, Dst: dst, Size: f.Size.Resolve(l.hostBDP()), At: f.At.Clock(),
+					Class: w.Name, Via: f.Via, Path: f.Path})
+			}
+		case "incast":
+			recv := -1
+			if w.Receiver != "" {
+				h, err := l.hostIndex(w.Receiver, field+".receiver")
+				if err != nil {
+					return err
+				}
+				recv = h
+			} else {
+				recv = r.IntN(len(g.Hosts))
+			}
+			var from []int
+			for k, name := range w.Hosts {
+				h, err := l.hostIndex(name, fmt.Sprintf("%s.hosts[%d]", field, k))
+				if err != nil {
+					return err
+				}
+				from = append(from, h)
+			}
+			count := w.Count
+			if count == 0 {
+				count = 1
+			}
+			for c := 0; c < count; c++ {
+				at := w.At.Clock() + clock.Time(c)*w.Interval.Clock()
+				fl, err := traffic.Incast(r, len(g.Hosts), w.Senders, recv, from, w.Size.Resolve(l.hostBDP()), at)
+				if err != nil {
+					return fmt.Errorf("%s: %w", field, err)
+				}
+				for k := range fl {
+					fl[k].Class = w.Name
+				}
+				all = append(all, fl...)
+			}
+		}
+	}
+	all.Sort()
+	for _, f := range all {
+		p, err := l.pathFor(f)
+		if err != nil {
+			return err
+		}
+		fp := FlowPlan{Flow: f, SrcNode: g.Hosts[f.Src], Path: p}
+		// Server-centric fabrics are source-routed (BCube's own design); switch-centric ones forward by
+		// table unless the spec pinned the path.
+		if route.ServerCentric(g) || len(f.Via) > 0 || len(f.Path) > 0 {
+			fp.Route = p.Route()
+		}
+		mtu := s.Host.MTU
+		fp.Ideal = nodes.IdealFCT(f.Size, mtu, len(fp.Route), p.Rates(g), p.Delays(g))
+		l.Flows = append(l.Flows, fp)
+	}
+	return nil
+}
+
+func (l *Lab) pathFor(f traffic.Flow) (route.Path, error) {
+	g := l.Graph
+	switch {
+	case len(f.Path) > 0:
+		p, err := route.ExplicitNames(g, f.Path)
+		if err != nil {
+			return p, fmt.Errorf("flow %d path: %w", f.ID, err)
+		}
+		if p.Nodes[0] != g.Hosts[f.Src] || p.Nodes[len(p.Nodes)-1] != g.Hosts[f.Dst] {
+			return p, fmt.Errorf("flow %d path: must start at h%d and end at h%d", f.ID, f.Src, f.Dst)
+		}
+		return p, nil
+	case len(f.Via) > 0:
+		var relays []int
+		for _, name := range f.Via {
+			h, err := l.hostIndex(name, "via")
+			if err != nil {
+				return route.Path{}, fmt.Errorf("flow %d: %w", f.ID, err)
+			}
+			relays = append(relays, h)
+		}
+		p, err := route.Via(g, f.Src, f.Dst, relays, nil)
+		if err != nil {
+			return p, fmt.Errorf("flow %d via: %w", f.ID, err)
+		}
+		return p, nil
+	}
+	ps, err := l.Router.Paths(f.Src, f.Dst)
+	if err != nil {
+		return route.Path{}, fmt.Errorf("flow %d (h%d->h%d): %w", f.ID, f.Src, f.Dst, err)
+	}
+	if len(ps) == 0 {
+		return route.Path{}, fmt.Errorf("flow %d: no path from h%d to h%d", f.ID, f.Src, f.Dst)
+	}
+	return ps[0], nil
+}
+
+// hostIndex resolves a host name against the topology, naming the spec field when it fails.
+func (l *Lab) hostIndex(name, field string) (int, error) {
+	n, err := l.Graph.Lookup(name)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", field, err)
+	}
+	if l.Graph.Nodes[n].Kind != topo.Host {
+		return 0, fmt.Errorf("%s: %s is a switch, not a host", field, name)
+	}
+	return l.Graph.Nodes[n].Index, nil
+}
+
+// BDPBytes reports the lab's single-hop BDP (host link rate x one-way delay), for reports.
+func (l *Lab) BDPBytes() int64 { return l.hostBDP() }
+
+// The spec checks topology keys against the builders' own lists, so a typo is caught at validation.
+func init() { spec.TopologyKeys = topo.FamilyKeys }
+
+func portSets(fib [][]uint8) []switchsw.PortSet {
+	out := make([]switchsw.PortSet, len(fib))
+	for i, ports := range fib {
+		out[i] = ports
+	}
+	return out
+}
