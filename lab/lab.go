@@ -134,7 +134,7 @@ func (l *Lab) switchConfig(n int) switchsw.Config {
 		ECMPSeed: uint32(s.Routing.Seed),
 		// One alpha serves both modes: the lossy drop-tail's dynamic queue limit, or PFC's dynamic XOFF.
 		Alpha: map[bool]float64{true: s.Switch.Alpha}[s.Switch.FlowControl == "lossy"],
-		Seed:     s.Seed,
+		Seed:  s.Seed,
 	}
 	for p := range node.Ports {
 		link := g.LinkAt(n, p)
