@@ -176,8 +176,11 @@ func resolve(cfg Config) (resolved, error) {
 	}
 
 	r.lossless = make([]bool, c.Prios)
-	mode := c.FlowControl.Mode
-	if mode != "" && mode != "lossy" {
+	mode, err := fc.Lookup(c.FlowControl.Mode)
+	if err != nil {
+		return r, fmt.Errorf("switch %d: %w", c.Device, err)
+	}
+	if name := c.FlowControl.Mode; name != "" && name != "lossy" {
 		for i := range r.lossless {
 			r.lossless[i] = c.Lossless == nil || c.Lossless[i]
 		}
@@ -189,7 +192,7 @@ func resolve(cfg Config) (resolved, error) {
 		Lossless: make([]bool, c.Prios), Headroom: make([]int64, n), XOFF: make([]int64, n), XON: make([]int64, n),
 		Alpha: c.Alpha, QueueLimit: c.QueueLimitBytes,
 	}
-	if fc.UsesIngress(mode) {
+	if mode.Ingress {
 		copy(m.Lossless, r.lossless)
 		f := &c.FlowControl
 		if f.XOFF.IsZero() {

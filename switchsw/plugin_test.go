@@ -18,9 +18,9 @@ type queueFC struct {
 }
 
 func init() {
-	fc.Register("test-queuefc", func(dev fc.Device, _ fc.Config) (fc.Module, error) {
+	fc.Register("test-queuefc", fc.Mode{New: func(dev fc.Device, _ fc.Config) (fc.Module, error) {
 		return &queueFC{dev: dev, xoff: 5000, xon: 2000, paused: make([]bool, 2*dev.NumPorts())}, nil
-	})
+	}})
 }
 
 func (m *queueFC) Classify(out int, p *pkt.Packet) (int, fc.Class) {

@@ -536,6 +536,7 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown mode", func(c *Config) { c.FlowControl.Mode = "magic" }},
 		{"fib[1]", func(c *Config) { c.FIB[1] = []uint8{9} }},
 		{"no shared space", func(c *Config) { c.FlowControl.Mode = "pfc"; c.BufferBytes = 50_000 }},
+		{"refresh", func(c *Config) { c.FlowControl.Mode = "pfc"; c.FlowControl.Refresh = clock.Second }},
 		{"ecn", func(c *Config) { c.ECN = ECNConfig{Enabled: true, KMinBytes: 10, KMaxBytes: 5, PMax: 0.2} }},
 	} {
 		cfg := baseConfig(2)

@@ -116,14 +116,23 @@ type Config struct {
 // Factory builds a module for a device.
 type Factory func(dev Device, cfg Config) (Module, error)
 
-var registry = map[string]Factory{}
+// Mode is a registered flow-control mode.
+type Mode struct {
+	New Factory
+	// Ingress says the mode charges lossless priorities to ingress (port, priority) groups, so the switch
+	// sizes XOFF/XON and reserves headroom for them (PFC, PFC*). Modes that bound queues by other means
+	// (PortFC) leave it false and classify lossless frames as LosslessEgress.
+	Ingress bool
+}
+
+var registry = map[string]Mode{}
 
 // Register adds a mode. It panics on a duplicate name: two modes under one name is a build error.
-func Register(mode string, f Factory) {
-	if _, dup := registry[mode]; dup {
-		panic("fc: mode registered twice: " + mode)
+func Register(name string, m Mode) {
+	if _, dup := registry[name]; dup {
+		panic("fc: mode registered twice: " + name)
 	}
-	registry[mode] = f
+	registry[name] = m
 }
 
 // Modes lists the registered mode names.
@@ -136,22 +145,26 @@ func Modes() []string {
 	return s
 }
 
-// New builds the module cfg.Mode names ("" = lossy).
-func New(dev Device, cfg Config) (Module, error) {
-	mode := cfg.Mode
-	if mode == "" {
-		mode = "lossy"
+// Lookup returns the mode a config names ("" = lossy).
+func Lookup(name string) (Mode, error) {
+	if name == "" {
+		name = "lossy"
 	}
-	f, ok := registry[mode]
+	m, ok := registry[name]
 	if !ok {
-		return nil, fmt.Errorf("flow_control: unknown mode %q (have %v)", cfg.Mode, Modes())
+		return Mode{}, fmt.Errorf("flow_control: unknown mode %q (have %v)", name, Modes())
 	}
-	return f(dev, cfg)
+	return m, nil
 }
 
-// UsesIngress reports whether a mode charges lossless priorities to ingress groups (and so needs
-// XOFF/XON and headroom). Modes that keep queues bounded by other means return false.
-func UsesIngress(mode string) bool { return mode == "pfc" || mode == "pfcstar" }
+// New builds the module cfg.Mode names.
+func New(dev Device, cfg Config) (Module, error) {
+	m, err := Lookup(cfg.Mode)
+	if err != nil {
+		return nil, err
+	}
+	return m.New(dev, cfg)
+}
 
 // PrioQueue is the default classifier: one data queue per priority.
 func PrioQueue(dev Device, p *pkt.Packet) int { return QueueOf(dev, int(p.Prio)) }
@@ -165,7 +178,7 @@ func QueueOf(dev Device, prio int) int {
 }
 
 func init() {
-	Register("lossy", func(dev Device, _ Config) (Module, error) { return lossy{dev}, nil })
+	Register("lossy", Mode{New: func(dev Device, _ Config) (Module, error) { return lossy{dev}, nil }})
 }
 
 // lossy is drop-tail (with ECN, which the switch applies to every mode): no pauses sent, and received

@@ -7,7 +7,7 @@ import (
 	"github.com/fabriclab/fabriclab/pkt"
 )
 
-func init() { Register("pfc", NewPFC) }
+func init() { Register("pfc", Mode{New: NewPFC, Ingress: true}) }
 
 // quantumBits is the 802.1Qbb pause quantum: the time to send 512 bits at the port's rate.
 const quantumBits = 512
