@@ -119,10 +119,11 @@ var _ = Describe("netns backend", Serial, func() {
 		Expect(sb.LinksPresent).To(Equal(len(g.Links)))
 	})
 
-	// upThenSignal starts `lab up` of a topology big enough to take about a second, waits until some
+	// upThenSignal starts `lab up` of NDC(16,1) (288 namespaces, 512 links: about half a second here, so
+	// there is time to catch it halfway), waits until some
 	// namespaces exist, and sends sig.
 	upThenSignal := func(name string, sig syscall.Signal) (*exec.Cmd, string) {
-		cmd := exec.Command(labBin, "up", "ndc", "n=12", "k=1", "--name", name, "-q")
+		cmd := exec.Command(labBin, "up", "ndc", "n=16", "k=1", "--name", name, "-q")
 		out := &lockedBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		Expect(cmd.Start()).To(Succeed())
