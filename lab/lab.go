@@ -132,9 +132,17 @@ func (l *Lab) switchConfig(n int) switchsw.Config {
 		},
 		FIB:      portSets(l.Tables.FIB[n]),
 		ECMPSeed: uint32(s.Routing.Seed),
-		// One alpha serves both modes: the lossy drop-tail's dynamic queue limit, or PFC's dynamic XOFF.
-		Alpha: map[bool]float64{true: s.Switch.Alpha}[s.Switch.FlowControl == "lossy"],
-		Seed:  s.Seed,
+		Seed:     s.Seed,
+	}
+	// Only the data priority is lossless: headroom is reserved per lossless priority, and reserving it
+	// for all eight would take ~2 MB of a 5 MB buffer from the shared pool.
+	c.Lossless = make([]bool, 8)
+	c.Lossless[nodes.DefaultDataPrio] = true
+	if s.Switch.FlowControl == "lossy" {
+		// One spec alpha serves both modes: here the drop-tail's dynamic queue limit (Broadcom style),
+		// under PFC the dynamic XOFF (FlowControl.Alpha above).
+		c.Alpha = s.Switch.Alpha
+		c.FlowControl.Alpha = 0
 	}
 	for p := range node.Ports {
 		link := g.LinkAt(n, p)
