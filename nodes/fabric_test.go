@@ -248,6 +248,7 @@ func BenchmarkBackToBack(b *testing.B) {
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		pr := newPair(b, baseCfg(0, g100, us), baseCfg(1, g100, us), us)
+		pr.ab.noTap, pr.ba.noTap = true, true
 		pr.a.StartFlow(Flow{ID: 1, Dst: 1, Size: pkts * 1000})
 		pr.clk.RunUntil(clock.Second)
 		if pr.a.Active() != 0 {
