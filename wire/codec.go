@@ -238,12 +238,15 @@ func finishIPv4(f []byte) {
 	binary.BigEndian.PutUint16(ip[10:], ^onesSum(ip[:ihl]))
 }
 
-// onesSum is the folded 16-bit one's complement sum of b (len(b) even).
+// onesSum is the folded 16-bit one's complement sum of an IPv4 header (len(b) a multiple of 4, at most
+// 60). Summing 32-bit words into 64 bits and folding once is the same sum, with a quarter of the steps.
 func onesSum(b []byte) uint16 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
+	var s uint64
+	for ; len(b) >= 4; b = b[4:] {
+		s += uint64(binary.BigEndian.Uint32(b))
 	}
+	s = s>>32 + s&0xffffffff
+	s = s>>16 + s&0xffff
 	s = s>>16 + s&0xffff
 	s += s >> 16
 	return uint16(s)

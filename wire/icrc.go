@@ -20,6 +20,10 @@ import (
 // icrcSeed is the CRC state after the 8 masked LRH bytes.
 var icrcSeed = crc32.ChecksumIEEE([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
 
+var ones = [40]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
 // icrcOf is the ICRC of an already-masked pseudo-packet (IP header through the byte before the ICRC).
 func icrcOf(masked []byte) uint32 { return crc32.Update(icrcSeed, crc32.IEEETable, masked) }
 
@@ -34,15 +38,22 @@ func ICRC(frame []byte) (uint32, error) {
 	if ihl < pkt.IPv4Hdr || tot > len(ip) || tot < ihl+pkt.UDPHdr+pkt.BTHHdr+pkt.ICRC {
 		return 0, errf(ErrMalformed, "ICRC: IPv4 header length %d / total length %d in a %d-byte frame", ihl, tot, len(frame))
 	}
-	m := make([]byte, tot-pkt.ICRC)
-	copy(m, ip)
-	m[1], m[8], m[10], m[11] = 0xff, 0xff, 0xff, 0xff
-	for i := pkt.IPv4Hdr; i < ihl; i++ {
-		m[i] = 0xff
-	}
-	m[ihl+6], m[ihl+7] = 0xff, 0xff
-	m[ihl+pkt.UDPHdr+4] = 0xff
-	return icrcOf(m), nil
+	// CRC the frame piecewise, feeding ones in place of the masked fields: no copy, no allocation (a
+	// stack copy would escape through crc32's dispatch).
+	u := ip[ihl:]
+	c := crc32.Update(icrcSeed, crc32.IEEETable, ip[0:1])
+	c = crc32.Update(c, crc32.IEEETable, ones[:1]) // ToS
+	c = crc32.Update(c, crc32.IEEETable, ip[2:8])
+	c = crc32.Update(c, crc32.IEEETable, ones[:1]) // TTL
+	c = crc32.Update(c, crc32.IEEETable, ip[9:10])
+	c = crc32.Update(c, crc32.IEEETable, ones[:2]) // header checksum
+	c = crc32.Update(c, crc32.IEEETable, ip[12:20])
+	c = crc32.Update(c, crc32.IEEETable, ones[:ihl-pkt.IPv4Hdr]) // options (source route)
+	c = crc32.Update(c, crc32.IEEETable, u[0:6])
+	c = crc32.Update(c, crc32.IEEETable, ones[:2]) // UDP checksum
+	c = crc32.Update(c, crc32.IEEETable, u[8:12])
+	c = crc32.Update(c, crc32.IEEETable, ones[:1]) // BTH FECN/BECN/resv6
+	return crc32.Update(c, crc32.IEEETable, u[13:tot-ihl-pkt.ICRC]), nil
 }
 
 // VerifyICRC checks the ICRC at the end of a RoCEv2 frame.
