@@ -52,3 +52,25 @@ func BenchmarkVirtualEvents(b *testing.B) {
 		v.Step()
 	}
 }
+
+func TestVirtualHeapOrderRandom(t *testing.T) {
+	v := NewVirtual()
+	var got []Time
+	x := uint64(12345)
+	for i := 0; i < 5000; i++ {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		d := Time(x % 1000)
+		v.AfterFunc(d, func() { got = append(got, v.Now()) })
+	}
+	v.RunUntil(Second)
+	if len(got) != 5000 {
+		t.Fatalf("fired %d of 5000", len(got))
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] < got[i-1] {
+			t.Fatalf("time went backwards at %d: %v after %v", i, got[i], got[i-1])
+		}
+	}
+}
