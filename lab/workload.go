@@ -5,8 +5,8 @@ import (
 	"strconv"
 
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/lab/route"
+	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/traffic"
 )
 
@@ -96,4 +96,3 @@ func (l *Lab) schedule() error {
 	}
 	return nil
 }
-
