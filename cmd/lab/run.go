@@ -13,9 +13,11 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
+	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -54,14 +56,39 @@ keeps what was measured so far.`,
 	root.AddCommand(cmd)
 }
 
+// A backend runs a built lab and returns its records. Backends register by spec name in their own files.
+type backend func(ctx context.Context, l *lab.Lab, out string) (*records.Log, backendResult, error)
+
+type backendResult struct {
+	End                          clock.Time // engine time at the end
+	Dilation                     float64
+	Events                       uint64
+	AllDone, TimedOut, Cancelled bool
+	Deadlock                     report.DeadlockVerdict
+	Fidelity                     *report.Fidelity
+}
+
+var backends = map[string]backend{"virtual": runVirtual}
+
+func runVirtual(ctx context.Context, l *lab.Lab, _ string) (*records.Log, backendResult, error) {
+	f, err := virtual.New(l)
+	if err != nil {
+		return nil, backendResult{}, err
+	}
+	res := f.Run(ctx)
+	return f.Log, backendResult{End: res.End, Dilation: 1, Events: res.Events, AllDone: res.AllDone,
+		TimedOut: res.TimedOut, Cancelled: res.Cancelled}, nil
+}
+
 // runSpec builds the lab, runs it on the spec's backend and writes the run directory.
 func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, error) {
 	l, err := lab.Build(s)
 	if err != nil {
 		return nil, err
 	}
-	if s.Backend != "virtual" {
-		return nil, fmt.Errorf("backend: %q runs are not available in this build; use backend: virtual", s.Backend)
+	run, ok := backends[s.Backend]
+	if !ok {
+		return nil, fmt.Errorf("backend: %q runs are not available in this build", s.Backend)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
@@ -69,27 +96,26 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, er
 	if err := writeInputs(out, l); err != nil {
 		return nil, err
 	}
-	f, err := virtual.New(l)
-	if err != nil {
-		return nil, err
-	}
 	wall := time.Now()
-	res := f.Run(ctx)
-	elapsed := time.Since(wall)
-	meta := report.Meta{Dilation: 1, Duration: res.End, Graph: l.Graph}
-	sum, err := report.WriteRunDir(out, f.Log, meta)
+	log, res, err := run(ctx, l, out)
 	if err != nil {
 		return nil, err
 	}
-	run := map[string]any{
-		"backend": s.Backend, "events": res.Events, "simulated_s": res.End.Seconds(), "wall_s": elapsed.Seconds(),
-		"all_done": res.AllDone, "timed_out": res.TimedOut, "cancelled": res.Cancelled,
+	elapsed := time.Since(wall)
+	meta := report.Meta{Dilation: res.Dilation, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock, Fidelity: res.Fidelity}
+	sum, err := report.WriteRunDir(out, log, meta)
+	if err != nil {
+		return nil, err
 	}
-	if err := writeJSON(filepath.Join(out, "run.json"), run); err != nil {
+	info := map[string]any{
+		"backend": s.Backend, "events": res.Events, "engine_s": res.End.Seconds(), "wall_s": elapsed.Seconds(),
+		"dilation": res.Dilation, "all_done": res.AllDone, "timed_out": res.TimedOut, "cancelled": res.Cancelled,
+	}
+	if err := writeJSON(filepath.Join(out, "run.json"), info); err != nil {
 		return nil, err
 	}
 	if res.Cancelled {
-		return sum, fmt.Errorf("interrupted at %v simulated; partial results in %s", res.End, out)
+		return sum, fmt.Errorf("interrupted at %v engine time; partial results in %s", res.End, out)
 	}
 	return sum, nil
 }
