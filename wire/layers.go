@@ -387,6 +387,9 @@ func (pr *Probe) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error 
 	}
 	pr.Version = data[0] >> 4
 	pr.Type = data[0] & 15
+	if pr.Version != probeVersion || pr.Type != probeTypePTM {
+		return fmt.Errorf("wire: probe version %d type %d", pr.Version, pr.Type)
+	}
 	pr.Flags = data[1]
 	pr.Flow = binary.BigEndian.Uint32(data[4:])
 	pr.Seq = binary.BigEndian.Uint32(data[8:])
@@ -401,10 +404,8 @@ func (pr *Probe) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeO
 	if err != nil {
 		return err
 	}
+	// Version and Type are always written as the current ones (1, 1): there is only one probe format.
 	putProbe(h, pr.Flow, pr.Seq, pr.Flags&1 != 0, pr.SentAt, pr.Delay)
-	if pr.Version != 0 || pr.Type != 0 {
-		h[0] = pr.Version<<4 | pr.Type&15
-	}
 	h[1] = pr.Flags
 	return nil
 }
