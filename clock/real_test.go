@@ -1,0 +1,94 @@
+package clock
+
+import (
+	"testing"
+)
+
+func TestRealFiresInOrderAndKeepsLogicalTime(t *testing.T) {
+	if err := PreciseThread(); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReal(MonotonicNanos())
+	var got []Time
+	var at []Time
+	for _, d := range []Time{3 * Millisecond, 1 * Millisecond, 2 * Millisecond} {
+		d := d
+		r.AfterFunc(d, func() { got = append(got, d); at = append(at, r.Now()) })
+	}
+	stopped := r.AfterFunc(Millisecond, func() { t.Error("a stopped timer fired") })
+	if !stopped.Stop() {
+		t.Fatal("Stop on a pending timer returned false")
+	}
+	r.Run(nil)
+	want := []Time{Millisecond, 2 * Millisecond, 3 * Millisecond}
+	for i := range want {
+		if got[i] != want[i] || at[i] != want[i] {
+			t.Fatalf("fired %v at logical %v, want %v at their deadlines", got, at, want)
+		}
+	}
+	if r.Wall() < 3*Millisecond {
+		t.Fatalf("ran before the deadlines: wall %v", r.Wall())
+	}
+}
+
+// A chain of timers (an egress port serializing frame after frame) keeps its schedule even though each
+// wake-up is late: the next deadline is computed from the logical time.
+func TestRealChainDoesNotAccumulateLag(t *testing.T) {
+	if err := PreciseThread(); err != nil {
+		t.Fatal(err)
+	}
+	r := NewReal(MonotonicNanos())
+	const step, n = 50 * Microsecond, 200
+	k := 0
+	var tick func()
+	tick = func() {
+		if k++; k < n {
+			r.AfterFunc(step, tick)
+		}
+	}
+	r.AfterFunc(step, tick)
+	r.Run(nil)
+	if r.Now() != step*n {
+		t.Fatalf("logical end %v, want %v", r.Now(), step*n)
+	}
+	if over := r.Wall() - step*n; over > 5*Millisecond {
+		t.Fatalf("wall end %v is %v past the schedule", r.Wall(), over)
+	}
+	lag := r.Lag()
+	t.Logf("lag mean %v max %v, >10us %d of %d", lag.Mean(), lag.Max, lag.Over[0], lag.Fired)
+	if lag.Fired != n {
+		t.Fatalf("lag counted %d callbacks, want %d", lag.Fired, n)
+	}
+}
+
+func TestRealSyncIsMonotonic(t *testing.T) {
+	r := NewReal(MonotonicNanos() + int64(Second/Nanosecond))
+	if r.Sync() != 0 {
+		t.Fatal("Sync before the epoch must not go negative")
+	}
+	r2 := NewReal(MonotonicNanos())
+	a := r2.Sync()
+	b := r2.Sync()
+	if b < a {
+		t.Fatalf("Sync went backwards: %v then %v", a, b)
+	}
+}
+
+func BenchmarkRealTimerLag(b *testing.B) {
+	if err := PreciseThread(); err != nil {
+		b.Fatal(err)
+	}
+	r := NewReal(MonotonicNanos())
+	k := 0
+	var tick func()
+	tick = func() {
+		if k++; k < b.N {
+			r.AfterFunc(20*Microsecond, tick)
+		}
+	}
+	r.AfterFunc(20*Microsecond, tick)
+	r.Run(nil)
+	lag := r.Lag()
+	b.ReportMetric(float64(lag.Mean())/1e6, "lag-mean-us")
+	b.ReportMetric(float64(lag.Max)/1e6, "lag-max-us")
+}
