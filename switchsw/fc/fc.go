@@ -111,6 +111,29 @@ type Config struct {
 	// Refresh is how often a PFC pause is re-sent while the group stays above XON (0 = half the pause
 	// time at the port's rate). Re-sending before the quanta expire keeps the peer paused.
 	Refresh clock.Time `json:"refresh,omitempty"`
+
+	// PortFC is the "portfc" mode's per-switch data (portfc.go); zero elsewhere.
+	PortFC PortFCConfig `json:"portfc,omitzero"`
+	// PFCStar is the "pfcstar" mode's tagging (pfcstar.go); zero elsewhere.
+	PFCStar PFCStarConfig `json:"pfcstar,omitzero"`
+}
+
+// PortFCConfig is what a PortFC switch cannot learn from its ports: how its neighbours are wired to the
+// next switches, for the n-1 queue-index compression (docs/portfc.md), and the DDQ thresholds.
+type PortFCConfig struct {
+	// PeerSelf[p][j] is the port index, at the switch behind port j of the node on this switch's port p,
+	// of that node; -1 for the node port that faces this switch.
+	PeerSelf [][]int16 `json:"peer_self,omitempty"`
+	// DDQXOFF/DDQXON are the paper's X-hat thresholds on the destination-direct queue (0 = XOFF/XON).
+	DDQXOFF units.Size `json:"ddq_xoff,omitzero"`
+	DDQXON  units.Size `json:"ddq_xon,omitzero"`
+}
+
+// PFCStarConfig is PFC*'s per-hop priority increase: a data frame with tag t (priority Base+t) leaves a
+// switch with tag min(t+1, Tags-1).
+type PFCStarConfig struct {
+	Tags int `json:"tags,omitempty"` // P, the number of lossless priorities (0 = 2)
+	Base int `json:"base,omitempty"` // priority of tag 0
 }
 
 // Factory builds a module for a device.
