@@ -1,0 +1,170 @@
+// Package kernelhost turns host namespaces of a netns lab into kernel-stack hosts: real Linux TCP
+// (cubic, dctcp, ...) talking through the lab's Go switches. Setup gives each host the fabric's fixed
+// identity (wire.HostIP / wire.HostMAC, so a switch that forwards frames by destination host agrees with
+// the kernel on who is who), permanent neighbour entries for every other host (no ARP ever crosses the
+// fabric: a switch forwards IPv4 only), and the namespace's TCP sysctls. Run drives TCP flows between
+// those hosts and measures each flow's completion time at its receiver.
+//
+// Nothing here runs an engine: the kernel owns the host's port, and the lab's switches are whatever the
+// backend runs (agents, or a Linux bridge in `lab bench`).
+package kernelhost
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/wire"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Host is one kernel-stack host of a lab: the device (namespace) it lives in and its host index.
+type Host struct {
+	Device string // e.g. "h3"
+	Index  int    // host index: its address is wire.HostIP(Index)
+	Port   int    // the port the host reaches the fabric through (hosts in switch-centric fabrics: 0)
+}
+
+// Config is the kernel stack's configuration, the same for every host of a lab.
+type Config struct {
+	// CC is the TCP congestion control (net.ipv4.tcp_congestion_control): cubic, dctcp, reno, bbr...
+	// Empty leaves the kernel default.
+	CC string
+	// ECN enables ECN negotiation (net.ipv4.tcp_ecn=1). DCTCP needs it and turns it on regardless.
+	ECN bool
+}
+
+// Available reports whether the running kernel offers congestion control cc, with an error saying
+// what to do when it does not (dctcp is often a module, or not built at all).
+func Available(cc string) error {
+	if cc == "" {
+		return nil
+	}
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
+	if err != nil {
+		return fmt.Errorf("host.cc: cannot list the kernel's congestion controls: %w", err)
+	}
+	avail := strings.Fields(string(b))
+	for _, a := range avail {
+		if a == cc {
+			return nil
+		}
+	}
+	return fmt.Errorf("host.cc: congestion control %q is not available in this kernel (available: %s); "+
+		"try `modprobe tcp_%s`, or use a kernel built with it (CONFIG_TCP_CONG_%s)",
+		cc, strings.Join(avail, " "), cc, strings.ToUpper(cc))
+}
+
+// Setup configures every host in hosts; all hosts are told about each other. It changes only the
+// hosts' own namespaces, which the lab made.
+func Setup(l *netns.Lab, hosts []Host, cfg Config) error {
+	if err := Available(cfg.CC); err != nil {
+		return err
+	}
+	seen := map[int]string{}
+	for _, h := range hosts {
+		if h.Index < 0 || h.Index >= wire.MaxHosts {
+			return fmt.Errorf("host %s: index %d outside the 198.18.0.0/15 plan (0..%d)", h.Device, h.Index, wire.MaxHosts-1)
+		}
+		if d, dup := seen[h.Index]; dup {
+			return fmt.Errorf("hosts %s and %s both have index %d", d, h.Device, h.Index)
+		}
+		seen[h.Index] = h.Device
+	}
+	for _, h := range hosts {
+		if err := setupAddr(l, h, hosts); err != nil {
+			return fmt.Errorf("kernel host %s: %w", h.Device, err)
+		}
+		if err := setupSysctls(l, h.Device, cfg); err != nil {
+			return fmt.Errorf("kernel host %s: %w", h.Device, err)
+		}
+	}
+	return nil
+}
+
+// prefix is the whole lab's on-link network: every host is one hop away at layer 3, the switches are
+// invisible to the kernel, as in a flat L2 fabric.
+const prefixLen = 15
+
+func setupAddr(l *netns.Lab, h Host, all []Host) error {
+	nl, err := l.Handle(h.Device)
+	if err != nil {
+		return err
+	}
+	defer nl.Close()
+	ifn := netns.PortName(h.Port)
+	link, err := nl.LinkByName(ifn)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ifn, err)
+	}
+	mac := wire.HostMAC(h.Index)
+	if !bytesEqual(link.Attrs().HardwareAddr, mac) {
+		// The switch forwards the kernel's bytes unmodified, so the frame must already carry the final
+		// host's MAC as destination and ours as source; veth needs to be down to change its address.
+		if err := nl.LinkSetDown(link); err != nil {
+			return fmt.Errorf("%s down: %w", ifn, err)
+		}
+		if err := nl.LinkSetHardwareAddr(link, mac); err != nil {
+			return fmt.Errorf("%s mac %s: %w", ifn, mac, err)
+		}
+		if err := nl.LinkSetUp(link); err != nil {
+			return fmt.Errorf("%s up: %w", ifn, err)
+		}
+	}
+	ip := wire.HostIP(h.Index).AsSlice()
+	addr := &netlink.Addr{IPNet: &net.IPNet{IP: ip, Mask: net.CIDRMask(prefixLen, 32)}}
+	// The /15 address installs the on-link route to the whole lab through this port.
+	if err := nl.AddrReplace(link, addr); err != nil {
+		return fmt.Errorf("%s address %s: %w", ifn, addr.IPNet, err)
+	}
+	for _, o := range all {
+		if o.Index == h.Index {
+			continue
+		}
+		n := &netlink.Neigh{LinkIndex: link.Attrs().Index, Family: unix.AF_INET, State: netlink.NUD_PERMANENT,
+			IP: wire.HostIP(o.Index).AsSlice(), HardwareAddr: wire.HostMAC(o.Index)}
+		if err := nl.NeighSet(n); err != nil {
+			return fmt.Errorf("%s neighbour %s: %w", ifn, n.IP, err)
+		}
+	}
+	return nil
+}
+
+func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
+
+// setupSysctls writes the namespace's TCP sysctls. /proc/sys/net resolves to the namespace of the thread
+// that opens it, so the writes happen inside Do.
+func setupSysctls(l *netns.Lab, device string, cfg Config) error {
+	ecn := "2" // kernel default: accept ECN when the peer asks, never ask
+	if cfg.ECN || cfg.CC == "dctcp" {
+		ecn = "1"
+	}
+	kv := [][2]string{
+		{"net/ipv4/tcp_ecn", ecn},
+		// Each flow starts from the same state: no cwnd/ssthresh cached from the previous flow to a host.
+		{"net/ipv4/tcp_no_metrics_save", "1"},
+	}
+	return l.Do(device, func() error {
+		var errs []error
+		for _, e := range kv {
+			if err := os.WriteFile("/proc/sys/"+e[0], []byte(e[1]), 0); err != nil {
+				errs = append(errs, fmt.Errorf("sysctl %s=%s: %w", strings.ReplaceAll(e[0], "/", "."), e[1], err))
+			}
+		}
+		if cfg.CC != "" {
+			// A namespace other than the root one may only default to algorithms the root namespace's
+			// tcp_allowed_congestion_control lists (EPERM otherwise), and that list is not ours to change.
+			// Run sets the algorithm on every socket it makes (TCP_CONGESTION, allowed for root), so the
+			// namespace default is a convenience for other programs run in the namespace.
+			err := os.WriteFile("/proc/sys/net/ipv4/tcp_congestion_control", []byte(cfg.CC), 0)
+			if err != nil && !errors.Is(err, unix.EPERM) {
+				errs = append(errs, fmt.Errorf("sysctl net.ipv4.tcp_congestion_control=%s: %w", cfg.CC, err))
+			}
+		}
+		return errors.Join(errs...)
+	})
+}
