@@ -22,18 +22,72 @@ type Flow struct {
 	// lab). At most one is set.
 	Via  []string
 	Path []string
+	// After lists the IDs of flows that must complete before this one starts; it then starts at At or
+	// when the last of them completes, whichever is later. Generators number their flows from 1 and
+	// refer to those numbers; Append and Sort keep the references pointing at the same flows. Backends
+	// must honour it (harness/virtual does; a backend that cannot must refuse such a schedule).
+	After []uint32
 }
 
 // Schedule is a run's flows, sorted by start time then ID.
 type Schedule []Flow
 
 // Sort orders the schedule by start time and renumbers IDs from 1 in that order, so that IDs are
-// stable for a given set of workloads regardless of how generators interleaved.
+// stable for a given set of workloads regardless of how generators interleaved. After references are
+// renumbered with their flows; they need the IDs to be unique beforehand (Append makes them so).
 func (s Schedule) Sort() {
 	sort.SliceStable(s, func(i, j int) bool { return s[i].At < s[j].At })
+	renum := map[uint32]uint32{}
+	for i := range s {
+		if s[i].ID != 0 {
+			renum[s[i].ID] = uint32(i + 1)
+		}
+	}
+	for i := range s {
+		s[i].ID = uint32(i + 1)
+		if len(s[i].After) > 0 {
+			after := make([]uint32, 0, len(s[i].After))
+			for _, a := range s[i].After {
+				if n, ok := renum[a]; ok {
+					after = append(after, n)
+				}
+			}
+			s[i].After = after
+		}
+	}
+}
+
+// Append adds more to s, giving the new flows IDs after the largest in s (a generator's own numbering,
+// from 1, is shifted) and shifting their After references with them.
+func (s Schedule) Append(more Schedule) Schedule {
+	var base uint32
+	for _, f := range s {
+		base = max(base, f.ID)
+	}
+	for i, f := range more {
+		id := f.ID
+		if id == 0 {
+			id = uint32(i + 1)
+		}
+		f.ID = base + id
+		if len(f.After) > 0 {
+			after := make([]uint32, len(f.After))
+			for k, a := range f.After {
+				after[k] = base + a
+			}
+			f.After = after
+		}
+		s = append(s, f)
+	}
+	return s
+}
+
+// number gives a generator's flows IDs 1..n in order.
+func (s Schedule) number() Schedule {
 	for i := range s {
 		s[i].ID = uint32(i + 1)
 	}
+	return s
 }
 
 // Rand returns the generator's RNG for a seed and a workload index, so adding a workload does not

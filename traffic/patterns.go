@@ -1,0 +1,128 @@
+package traffic
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/fabriclab/fabriclab/clock"
+)
+
+// Choose picks floor(len(hosts) x fraction) hosts at random (at least 2), returned sorted. fraction 1
+// keeps them all, in order.
+func Choose(r *rand.Rand, hosts []int, fraction float64) ([]int, error) {
+	if !(fraction > 0 && fraction <= 1) {
+		return nil, fmt.Errorf("fraction %v is not in (0, 1]", fraction)
+	}
+	m := int(math.Floor(float64(len(hosts))*fraction + 1e-9))
+	if m < 2 {
+		return nil, fmt.Errorf("fraction %v of %d hosts leaves %d: at least 2 must take part", fraction, len(hosts), m)
+	}
+	c := append([]int(nil), hosts...)
+	if m < len(c) {
+		r.Shuffle(len(c), func(i, j int) { c[i], c[j] = c[j], c[i] })
+		c = c[:m]
+	}
+	sort.Ints(c)
+	return c, nil
+}
+
+// Permutation is a random derangement of hosts: every host sends to exactly one other and receives from
+// exactly one. It is one cycle through all of them in a random order (Sattolo's shuffle), so no host
+// sends to itself and no pair of hosts just swaps traffic (for 3 or more hosts).
+func Permutation(r *rand.Rand, hosts []int) Matrix {
+	n := len(hosts)
+	p := r.Perm(n)
+	cyc := make([]int, n)
+	for i := range cyc {
+		cyc[i] = i
+	}
+	for i := n - 1; i > 0; i-- {
+		j := r.IntN(i)
+		cyc[i], cyc[j] = cyc[j], cyc[i]
+	}
+	var m Matrix
+	for i := 0; i < n; i++ {
+		src, dst := hosts[p[i]], hosts[p[cyc[i]]]
+		m.Src, m.Dst = append(m.Src, src), append(m.Dst, []int{dst})
+	}
+	return m
+}
+
+// Groups splits hosts by their group number (Dragonfly group, fat-tree pod), groups in ascending order.
+func Groups(hosts []int, group func(host int) int) [][]int {
+	by := map[int][]int{}
+	var keys []int
+	for _, h := range hosts {
+		g := group(h)
+		if _, ok := by[g]; !ok {
+			keys = append(keys, g)
+		}
+		by[g] = append(by[g], h)
+	}
+	sort.Ints(keys)
+	out := make([][]int, len(keys))
+	for i, k := range keys {
+		out[i] = by[k]
+	}
+	return out
+}
+
+// Adv1 is Dragonfly's ADV1 adversarial pattern as a shift: every host of group i sends to hosts of group
+// i+1 (mod the number of groups), uniformly (dragonfly-telemetry.md §4.2 uses one random pair of groups;
+// the shift loads every group's global links the same way and is the common simulator form).
+func Adv1(groups [][]int) (Matrix, error) {
+	if len(groups) < 2 {
+		return Matrix{}, fmt.Errorf("adv1 needs at least 2 groups, the topology has %d", len(groups))
+	}
+	var m Matrix
+	for i, g := range groups {
+		next := groups[(i+1)%len(groups)]
+		for _, h := range g {
+			m.Src, m.Dst = append(m.Src, h), append(m.Dst, next)
+		}
+	}
+	return m, nil
+}
+
+// Adv2 is Dragonfly's ADV2: one random group receives, every host of every other group sends to it
+// uniformly (a group-level incast, dragonfly-telemetry.md §4.2).
+func Adv2(r *rand.Rand, groups [][]int) (Matrix, int, error) {
+	if len(groups) < 2 {
+		return Matrix{}, 0, fmt.Errorf("adv2 needs at least 2 groups, the topology has %d", len(groups))
+	}
+	target := r.IntN(len(groups))
+	var m Matrix
+	for i, g := range groups {
+		if i == target {
+			continue
+		}
+		for _, h := range g {
+			m.Src, m.Dst = append(m.Src, h), append(m.Dst, groups[target])
+		}
+	}
+	return m, target, nil
+}
+
+// Once is one flow of size bytes at at for every (source, destination) of m: every destination of a row
+// (all-to-all, permutation), or one drawn per source when draw is set (ADV patterns).
+func Once(r *rand.Rand, m Matrix, size int64, at clock.Time, draw bool, class string) (Schedule, error) {
+	if size <= 0 {
+		return nil, fmt.Errorf("size must be positive, got %d", size)
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	var s Schedule
+	for i, src := range m.Src {
+		if draw {
+			s = append(s, Flow{Src: src, Dst: m.pick(r, i), Size: size, At: at, Class: class})
+			continue
+		}
+		for _, dst := range m.Dst[i] {
+			s = append(s, Flow{Src: src, Dst: dst, Size: size, At: at, Class: class})
+		}
+	}
+	return s.number(), nil
+}

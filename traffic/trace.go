@@ -1,0 +1,277 @@
+package traffic
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/fabriclab/fabriclab/clock"
+)
+
+// ReadHPCC reads the HPCC simulator's flow.txt: a line with the flow count, then one flow per line,
+// "src dst pg dport size start_s" (pg is the priority group, 3 in HPCC's generator; dport is ignored).
+// src and dst are host indices. Flows get IDs 1..n in file order.
+func ReadHPCC(name string, rd io.Reader, hosts int) (Schedule, error) {
+	sc := bufio.NewScanner(rd)
+	line, want := 0, -1
+	var s Schedule
+	for sc.Scan() {
+		line++
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		if want < 0 {
+			n, err := strconv.Atoi(f[0])
+			if err != nil || len(f) != 1 || n < 0 {
+				return nil, fmt.Errorf("%s:%d: want the flow count, got %q", name, line, sc.Text())
+			}
+			want = n
+			continue
+		}
+		if len(f) != 6 {
+			return nil, fmt.Errorf("%s:%d: want \"src dst pg dport size start_s\", got %q", name, line, sc.Text())
+		}
+		src, e1 := strconv.Atoi(f[0])
+		dst, e2 := strconv.Atoi(f[1])
+		size, e3 := strconv.ParseInt(f[4], 10, 64)
+		start, e4 := strconv.ParseFloat(f[5], 64)
+		if e1 != nil || e2 != nil || e3 != nil || e4 != nil {
+			return nil, fmt.Errorf("%s:%d: %q: src, dst and size must be integers, start_s a number", name, line, sc.Text())
+		}
+		if err := checkTraceFlow(src, dst, size, start, hosts); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+		}
+		s = append(s, Flow{ID: uint32(len(s) + 1), Src: src, Dst: dst, Size: size, At: seconds(start), Class: "trace"})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if want < 0 {
+		return nil, fmt.Errorf("%s: empty (want a flow count line)", name)
+	}
+	if len(s) != want {
+		return nil, fmt.Errorf("%s: the first line says %d flows, the file has %d", name, want, len(s))
+	}
+	return s, nil
+}
+
+func checkTraceFlow(src, dst int, size int64, start float64, hosts int) error {
+	switch {
+	case src < 0 || src >= hosts:
+		return fmt.Errorf("src %d is not one of the %d hosts", src, hosts)
+	case dst < 0 || dst >= hosts:
+		return fmt.Errorf("dst %d is not one of the %d hosts", dst, hosts)
+	case src == dst:
+		return fmt.Errorf("src and dst are both %d", src)
+	case size <= 0:
+		return fmt.Errorf("size %d must be positive", size)
+	case !(start >= 0) || math.IsInf(start, 0):
+		return fmt.Errorf("start %v must be a time >= 0", start)
+	}
+	return nil
+}
+
+func seconds(s float64) clock.Time { return clock.Time(math.Round(s * float64(clock.Second))) }
+
+// WriteHPCC writes s as HPCC's flow.txt (the format its traffic generator prints: "%d %d 3 100 %d %.9f").
+// Dependencies (After) cannot be expressed there and are dropped; WriteHTSim keeps them.
+func WriteHPCC(w io.Writer, s Schedule) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "%d\n", len(s))
+	for _, f := range s {
+		fmt.Fprintf(bw, "%d %d 3 100 %d %.9f\n", f.Src, f.Dst, f.Size, f.At.Seconds())
+	}
+	return bw.Flush()
+}
+
+// ReadHTSim reads an htsim connection matrix (.cm, csg-htsim connection_matrices/): header lines
+// "Nodes N", "Connections C", optional "Triggers T", then "src->dst id I start T_us size S" with
+// optional "trigger K", "send_done_trigger K", "recv_done_trigger K", "priority P", and trigger
+// definitions "trigger id K oneshot|multishot|barrier [count]". A flow with "trigger K" starts when the
+// flows that fire K (by send or receive done; both are completion here) have completed: exact for the
+// one-firer oneshot triggers the htsim generators write and for barriers counting all their firers;
+// a multi-firer oneshot (start on the first) is approximated by waiting for all.
+func ReadHTSim(name string, rd io.Reader, hosts int) (Schedule, error) {
+	sc := bufio.NewScanner(rd)
+	line := 0
+	var s Schedule
+	byID := map[uint32]int{}
+	waits := map[int]uint32{}      // flow index -> trigger it waits for
+	fires := map[uint32][]uint32{} // trigger -> flow ids that fire it
+	nodes := -1
+	for sc.Scan() {
+		line++
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		bad := func(format string, a ...any) error {
+			return fmt.Errorf("%s:%d: %s", name, line, fmt.Sprintf(format, a...))
+		}
+		switch {
+		case f[0] == "Nodes" && len(f) == 2:
+			n, err := strconv.Atoi(f[1])
+			if err != nil || n < 1 {
+				return nil, bad("Nodes %q is not a positive count", f[1])
+			}
+			if n > hosts {
+				return nil, bad("the matrix has %d nodes, the topology %d hosts", n, hosts)
+			}
+			nodes = n
+		case f[0] == "Connections" || f[0] == "Triggers" || f[0] == "Failures" || f[0] == "Grp":
+		case f[0] == "trigger":
+			// Trigger kinds only change when a trigger fires; see the doc comment.
+		case strings.Contains(f[0], "->"):
+			ends := strings.SplitN(f[0], "->", 2)
+			src, e1 := strconv.Atoi(ends[0])
+			dst, e2 := strconv.Atoi(ends[1])
+			if e1 != nil || e2 != nil {
+				return nil, bad("%q is not src->dst", f[0])
+			}
+			if len(f)%2 != 1 {
+				return nil, bad("want key value pairs after %s", f[0])
+			}
+			fl := Flow{Src: src, Dst: dst, Class: "trace"}
+			var start float64
+			var trig, done uint32
+			for k := 1; k < len(f); k += 2 {
+				v := f[k+1]
+				switch f[k] {
+				case "id":
+					id, err := strconv.ParseUint(v, 10, 32)
+					if err != nil || id == 0 {
+						return nil, bad("id %q is not a positive integer", v)
+					}
+					fl.ID = uint32(id)
+				case "start":
+					x, err := strconv.ParseFloat(v, 64)
+					if err != nil {
+						return nil, bad("start %q is not a number (microseconds)", v)
+					}
+					start = x * 1e-6
+				case "size":
+					x, err := strconv.ParseInt(v, 10, 64)
+					if err != nil || x <= 0 {
+						return nil, bad("size %q: flows need a positive size (htsim's 0 = unbounded is not supported)", v)
+					}
+					fl.Size = x
+				case "trigger", "send_done_trigger", "recv_done_trigger":
+					x, err := strconv.ParseUint(v, 10, 32)
+					if err != nil {
+						return nil, bad("%s %q is not a trigger id", f[k], v)
+					}
+					if f[k] == "trigger" {
+						trig = uint32(x)
+					} else {
+						done = uint32(x)
+					}
+				case "priority", "start_bcast":
+				default:
+					return nil, bad("unknown connection key %q", f[k])
+				}
+			}
+			if fl.ID == 0 {
+				fl.ID = uint32(len(s) + 1)
+			}
+			if _, dup := byID[fl.ID]; dup {
+				return nil, bad("id %d used twice", fl.ID)
+			}
+			if err := checkTraceFlow(src, dst, fl.Size, start, hosts); err != nil {
+				return nil, bad("%v", err)
+			}
+			if nodes > 0 && (src >= nodes || dst >= nodes) {
+				return nil, bad("%s is outside the matrix's %d nodes", f[0], nodes)
+			}
+			fl.At = seconds(start)
+			byID[fl.ID] = len(s)
+			if trig != 0 {
+				waits[len(s)] = trig
+			}
+			if done != 0 {
+				fires[done] = append(fires[done], fl.ID)
+			}
+			s = append(s, fl)
+		default:
+			return nil, bad("unrecognised line %q", sc.Text())
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	for i, t := range waits {
+		if len(fires[t]) == 0 {
+			return nil, fmt.Errorf("%s: flow %d waits for trigger %d, which no flow fires", name, s[i].ID, t)
+		}
+		s[i].After = append([]uint32(nil), fires[t]...)
+	}
+	return s, nil
+}
+
+// WriteHTSim writes s as an htsim connection matrix. Flows that wait for the same set of flows share one
+// barrier trigger counting that set, so dependencies survive the round trip; a flow that more than one
+// such set includes cannot be written (a .cm connection fires one trigger).
+func WriteHTSim(w io.Writer, s Schedule, hosts int) error {
+	bw := bufio.NewWriter(w)
+	fires := map[uint32]uint32{} // flow -> the trigger it fires
+	waits := map[uint32]uint32{} // flow -> the trigger it waits for
+	byKey := map[string]uint32{}
+	var trigs []string
+	for _, f := range s {
+		if len(f.After) == 0 {
+			continue
+		}
+		key := fmt.Sprint(f.After)
+		t, ok := byKey[key]
+		if !ok {
+			t = uint32(len(trigs) + 1)
+			byKey[key] = t
+			trigs = append(trigs, fmt.Sprintf("trigger id %d barrier %d", t, len(f.After)))
+			for _, a := range f.After {
+				if old, dup := fires[a]; dup && old != t {
+					return fmt.Errorf("flow %d fires two triggers (%d, %d): a .cm connection fires one", a, old, t)
+				}
+				fires[a] = t
+			}
+		}
+		waits[f.ID] = t
+	}
+	fmt.Fprintf(bw, "Nodes %d\nConnections %d\nTriggers %d\n", hosts, len(s), len(trigs))
+	for _, f := range s {
+		fmt.Fprintf(bw, "%d->%d id %d", f.Src, f.Dst, f.ID)
+		if t, ok := waits[f.ID]; ok {
+			fmt.Fprintf(bw, " trigger %d", t)
+		} else {
+			fmt.Fprintf(bw, " start %s", strconv.FormatFloat(float64(f.At)/float64(clock.Microsecond), 'f', -1, 64))
+		}
+		fmt.Fprintf(bw, " size %d", f.Size)
+		if t, ok := fires[f.ID]; ok {
+			fmt.Fprintf(bw, " send_done_trigger %d", t)
+		}
+		fmt.Fprintln(bw)
+	}
+	for _, t := range trigs {
+		fmt.Fprintln(bw, t)
+	}
+	return bw.Flush()
+}
+
+// LoadTrace reads a trace file in format "hpcc" or "htsim".
+func LoadTrace(format, path string, hosts int) (Schedule, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	switch format {
+	case "hpcc":
+		return ReadHPCC(path, f, hosts)
+	case "htsim":
+		return ReadHTSim(path, f, hosts)
+	}
+	return nil, fmt.Errorf("trace format %q is not hpcc or htsim", format)
+}
