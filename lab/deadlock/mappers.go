@@ -1,0 +1,130 @@
+package deadlock
+
+import (
+	"github.com/fabriclab/fabriclab/lab/route"
+	"github.com/fabriclab/fabriclab/lab/topo"
+)
+
+// ByPriority is PFC-style queueing: one lossless channel per (device, egress port, priority), the
+// priority of each hop given by prio. Hosts are channels too: a relay host's egress queue is paused by
+// its downstream switch and (relay_pfc ingress or pass-through) makes its upstream wait.
+func ByPriority(prio func(p route.Path, hop int) int) Mapper {
+	return func(_ *topo.Graph, p route.Path, hop int) (Channel, bool) {
+		return Channel{Device: p.Nodes[hop], Port: int(p.Ports[hop]), Queue: prio(p, hop)}, true
+	}
+}
+
+// PFC is one lossless priority for every frame at every hop (traditional PFC: "all traffic at both
+// switches and nodes is placed in a single queue").
+func PFC(prio int) Mapper {
+	return ByPriority(func(route.Path, int) int { return prio })
+}
+
+// Lossless restricts m to the priorities/queues in set: channels outside it are lossy and break the
+// dependency chain (a multi-priority scheme with some lossy classes).
+func Lossless(m Mapper, set ...int) Mapper {
+	ok := map[int]bool{}
+	for _, q := range set {
+		ok[q] = true
+	}
+	return func(g *topo.Graph, p route.Path, hop int) (Channel, bool) {
+		ch, lossless := m(g, p, hop)
+		return ch, lossless && (ch.Queue == Through || ok[ch.Queue])
+	}
+}
+
+// PFCStarTag is PFC*'s priority for the frame of p at hop: base + min(PFCStarHops, P-1).
+func PFCStarTag(g *topo.Graph, p route.Path, hop, P, base int) int {
+	return base + min(PFCStarHops(g, p, hop), P-1)
+}
+
+// PFCStarHops is the number of switch hops a frame has completed before the switch it sits in (or, at a
+// host, before the host): 0 at the sender, 0 in the first switch's egress queue and in the relay after
+// it, 1 in the second switch, and so on. The switch rewrites the priority in its classifier, before the
+// frame joins its egress queue, so the tag a frame waits under at a switch counts the switches before
+// it. This is the Tagger-style rule of portfc.md §5 (tag = min(switch hops so far, P-1)).
+func PFCStarHops(g *topo.Graph, p route.Path, hop int) int {
+	n := 0
+	for i := 1; i <= hop; i++ {
+		if g.Nodes[p.Nodes[i]].Kind == topo.Switch {
+			n++
+		}
+	}
+	if n > 0 {
+		n--
+	}
+	return n
+}
+
+// PFCStar is PFC* with P lossless priorities base..base+P-1: the priority of a frame rises with each
+// switch it crosses, capped at the last one (PFCStarTag).
+func PFCStar(P, base int) Mapper {
+	if P < 1 {
+		P = 1
+	}
+	return func(g *topo.Graph, p route.Path, hop int) (Channel, bool) {
+		return Channel{Device: p.Nodes[hop], Port: int(p.Ports[hop]), Queue: PFCStarTag(g, p, hop, P, base)}, true
+	}
+}
+
+// PortFC is the PortFC queue allocation (portfc.md §2, the paper's GetQIdx) for NDC with k = 1:
+//
+//   - switch S, egress toward node X: DDQ (n-1) when X is the frame's destination, else IHFQ idx, idx
+//     being the egress port e at the next switch S' (after relay X), compressed to n-1 values by
+//     leaving out S”s port toward X: idx = e if e < port(S',X) else e-1 (digest §2.1 rule);
+//   - sending node, egress toward S: four-hop queue a[idx] (0..n-2) when the next node is a relay, two-hop
+//     queue b = (n-1)+idx when it is the destination, idx being S's egress port compressed by S's port
+//     toward the node;
+//   - relay node: RQ. It is never paused, and the relay passes the DDQ pause it receives to the switch
+//     feeding it (Algorithm 3), so RQ is Through: the IHFQ before it waits on the DDQ after it.
+//
+// n is the radix of the switch concerned. Control queues carry no data and do not appear. This is the
+// one place the index rule lives on the analysis side; the engine's classifier (switchsw/fc portfc)
+// must agree, which the PortFC suite checks by running the same flows.
+func PortFC() Mapper {
+	return func(g *topo.Graph, p route.Path, hop int) (Channel, bool) {
+		dev, port := p.Nodes[hop], int(p.Ports[hop])
+		ch := Channel{Device: dev, Port: port}
+		last := len(p.Nodes) - 1
+		next := p.Nodes[hop+1]
+		switch {
+		case g.Nodes[dev].Kind == topo.Switch:
+			n := len(g.Nodes[dev].Ports)
+			if hop+1 == last {
+				ch.Queue = n - 1
+				return ch, true
+			}
+			ch.Queue = PortFCIndex(g, next, int(p.Ports[hop+1]), portAt(p, hop+2))
+			return ch, true
+		case hop > 0:
+			ch.Queue = Through
+			return ch, true
+		default:
+			sw := next
+			n := len(g.Nodes[sw].Ports)
+			idx := PortFCIndex(g, dev, port, portAt(p, hop+1))
+			if hop+2 == last {
+				idx += n - 1
+			}
+			ch.Queue = idx
+			return ch, true
+		}
+	}
+}
+
+func portAt(p route.Path, i int) int {
+	if i < len(p.Ports) {
+		return int(p.Ports[i])
+	}
+	return 0
+}
+
+// PortFCIndex is PortFC's n-1 compression: the egress port e at the switch on node x's port xPort,
+// numbered without that switch's port back toward x (which a frame from x never takes).
+func PortFCIndex(g *topo.Graph, x, xPort, e int) int {
+	back := g.Peer(x, xPort).Port
+	if e > back {
+		return e - 1
+	}
+	return e
+}
