@@ -22,7 +22,17 @@ type Fabric struct {
 	Log      *records.Log
 	Switches map[int]*switchsw.Switch // by graph node
 	NICs     map[int]*nodes.NIC       // by graph node
+	// Progress, if set, is called from Run every few thousand events with the engine time and the
+	// flows completed so far (a progress bar; it runs on Run's goroutine).
+	Progress func(now clock.Time, completed, total int)
 	started  int
+
+	// Completion bookkeeping: flow records are appended as flows complete, so Run reads only the new
+	// ones. waiting counts each dependent flow's outstanding predecessors (traffic.Flow.After).
+	seen, done int
+	waiting    map[uint32]int
+	dependents map[uint32][]int // flow ID -> indices into Lab.Flows that wait for it
+	startAt    []func()         // by index into Lab.Flows
 }
 
 type wired interface {
@@ -61,18 +71,28 @@ func New(l *lab.Lab) (*Fabric, error) {
 		a.SetLink(lk.A.Port, newLink(f.Clock, lk.Delay, b, lk.B.Port))
 		b.SetLink(lk.B.Port, newLink(f.Clock, lk.Delay, a, lk.A.Port))
 	}
+	f.startAt = make([]func(), len(l.Flows))
 	for i := range l.Flows {
 		fp := &l.Flows[i]
 		nic := f.NICs[fp.SrcNode]
 		flow := nodes.Flow{ID: fp.ID, Dst: int32(fp.Dst), Size: fp.Size, Route: fp.Route, Ideal: fp.Ideal, Class: fp.Class}
-		var startErr error
-		f.Clock.AfterFunc(fp.At, func() {
-			if err := nic.StartFlow(flow); err != nil && startErr == nil {
-				startErr = err
+		f.startAt[i] = func() {
+			if err := nic.StartFlow(flow); err != nil {
 				f.Log.Violations = append(f.Log.Violations, fmt.Sprintf("flow %d did not start: %v", flow.ID, err))
 			}
 			f.started++
-		})
+		}
+		if len(fp.After) > 0 {
+			if f.waiting == nil {
+				f.waiting, f.dependents = map[uint32]int{}, map[uint32][]int{}
+			}
+			f.waiting[fp.ID] = len(fp.After)
+			for _, a := range fp.After {
+				f.dependents[a] = append(f.dependents[a], i)
+			}
+			continue
+		}
+		f.Clock.AfterFunc(fp.At, f.startAt[i])
 	}
 	return f, nil
 }
@@ -95,7 +115,8 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	var res Result
 	n := 0
 	for {
-		if stopWhenDone && f.completed() == total && f.started == total {
+		f.collect()
+		if stopWhenDone && f.done == total && f.started == total {
 			res.AllDone = true
 			break
 		}
@@ -106,12 +127,18 @@ func (f *Fabric) Run(ctx context.Context) Result {
 			res.TimedOut = true
 			break
 		}
-		if n++; n&0xFFF == 0 && ctx.Err() != nil {
-			res.Cancelled = true
-			break
+		if n++; n&0xFFF == 0 {
+			if f.Progress != nil {
+				f.Progress(f.Clock.Now(), f.done, total)
+			}
+			if ctx.Err() != nil {
+				res.Cancelled = true
+				break
+			}
 		}
 	}
-	res.AllDone = f.completed() == total
+	f.collect()
+	res.AllDone = f.done == total
 	res.End = f.Clock.Now()
 	res.Events = f.Clock.Fired()
 	for _, sw := range f.Switches {
@@ -123,12 +150,20 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	return res
 }
 
-func (f *Fabric) completed() int {
-	n := 0
-	for i := range f.Log.Flows {
-		if f.Log.Flows[i].Completed {
-			n++
+// collect counts flows completed since the last call and starts the flows that were waiting for them,
+// at their planned time or now, whichever is later.
+func (f *Fabric) collect() {
+	for ; f.seen < len(f.Log.Flows); f.seen++ {
+		r := &f.Log.Flows[f.seen]
+		if !r.Completed {
+			continue
+		}
+		f.done++
+		for _, i := range f.dependents[r.ID] {
+			fp := &f.Lab.Flows[i]
+			if f.waiting[fp.ID]--; f.waiting[fp.ID] == 0 {
+				f.Clock.AfterFunc(max(fp.At-f.Clock.Now(), 0), f.startAt[i])
+			}
 		}
 	}
-	return n
 }
