@@ -2,81 +2,31 @@ package lab
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strconv"
+	"strings"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/lab/route"
+	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/traffic"
 )
 
-// implementedWorkloads lists the workload kinds this build can run, so that a spec using a later
-// feature is refused with a clear message instead of half-running.
-var implementedWorkloads = map[string]bool{"flows": true, "incast": true}
-
-// schedule expands the workloads into flows and gives each its route and ideal FCT.
+// schedule expands the workloads into flows and gives each its route and ideal FCT. Every workload
+// draws from its own RNG stream (traffic.Rand(seed, index)), so adding one does not change another's
+// flows.
 func (l *Lab) schedule() error {
 	s, g := l.Spec, l.Graph
 	var all traffic.Schedule
-	for i, w := range s.Workload {
+	for i := range s.Workload {
+		w := &s.Workload[i]
 		field := "workload[" + strconv.Itoa(i) + "]"
-		if !implementedWorkloads[w.Kind] {
-			return fmt.Errorf("%s.kind: %q is not available in this build (available: flows, incast)", field, w.Kind)
+		fl, err := l.expand(w, field, traffic.Rand(s.Seed, i))
+		if err != nil {
+			return err
 		}
-		r := traffic.Rand(s.Seed, i)
-		switch w.Kind {
-		case "flows":
-			for j, f := range w.List {
-				ff := fmt.Sprintf("%s.list[%d]", field, j)
-				src, err := l.hostIndex(f.Src, ff+".src")
-				if err != nil {
-					return err
-				}
-				dst, err := l.hostIndex(f.Dst, ff+".dst")
-				if err != nil {
-					return err
-				}
-				if src == dst {
-					return fmt.Errorf("%s: src and dst are both %s", ff, f.Src)
-				}
-				all = append(all, traffic.Flow{Src: src, Dst: dst, Size: f.Size.Resolve(l.hostBDP()), At: f.At.Clock(),
-					Class: w.Name, Via: f.Via, Path: f.Path})
-			}
-		case "incast":
-			recv := -1
-			if w.Receiver != "" {
-				h, err := l.hostIndex(w.Receiver, field+".receiver")
-				if err != nil {
-					return err
-				}
-				recv = h
-			} else {
-				recv = r.IntN(len(g.Hosts))
-			}
-			var from []int
-			for k, name := range w.Hosts {
-				h, err := l.hostIndex(name, fmt.Sprintf("%s.hosts[%d]", field, k))
-				if err != nil {
-					return err
-				}
-				from = append(from, h)
-			}
-			count := w.Count
-			if count == 0 {
-				count = 1
-			}
-			for c := 0; c < count; c++ {
-				at := w.At.Clock() + clock.Time(c)*w.Interval.Clock()
-				fl, err := traffic.Incast(r, len(g.Hosts), w.Senders, recv, from, w.Size.Resolve(l.hostBDP()), at)
-				if err != nil {
-					return fmt.Errorf("%s: %w", field, err)
-				}
-				for k := range fl {
-					fl[k].Class = w.Name
-				}
-				all = append(all, fl...)
-			}
-		}
+		all = all.Append(fl)
 	}
 	all.Sort()
 	for _, f := range all {
@@ -95,4 +45,243 @@ func (l *Lab) schedule() error {
 		l.Flows = append(l.Flows, fp)
 	}
 	return nil
+}
+
+// expand turns one workload entry into flows (IDs from 1, After referring to them).
+func (l *Lab) expand(w *spec.Workload, field string, r *rand.Rand) (traffic.Schedule, error) {
+	class := w.Name
+	wrap := func(fl traffic.Schedule, err error) (traffic.Schedule, error) {
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s): %w", field, w.Kind, err)
+		}
+		for k := range fl {
+			if fl[k].Class == "" || fl[k].Class == "trace" {
+				fl[k].Class = class
+			} else if w.Kind == "ps" || w.Kind == "moe" {
+				// The generator's stage suffix ("-push", "-dispatch") follows the workload's name.
+				fl[k].Class = class + fl[k].Class[strings.LastIndex(fl[k].Class, "-"):]
+			}
+		}
+		return fl, nil
+	}
+	hosts, err := l.participants(w, field)
+	if err != nil {
+		return nil, err
+	}
+	switch w.Kind {
+	case "flows":
+		var s traffic.Schedule
+		for j, f := range w.List {
+			ff := fmt.Sprintf("%s.list[%d]", field, j)
+			src, err := l.hostIndex(f.Src, ff+".src")
+			if err != nil {
+				return nil, err
+			}
+			dst, err := l.hostIndex(f.Dst, ff+".dst")
+			if err != nil {
+				return nil, err
+			}
+			if src == dst {
+				return nil, fmt.Errorf("%s: src and dst are both %s", ff, f.Src)
+			}
+			s = append(s, traffic.Flow{ID: uint32(j + 1), Src: src, Dst: dst, Size: f.Size.Resolve(l.hostBDP()),
+				At: f.At.Clock(), Class: class, Via: f.Via, Path: f.Path})
+		}
+		return s, nil
+	case "incast":
+		return wrap(l.incast(w, field, r, hosts))
+	case "poisson":
+		sizes, err := l.sizes(w, field)
+		if err != nil {
+			return nil, err
+		}
+		m := traffic.Uniform(hosts)
+		if len(w.Pairs) > 0 {
+			var pairs [][2]int
+			for k, p := range w.Pairs {
+				pf := fmt.Sprintf("%s.pairs[%d]", field, k)
+				src, err := l.hostIndex(p.Src, pf+".src")
+				if err != nil {
+					return nil, err
+				}
+				dst, err := l.hostIndex(p.Dst, pf+".dst")
+				if err != nil {
+					return nil, err
+				}
+				pairs = append(pairs, [2]int{src, dst})
+			}
+			m = traffic.Pairs(pairs)
+		}
+		return wrap(traffic.Poisson(r, l.arrivals(w, sizes, m)))
+	case "permutation", "all-to-all":
+		chosen, err := traffic.Choose(r, hosts, w.Fraction)
+		if err != nil {
+			return nil, fmt.Errorf("%s.fraction: %w", field, err)
+		}
+		m := traffic.Uniform(chosen)
+		if w.Kind == "permutation" {
+			m = traffic.Permutation(r, chosen)
+		}
+		return wrap(l.matrixFlows(w, field, r, m, false))
+	case "adv1", "adv2":
+		groups := traffic.Groups(hosts, func(h int) int { return l.Graph.Nodes[l.Graph.Hosts[h]].Group })
+		var m traffic.Matrix
+		if w.Kind == "adv1" {
+			m, err = traffic.Adv1(groups)
+		} else {
+			m, _, err = traffic.Adv2(r, groups)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s.kind: %w (groups come from the topology: dragonfly groups, fat-tree pods)", field, err)
+		}
+		return wrap(l.matrixFlows(w, field, r, m, true))
+	case "ps":
+		server, err := l.hostIndex(w.Server, field+".server")
+		if err != nil {
+			return nil, err
+		}
+		var workers []int
+		for _, h := range hosts {
+			if h != server {
+				workers = append(workers, h)
+			}
+		}
+		if w.Workers > 0 {
+			if w.Workers > len(workers) {
+				return nil, fmt.Errorf("%s.workers: %d workers but only %d hosts besides the server", field, w.Workers, len(workers))
+			}
+			workers = workers[:w.Workers]
+		}
+		return wrap(traffic.ParamServer(traffic.PS{Server: server, Workers: workers, Push: w.PushSize.Resolve(l.hostBDP()),
+			Broadcast: w.BroadcastSize.Resolve(l.hostBDP()), Rounds: w.Rounds, At: w.At.Clock(), Class: class}))
+	case "moe":
+		return wrap(traffic.MixtureOfExperts(r, traffic.MoE{Hosts: hosts, Experts: w.Experts, TopK: w.TopK, Tokens: w.Tokens,
+			TokenSize: w.TokenSize.Resolve(l.hostBDP()), Zipf: w.Zipf, Layers: w.Layers, At: w.At.Clock(), Class: class}))
+	case "trace":
+		fl, err := traffic.LoadTrace(w.Format, w.Path, len(l.Graph.Hosts))
+		if err != nil {
+			return nil, fmt.Errorf("%s.path: %w", field, err)
+		}
+		for k := range fl {
+			fl[k].At += w.Start.Clock()
+		}
+		return wrap(fl, nil)
+	}
+	return nil, fmt.Errorf("%s.kind: %q is not available in this build", field, w.Kind)
+}
+
+// participants is the workload's hosts list resolved, or every host.
+func (l *Lab) participants(w *spec.Workload, field string) ([]int, error) {
+	if len(w.Hosts) == 0 {
+		all := make([]int, len(l.Graph.Hosts))
+		for i := range all {
+			all[i] = i
+		}
+		return all, nil
+	}
+	var hs []int
+	for k, name := range w.Hosts {
+		h, err := l.hostIndex(name, fmt.Sprintf("%s.hosts[%d]", field, k))
+		if err != nil {
+			return nil, err
+		}
+		hs = append(hs, h)
+	}
+	return hs, nil
+}
+
+// hostRate is the rate a load is a share of: the spec's link rate, which is the host links' rate in
+// every family (in Rail-only NDC the rails; the HBD rate is set apart as hbd_rate).
+func (l *Lab) hostRate() float64 { return float64(l.Spec.Topology.Link.Rate) }
+
+func (l *Lab) sizes(w *spec.Workload, field string) (traffic.SizeDist, error) {
+	switch {
+	case w.CDF == "pareto":
+		p := traffic.Pareto{Shape: w.Shape, Nominal: float64(w.Mean.Resolve(l.hostBDP())), Cap: float64(w.Cap.Resolve(l.hostBDP()))}
+		if err := p.Check(); err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		return p, nil
+	case strings.HasPrefix(w.CDF, "file:"):
+		c, err := traffic.LoadCDF(strings.TrimPrefix(w.CDF, "file:"))
+		if err != nil {
+			return nil, fmt.Errorf("%s.cdf: %w", field, err)
+		}
+		return c, nil
+	}
+	c, err := traffic.Builtin(w.CDF)
+	if err != nil {
+		return nil, fmt.Errorf("%s.cdf: %w", field, err)
+	}
+	return c, nil
+}
+
+func (l *Lab) arrivals(w *spec.Workload, sizes traffic.SizeDist, m traffic.Matrix) traffic.Arrivals {
+	return traffic.Arrivals{Sizes: sizes, RateBps: l.hostRate(), Load: w.Load, Start: w.Start.Clock(),
+		Duration: w.Duration.Clock(), Matrix: m, Class: w.Name}
+}
+
+// matrixFlows is a pattern's flows: Poisson arrivals over the matrix when the workload gives a cdf, or
+// one flow of size per pair (draw: per source) at `at`.
+func (l *Lab) matrixFlows(w *spec.Workload, field string, r *rand.Rand, m traffic.Matrix, draw bool) (traffic.Schedule, error) {
+	if w.CDF != "" {
+		sizes, err := l.sizes(w, field)
+		if err != nil {
+			return nil, err
+		}
+		return traffic.Poisson(r, l.arrivals(w, sizes, m))
+	}
+	return traffic.Once(r, m, w.Size.Resolve(l.hostBDP()), w.At.Clock(), draw, w.Name)
+}
+
+func (l *Lab) incast(w *spec.Workload, field string, r *rand.Rand, hosts []int) (traffic.Schedule, error) {
+	size := w.Size.Resolve(l.hostBDP())
+	if w.Load > 0 {
+		return traffic.PoissonIncast(r, traffic.IncastArrivals{Hosts: hosts, Senders: w.Senders, Size: size,
+			RateBps: l.hostRate(), Load: w.Load, Start: w.At.Clock(), Duration: w.Duration.Clock(), Class: w.Name})
+	}
+	recv := -1
+	if w.Receiver != "" {
+		h, err := l.hostIndex(w.Receiver, field+".receiver")
+		if err != nil {
+			return nil, err
+		}
+		recv = h
+	} else {
+		// Drawn among hosts not listed as senders, so a listed sender set stays whole.
+		listed := map[int]bool{}
+		if len(w.Hosts) > 0 {
+			for _, h := range hosts[:min(w.Senders, len(hosts))] {
+				listed[h] = true
+			}
+		}
+		var cand []int
+		for h := range l.Graph.Hosts {
+			if !listed[h] {
+				cand = append(cand, h)
+			}
+		}
+		if len(cand) == 0 {
+			return nil, fmt.Errorf("%s.receiver: every host is a sender", field)
+		}
+		recv = cand[r.IntN(len(cand))]
+	}
+	var from []int
+	if len(w.Hosts) > 0 {
+		from = hosts
+	}
+	count := max(w.Count, 1)
+	var s traffic.Schedule
+	for c := 0; c < count; c++ {
+		at := w.At.Clock() + clock.Time(c)*w.Interval.Clock()
+		fl, err := traffic.Incast(r, len(l.Graph.Hosts), w.Senders, recv, from, size, at)
+		if err != nil {
+			return nil, err
+		}
+		s = append(s, fl...)
+	}
+	for k := range s {
+		s[k].ID = uint32(k + 1)
+	}
+	return s, nil
 }
