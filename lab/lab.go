@@ -68,8 +68,9 @@ func Build(s *spec.Spec) (*Lab, error) {
 	if !fcImplemented(s.Switch.FlowControl) {
 		return nil, fmt.Errorf("switch.flow_control: %q is not available in this build (available: %v)", s.Switch.FlowControl, fc.Modes())
 	}
-	if s.Host.Transport == "kernel-tcp" {
-		return nil, fmt.Errorf("host.transport: kernel-tcp needs the netns backend's kernel hosts, not available in this build")
+	if s.Host.Transport == "kernel-tcp" && s.Backend != "netns" {
+		// Kernel TCP needs a kernel: namespaces, not the virtual clock.
+		return nil, fmt.Errorf("host.transport: kernel-tcp runs real Linux TCP and needs backend: netns (backend is %q)", s.Backend)
 	}
 	tables, err := route.Shortest(g)
 	if err != nil {
