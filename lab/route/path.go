@@ -20,6 +20,11 @@ import (
 type Path struct {
 	Nodes []int   // node indices; first and last are hosts
 	Ports []uint8 // Ports[i] is the egress port at Nodes[i]
+	// Prio, when set (DF-KSP with several lossless priorities), is the lossless class of each hop:
+	// Prio[i] is the class the packet travels in on the link out of Nodes[i], 0 being the flow's own
+	// priority. A switch moves a packet up one class where the path turns down-then-up, which it can
+	// decide from (in-port, out-port) alone (fcplus.md §3.4). Nil means one class throughout.
+	Prio []uint8
 }
 
 // Route is the source route a NIC stamps on the flow's packets (pkt.Packet.Route): the egress port at
