@@ -2,6 +2,8 @@ package route
 
 import (
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -361,11 +363,12 @@ func TestShortestNDC(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	if names := Names(); !reflect.DeepEqual(names, []string{"bcube", "shortest"}) {
+	names := Names()
+	if !sort.StringsAreSorted(names) || !slices.Contains(names, "bcube") || !slices.Contains(names, "shortest") {
 		t.Errorf("names %v", names)
 	}
 	g := ndc(4, 1)
-	if _, err := New("nope", g, nil); err == nil || !strings.Contains(err.Error(), "bcube, shortest") {
+	if _, err := New("nope", g, nil); err == nil || !strings.Contains(err.Error(), "bcube, ") {
 		t.Errorf("unknown algorithm: %v", err)
 	}
 	if _, err := New("shortest", g, map[string]string{"k": "3"}); err == nil || !strings.Contains(err.Error(), `"k"`) {
