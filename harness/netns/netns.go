@@ -572,6 +572,10 @@ func downLocked(name string) error {
 	if err != nil {
 		return err
 	}
+	// Agents first: they hold sockets in the namespaces (see backend_agents.go).
+	if _, err := KillAgents(name); err != nil {
+		return fmt.Errorf("killing lab %s's agents: %w", name, err)
+	}
 	var (
 		mu   sync.Mutex
 		errs []error
