@@ -6,6 +6,7 @@ package lab
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/lab/route"
@@ -76,7 +77,7 @@ func Build(s *spec.Spec) (*Lab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("routing: %w", err)
 	}
-	router, err := route.New(s.Routing.Algorithm, g, nil)
+	router, err := route.New(s.Routing.Algorithm, g, route.SpecParams(s.Routing.Algorithm, routingParams(s)))
 	if err != nil {
 		return nil, fmt.Errorf("routing.algorithm: %w", err)
 	}
@@ -94,6 +95,32 @@ func Build(s *spec.Spec) (*Lab, error) {
 		return nil, err
 	}
 	return l, nil
+}
+
+// routingParams is the spec's routing block as the string map route factories take; unset keys are
+// left out so each algorithm's default applies. The routing seed falls back to the spec's seed.
+func routingParams(s *spec.Spec) map[string]string {
+	r, m := s.Routing, map[string]string{}
+	if r.K > 0 {
+		m["k"] = strconv.Itoa(r.K)
+	}
+	if r.LosslessPriorities > 0 {
+		m["lossless_priorities"] = strconv.Itoa(r.LosslessPriorities)
+	}
+	if r.Trials > 0 {
+		m["trials"] = strconv.Itoa(r.Trials)
+	}
+	seed := r.Seed
+	if seed == 0 {
+		seed = s.Seed
+	}
+	if seed > 0 {
+		m["seed"] = strconv.FormatInt(seed, 10)
+	}
+	if r.Threshold.Bytes > 0 || r.Threshold.BDPs > 0 {
+		m["threshold"] = strconv.FormatInt(r.Threshold.Resolve(0), 10)
+	}
+	return m
 }
 
 func fcImplemented(mode string) bool {
