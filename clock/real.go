@@ -57,6 +57,10 @@ func MonotonicNanos() int64 {
 // to start a little in the future so every process is ready). Now is 0 until the epoch has passed.
 func NewReal(epoch int64) *Real { return &Real{epoch: epoch} }
 
+// SetEpoch sets Time 0, for a clock handed to engines before the common start time was known. Call it
+// before anything reads the clock.
+func (r *Real) SetEpoch(epoch int64) { r.epoch = epoch }
+
 // Epoch returns the CLOCK_MONOTONIC nanoseconds of Time 0.
 func (r *Real) Epoch() int64 { return r.epoch }
 

@@ -1,0 +1,114 @@
+// Package agent is the process that hosts switch and NIC engines for the netns backend. The backend
+// re-executes its own binary with FABRICLAB_AGENT=1; this package's init then takes the process over
+// (the reexec pattern), so any binary that imports it — `lab`, a Ginkgo suite — can run agents without
+// a second executable to build and find.
+//
+// One agent hosts one or more devices on a single event loop: a goroutine locked to its OS thread with
+// 1 ns timer slack, owning a clock.Real, the engines and every port socket. It sleeps in ppoll on the
+// sockets with the next timer's deadline as the timeout, so frames and timers both wake it within
+// microseconds, and every engine call is serialized on it (engines are single-threaded by contract).
+package agent
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	netns.AgentLinked = true
+	if os.Getenv(netns.AgentEnv) != "1" {
+		return
+	}
+	os.Exit(Main(os.Stdin, os.Stdout))
+}
+
+// Main runs the agent protocol on in/out and returns the exit status.
+func Main(in io.Reader, out io.Writer) int {
+	// The backend sets PR_SET_PDEATHSIG on the child; re-check here in case the parent died between
+	// fork and now (the signal only covers deaths after the prctl).
+	if os.Getppid() == 1 {
+		return 2
+	}
+	c := &conn{enc: json.NewEncoder(out)}
+	dec := json.NewDecoder(bufio.NewReader(in))
+	var m netns.AgentMsg
+	if err := dec.Decode(&m); err != nil || m.Type != "setup" || m.Setup == nil {
+		c.fail(fmt.Errorf("first message must be setup: %v", err))
+		return 1
+	}
+	a, err := newAgent(m.Setup)
+	if err != nil {
+		c.fail(err)
+		return 1
+	}
+	defer a.close()
+	if err := c.send(netns.AgentMsg{Type: "ready"}); err != nil {
+		return 1
+	}
+	if err := dec.Decode(&m); err != nil || m.Type != "start" {
+		c.fail(fmt.Errorf("expected start: %v %q", err, m.Type))
+		return 1
+	}
+	// Control after start is only "stop" (or EOF: the backend went away); a reader goroutine turns it
+	// into an eventfd write that wakes the loop's ppoll.
+	go func() {
+		var m netns.AgentMsg
+		for {
+			if err := dec.Decode(&m); err != nil || m.Type == "stop" {
+				a.requestStop()
+				return
+			}
+		}
+	}()
+	if err := a.run(m.Epoch, m.End, func() { c.send(netns.AgentMsg{Type: "done"}) }); err != nil {
+		c.fail(err)
+		return 1
+	}
+	log, fid, now := a.finish()
+	if err := c.send(netns.AgentMsg{Type: "records", Log: log, Fidelity: fid, Now: now}); err != nil {
+		return 1
+	}
+	return 0
+}
+
+type conn struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+}
+
+func (c *conn) send(m netns.AgentMsg) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.enc.Encode(m)
+}
+
+func (c *conn) fail(err error) { c.send(netns.AgentMsg{Type: "error", Err: err.Error()}) }
+
+// eventfd wakes the loop from another goroutine.
+type wake struct{ fd int }
+
+func newWake() (*wake, error) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("eventfd: %w", err)
+	}
+	return &wake{fd}, nil
+}
+
+func (w *wake) signal() {
+	var b [8]byte
+	b[0] = 1
+	unix.Write(w.fd, b[:])
+}
+
+func (w *wake) drain() {
+	var b [8]byte
+	unix.Read(w.fd, b[:])
+}

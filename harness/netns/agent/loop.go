@@ -1,0 +1,257 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/nodes"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/records"
+	"github.com/fabriclab/fabriclab/switchsw"
+	"github.com/fabriclab/fabriclab/wire"
+	"golang.org/x/sys/unix"
+)
+
+type engine interface {
+	Receive(port int, p *pkt.Packet)
+	SetLink(port int, l egress.Link)
+	Flush()
+}
+
+type device struct {
+	name      string
+	node      int
+	eng       engine
+	nic       *nodes.NIC
+	ports     []*port
+	malformed uint64
+}
+
+// port is one device port: its socket, the outgoing link model and the frames due to be written.
+type port struct {
+	dev   *device
+	index int
+	sock  *netns.PacketPort
+	cfg   netns.AgentPort
+	link  *link
+	pcap  *wire.PcapWriter
+	pfile *os.File
+
+	// Frames the link released this loop iteration, written by flush with one sendmmsg.
+	out   [][]byte
+	due   []clock.Time
+	bufs  [][]byte // reused encode buffers
+	nbufs int
+}
+
+// link is one direction of a cable on the sending side: the egress port has serialized the frame (in
+// the engine, at the dilated rate); the link holds it for the propagation delay and then hands it to
+// the socket. Delay lives at the sender so a frame's departure is scheduled on the clock that also
+// measures how late it really left. The kernel's own veth transit (tens of microseconds, measured by
+// the fidelity spec) comes on top; at the documented dilations it is a few percent of one link delay.
+type link struct {
+	a      *agent
+	p      *port
+	delay  clock.Time
+	flight []inFlight
+	head   int
+	armed  bool
+	fire   func()
+}
+
+type inFlight struct {
+	at clock.Time
+	p  *pkt.Packet
+}
+
+func (l *link) Send(p *pkt.Packet) {
+	at := l.a.clk.Now() + l.delay
+	l.flight = append(l.flight, inFlight{at: at, p: p})
+	if !l.armed {
+		l.armed = true
+		l.a.clk.AfterFunc(l.delay, l.fire)
+	}
+}
+
+func (l *link) release() {
+	now := l.a.clk.Now()
+	for l.head < len(l.flight) && l.flight[l.head].at <= now {
+		f := l.flight[l.head]
+		l.flight[l.head].p = nil
+		l.head++
+		l.p.queue(f.p, f.at)
+	}
+	if l.head == len(l.flight) {
+		l.flight, l.head, l.armed = l.flight[:0], 0, false
+		return
+	}
+	if l.head > 256 && l.head*2 > len(l.flight) {
+		n := copy(l.flight, l.flight[l.head:])
+		l.flight, l.head = l.flight[:n], 0
+	}
+	l.a.clk.AfterFunc(l.flight[l.head].at-now, l.fire)
+}
+
+func (p *port) queue(pk *pkt.Packet, at clock.Time) {
+	if p.nbufs == len(p.bufs) {
+		p.bufs = append(p.bufs, make([]byte, 0, 2048))
+	}
+	b, err := wire.Encode(pk, p.bufs[p.nbufs][:0])
+	if err != nil {
+		// An engine made a descriptor the wire cannot carry: a bug, reported rather than hidden.
+		p.link.a.violation(fmt.Sprintf("%s p%d: cannot encode %v frame: %v", p.dev.name, p.index, pk.Kind, err))
+		return
+	}
+	p.bufs[p.nbufs] = b
+	p.nbufs++
+	p.out = append(p.out, b)
+	p.due = append(p.due, at)
+}
+
+// flush writes the released frames and measures how late each left against its scheduled departure.
+func (p *port) flush(a *agent) error {
+	if len(p.out) == 0 {
+		return nil
+	}
+	n, err := p.sock.Send(p.out)
+	left := a.clk.Wall()
+	for i := 0; i < n; i++ {
+		late := left - p.due[i]
+		if late < 0 {
+			late = 0
+		}
+		f := &a.fid
+		f.Frames++
+		f.SumLateness += late
+		if late > f.MaxLateness {
+			f.MaxLateness = late
+		}
+		if late > clock.TxTime(len(p.out[i]), p.cfg.RateBps) {
+			f.LateFrames++
+		}
+		if p.pcap != nil {
+			p.pcap.WriteAt(p.due[i], p.out[i])
+		}
+	}
+	if err != nil {
+		if !errors.Is(err, netns.ErrPortFull) {
+			return err
+		}
+		// The peer's agent is not reading; the frames are lost like on a wire with a dead receiver.
+		a.fid.KernelFull += uint64(len(p.out) - n)
+	}
+	p.out, p.due, p.nbufs = p.out[:0], p.due[:0], 0
+	return nil
+}
+
+type agent struct {
+	setup   *netns.AgentSetup
+	clk     *clock.Real
+	log     records.Log
+	devs    []*device
+	ports   []*port // flat, index = poll slot
+	fds     []unix.PollFd
+	wake    *wake
+	stop    atomic.Bool
+	fid     netns.AgentFidelity
+	flows   int // flows this agent starts
+	rx      pkt.Packet
+	stopped bool
+}
+
+func newAgent(s *netns.AgentSetup) (*agent, error) {
+	if err := clock.PreciseThread(); err != nil {
+		return nil, fmt.Errorf("timer slack: %w", err)
+	}
+	w, err := newWake()
+	if err != nil {
+		return nil, err
+	}
+	// The epoch is set at start; engines only read the clock once the loop runs.
+	a := &agent{setup: s, clk: clock.NewReal(0), wake: w, flows: len(s.Flows)}
+	pcap := map[[2]any]bool{}
+	for _, pc := range s.Pcap {
+		pcap[[2]any{pc.Device, pc.Port}] = true
+	}
+	for _, d := range s.Devices {
+		dev := &device{name: d.Name, node: d.Node}
+		links := make([]egress.Link, len(d.Ports))
+		switch {
+		case d.Switch != nil:
+			sw, err := switchsw.New(*d.Switch, a.clk, links, &a.log)
+			if err != nil {
+				a.close()
+				return nil, fmt.Errorf("switch %s: %w", d.Name, err)
+			}
+			dev.eng = sw
+		case d.Host != nil:
+			nic, err := nodes.New(*d.Host, a.clk, links, &a.log)
+			if err != nil {
+				a.close()
+				return nil, fmt.Errorf("host %s: %w", d.Name, err)
+			}
+			dev.eng, dev.nic = nic, nic
+		default:
+			a.close()
+			return nil, fmt.Errorf("device %s: neither a switch nor a host config", d.Name)
+		}
+		a.devs = append(a.devs, dev)
+		for i, pc := range d.Ports {
+			sock, err := netns.OpenPacketPort(d.NSPath, pc.Ifname, s.MTU)
+			if err != nil {
+				a.close()
+				return nil, fmt.Errorf("device %s: %w", d.Name, err)
+			}
+			p := &port{dev: dev, index: i, sock: sock, cfg: pc}
+			p.link = &link{a: a, p: p, delay: pc.Delay}
+			p.link.fire = p.link.release
+			dev.eng.SetLink(i, p.link)
+			if pcap[[2]any{d.Name, i}] {
+				f, err := os.Create(filepath.Join(s.PcapDir, fmt.Sprintf("%s-p%d.pcap", d.Name, i)))
+				if err == nil {
+					p.pcap, err = wire.NewPcapWriter(f, 0)
+				}
+				if err != nil {
+					a.close()
+					return nil, fmt.Errorf("pcap for %s p%d: %w", d.Name, i, err)
+				}
+				p.pfile = f
+			}
+			dev.ports = append(dev.ports, p)
+			a.ports = append(a.ports, p)
+			a.fds = append(a.fds, unix.PollFd{Fd: int32(sock.Fd()), Events: unix.POLLIN})
+		}
+	}
+	a.fds = append(a.fds, unix.PollFd{Fd: int32(w.fd), Events: unix.POLLIN})
+	byNode := map[int]*device{}
+	for _, d := range a.devs {
+		byNode[d.node] = d
+	}
+	for _, f := range s.Flows {
+		d := byNode[f.Node]
+		if d == nil || d.nic == nil {
+			a.close()
+			return nil, fmt.Errorf("flow %d starts at node %d, which this agent does not host as a NIC", f.Flow.ID, f.Node)
+		}
+	}
+	return a, nil
+}
+
+func (a *agent) requestStop() {
+	a.stop.Store(true)
+	a.wake.signal()
+}
+
+func (a *agent) violation(s string) { a.log.Violations = append(a.log.Violations, s) }
+
+// run is the event loop. It returns when stop is requested or the clock passes end.
+func (a *agent) run(epoch int64, end clock.Time, done func()) error {
+	a.clk.SetEpoch(epoch) // the engines hold this clock already; nothing has read it yet
+	return a.loop(end, done)
+}

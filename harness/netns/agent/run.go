@@ -1,0 +1,158 @@
+package agent
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/records"
+	"github.com/fabriclab/fabriclab/wire"
+	"golang.org/x/sys/unix"
+)
+
+// maxSleep bounds one ppoll so a stop request is never missed for long even if the eventfd were lost.
+const maxSleep = 50 * clock.Millisecond
+
+func (a *agent) loop(end clock.Time, done func()) error {
+	byNode := map[int]*device{}
+	for _, d := range a.devs {
+		byNode[d.node] = d
+	}
+	for _, f := range a.setup.Flows {
+		nic, fl := byNode[f.Node].nic, f.Flow
+		a.clk.AfterFunc(f.At, func() {
+			if err := nic.StartFlow(fl); err != nil {
+				a.violation(fmt.Sprintf("flow %d did not start: %v", fl.ID, err))
+			}
+		})
+	}
+	sentDone := false
+	seen := -1
+	for !a.stop.Load() {
+		a.clk.RunDue()
+		for _, p := range a.ports {
+			if err := p.flush(a); err != nil {
+				return err
+			}
+		}
+		if n := len(a.log.Flows); !sentDone && n != seen {
+			seen = n
+			if a.completed() >= a.flows {
+				sentDone = true
+				done()
+			}
+		}
+		wall := a.clk.Wall()
+		if wall > end {
+			break
+		}
+		d := maxSleep
+		if next, ok := a.clk.Next(); ok && next-wall < d {
+			d = next - wall
+		}
+		ts := clock.ToTimespec(d)
+		n, err := unix.Ppoll(a.fds, &ts, nil)
+		if err != nil {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			return fmt.Errorf("ppoll: %w", err)
+		}
+		if n == 0 {
+			continue
+		}
+		for i, p := range a.ports {
+			if a.fds[i].Revents&(unix.POLLIN|unix.POLLERR) != 0 {
+				if err := a.receive(p); err != nil {
+					return err
+				}
+			}
+		}
+		if a.fds[len(a.ports)].Revents&unix.POLLIN != 0 {
+			a.wake.drain()
+		}
+	}
+	return nil
+}
+
+func (a *agent) completed() int {
+	n := 0
+	for i := range a.log.Flows {
+		if a.log.Flows[i].Completed {
+			n++
+		}
+	}
+	return n
+}
+
+// receive hands every waiting frame of p to its engine. A frame that does not decode is counted as
+// malformed and dropped: the wire is shared with the kernel and with anyone running tcpdump -w and
+// tcpreplay into the lab, so garbage must never reach an engine or crash the agent.
+func (a *agent) receive(p *port) error {
+	_, err := p.sock.Recv(func(frame []byte) {
+		a.fid.RxFrames++
+		if p.pcap != nil {
+			p.pcap.WriteAt(a.clk.Wall(), frame)
+		}
+		pk := new(pkt.Packet)
+		if err := wire.Decode(frame, pk); err != nil {
+			p.dev.malformed++
+			a.fid.Malformed++
+			return
+		}
+		if pk.Raw != nil {
+			pk.Raw = bytes.Clone(pk.Raw)
+		}
+		a.clk.Sync()
+		p.dev.eng.Receive(p.index, pk)
+	})
+	return err
+}
+
+// finish flushes the engines (flow records of unfinished flows, counters) and returns what the backend
+// pulls.
+func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
+	if a.stopped {
+		return &a.log, &a.fid, a.clk.Now()
+	}
+	a.stopped = true
+	a.clk.Sync()
+	for _, d := range a.devs {
+		n := len(a.log.Counters)
+		d.eng.Flush()
+		for i := n; i < len(a.log.Counters); i++ {
+			if a.log.Counters[i].Device == int32(d.node) {
+				a.log.Counters[i].Malformed += d.malformed
+			}
+		}
+		if len(a.log.Counters) == n && d.malformed > 0 {
+			a.log.Counters = append(a.log.Counters, records.Counters{Device: int32(d.node), Malformed: d.malformed})
+		}
+	}
+	lag := a.clk.Lag()
+	a.fid.Timers, a.fid.TimerLagMax, a.fid.TimerLagSum = lag.Fired, lag.Max, lag.Sum
+	for _, p := range a.ports {
+		if p.pcap != nil {
+			p.pcap.Flush()
+		}
+	}
+	return &a.log, &a.fid, a.clk.Now()
+}
+
+func (a *agent) close() {
+	for _, p := range a.ports {
+		p.sock.Close()
+		if p.pfile != nil {
+			if p.pcap != nil {
+				p.pcap.Flush()
+			}
+			p.pfile.Close()
+		}
+	}
+	if a.wake != nil {
+		unix.Close(a.wake.fd)
+	}
+}

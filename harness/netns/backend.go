@@ -1,0 +1,507 @@
+package netns
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/nodes"
+	"github.com/fabriclab/fabriclab/records"
+	"github.com/fabriclab/fabriclab/report"
+)
+
+// RunOptions tune a netns run. The zero value is a sensible default.
+type RunOptions struct {
+	// Name is the lab name (default: "r" + a number unique to this process and moment).
+	Name string
+	// Agents is how many agent processes host the devices. 0 means DefaultAgents; a value >= the number
+	// of devices gives one process per device.
+	Agents int
+	// Pcap selects ports to capture: "all", or a comma list of device:p<port> ("s0:p1,h3:p0"). Files go
+	// to PcapDir as <device>-p<port>.pcap.
+	Pcap    string
+	PcapDir string
+	// StartLead is how far in the future the common start time is set once every agent is ready
+	// (default 100 ms): long enough that no agent starts late.
+	StartLead time.Duration
+	// FidelityBound is the fraction of frames that may leave later than one serialization time before
+	// the run is marked unfaithful (default DefaultFidelityBound).
+	FidelityBound float64
+	// Progress, if set, receives one-line notes on what the run is doing.
+	Progress func(string)
+	// OnAgents, if set, is called with the agents' PIDs and devices once they run (tests use it to
+	// kill one).
+	OnAgents func(pids map[int][]string)
+}
+
+// DefaultAgents is one agent per CPU core, which measured best on 2 cores (see the suites/netns report).
+const DefaultAgents = 2
+
+// DefaultFidelityBound: a run is faithful when at most 1% of frames left more than one serialization
+// time (at the dilated rate) after their scheduled departure.
+const DefaultFidelityBound = 0.01
+
+// RunResult says how a netns run ended.
+type RunResult struct {
+	End                          clock.Time // agent clock at the end (dilated)
+	Dilation                     float64
+	AllDone, TimedOut, Cancelled bool
+	Fidelity                     report.Fidelity
+	Monitor                      AgentFidelity // all agents summed; Max fields are the maximum
+	Lab                          string
+	Agents                       int
+	Wall                         time.Duration
+}
+
+type agentProc struct {
+	cmd     *exec.Cmd
+	devices []string
+	in      io.WriteCloser
+	enc     *json.Encoder
+	msgs    chan AgentMsg
+	exited  chan error // receives Wait's result once
+	flows   int
+}
+
+func (p *agentProc) name() string {
+	return fmt.Sprintf("agent pid %d (devices %s)", p.cmd.Process.Pid, strings.Join(p.devices, ","))
+}
+
+var runSeq int
+
+// Run brings l up as a namespace lab, runs its engines in agent processes on real frames, and always
+// tears the lab down before returning (also on ctx cancellation; a crash of this process is cleaned by
+// `lab down`, which kills the agents the state directory lists). The records are in dilated time.
+func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunResult, error) {
+	res := RunResult{Dilation: l.Spec.EffectiveDilation()}
+	if err := checkRoot(); err != nil {
+		return nil, res, err
+	}
+	if !AgentLinked {
+		return nil, res, errors.New("netns backend: this binary does not contain the agent; import _ \"github.com/fabriclab/fabriclab/harness/netns/agent\"")
+	}
+	dl, err := Dilate(l, res.Dilation)
+	if err != nil {
+		return nil, res, err
+	}
+	pcaps, err := parsePcap(opts.Pcap, l)
+	if err != nil {
+		return nil, res, err
+	}
+	if len(pcaps) > 0 && opts.PcapDir == "" {
+		return nil, res, errors.New("pcap: a capture directory is needed (PcapDir)")
+	}
+	name := opts.Name
+	if name == "" {
+		runSeq++
+		name = fmt.Sprintf("r%d-%d", os.Getpid()%100000, runSeq)
+	}
+	res.Lab = name
+	progress := opts.Progress
+	if progress == nil {
+		progress = func(string) {}
+	}
+	nl, err := Up(ctx, name, l.Graph, Options{MTU: labMTU(l)})
+	if err != nil {
+		return nil, res, err
+	}
+	defer func() {
+		if derr := Down(name); derr != nil {
+			progress("teardown: " + derr.Error())
+		}
+	}()
+	setups := splitAgents(l, dl, nl, opts.Agents, pcaps, opts.PcapDir)
+	res.Agents = len(setups)
+	progress(fmt.Sprintf("lab %s up: %d devices in %d agents, dilation %g", name, len(l.Graph.Nodes), len(setups), res.Dilation))
+
+	procs := make([]*agentProc, 0, len(setups))
+	defer func() {
+		for _, p := range procs {
+			p.kill()
+		}
+	}()
+	for _, s := range setups {
+		p, err := startAgent(name, s)
+		if err != nil {
+			return nil, res, err
+		}
+		procs = append(procs, p)
+	}
+	if opts.OnAgents != nil {
+		m := map[int][]string{}
+		for _, p := range procs {
+			m[p.cmd.Process.Pid] = p.devices
+		}
+		opts.OnAgents(m)
+	}
+	for _, p := range procs {
+		if _, err := p.expect(ctx, "ready", 30*time.Second); err != nil {
+			return nil, res, err
+		}
+	}
+	lead := opts.StartLead
+	if lead <= 0 {
+		lead = 100 * time.Millisecond
+	}
+	epoch := clock.MonotonicNanos() + lead.Nanoseconds()
+	for _, p := range procs {
+		if err := p.enc.Encode(AgentMsg{Type: "start", Epoch: epoch, End: dl.End}); err != nil {
+			return nil, res, fmt.Errorf("%s: start: %w", p.name(), err)
+		}
+	}
+	wall := time.Now()
+	progress("running")
+
+	// Wait for every agent's "done", the end of the run, Ctrl-C, or an agent's death.
+	endWall := time.Duration(lead) + dl.End.Duration() + 2*time.Second
+	deadline := time.NewTimer(endWall)
+	defer deadline.Stop()
+	stopWhenDone := l.Spec.StopWhenDone()
+	doneCount := 0
+	cases := mergeMsgs(procs)
+wait:
+	for doneCount < len(procs) || !stopWhenDone {
+		select {
+		case ev := <-cases:
+			p := procs[ev.i]
+			switch {
+			case ev.exit:
+				return nil, res, fmt.Errorf("%s died mid-run: %v", p.name(), ev.err)
+			case ev.m.Type == "done":
+				doneCount++
+			case ev.m.Type == "error":
+				return nil, res, fmt.Errorf("%s: %s", p.name(), ev.m.Err)
+			}
+		case <-deadline.C:
+			res.TimedOut = true
+			break wait
+		case <-ctx.Done():
+			res.Cancelled = true
+			break wait
+		}
+	}
+	res.AllDone = doneCount == len(procs)
+	for _, p := range procs {
+		p.enc.Encode(AgentMsg{Type: "stop"})
+	}
+	got, err := collectRecords(cases, procs, 30*time.Second)
+	if err != nil {
+		return nil, res, err
+	}
+	log := &records.Log{}
+	var fids []AgentFidelity
+	for _, m := range got {
+		log.Merge(m.Log)
+		if m.Fidelity != nil {
+			fids = append(fids, *m.Fidelity)
+		}
+		if m.Now > res.End {
+			res.End = m.Now
+		}
+	}
+	res.Wall = time.Since(wall)
+	res.Monitor = sumFidelity(fids)
+	bound := opts.FidelityBound
+	if bound <= 0 {
+		bound = DefaultFidelityBound
+	}
+	res.Fidelity = Verdict(res.Monitor, bound)
+	if res.Monitor.KernelFull > 0 {
+		log.Violations = append(log.Violations, fmt.Sprintf("netns: the kernel refused %d frames (an agent fell behind reading)", res.Monitor.KernelFull))
+	}
+	sort.SliceStable(log.Flows, func(i, j int) bool { return log.Flows[i].ID < log.Flows[j].ID })
+	return log, res, nil
+}
+
+// Verdict applies the fidelity rule: unfaithful when more than bound of the frames left more than one
+// serialization time (at the dilated rate) after their scheduled departure.
+func Verdict(m AgentFidelity, bound float64) report.Fidelity {
+	if m.Frames == 0 {
+		return report.Fidelity{Faithful: true, Reason: "no frames sent"}
+	}
+	frac := float64(m.LateFrames) / float64(m.Frames)
+	detail := fmt.Sprintf("%d of %d frames (%.2f%%) left more than one serialization time late (bound %.2g%%); mean lateness %v, max %v; timer lag mean %v, max %v",
+		m.LateFrames, m.Frames, 100*frac, 100*bound, m.SumLateness/clock.Time(m.Frames), m.MaxLateness,
+		m.TimerLagSum/clock.Time(max(m.Timers, 1)), m.TimerLagMax)
+	if frac > bound {
+		return report.Fidelity{Faithful: false, Reason: "agents could not keep up: " + detail}
+	}
+	return report.Fidelity{Faithful: true, Reason: detail}
+}
+
+func sumFidelity(fs []AgentFidelity) AgentFidelity {
+	var s AgentFidelity
+	for _, f := range fs {
+		s.Frames += f.Frames
+		s.LateFrames += f.LateFrames
+		s.SumLateness += f.SumLateness
+		s.MaxLateness = max(s.MaxLateness, f.MaxLateness)
+		s.Timers += f.Timers
+		s.TimerLagSum += f.TimerLagSum
+		s.TimerLagMax = max(s.TimerLagMax, f.TimerLagMax)
+		s.KernelFull += f.KernelFull
+		s.Malformed += f.Malformed
+		s.RxFrames += f.RxFrames
+	}
+	return s
+}
+
+// labMTU fits the largest frame the engines make: a data packet of the host MTU with a full source
+// route, or the switch MTU.
+func labMTU(l *lab.Lab) int {
+	m := DefaultMTU
+	for _, h := range l.Hosts {
+		if need := h.Config.MTU + 200; need > m {
+			m = need
+		}
+	}
+	for _, s := range l.Switches {
+		if s.Config.MTU > m {
+			m = s.Config.MTU
+		}
+	}
+	return min(m, MaxMTU)
+}
+
+// splitAgents deals devices to n agents, alternating hosts and switches so each agent gets a share of
+// both kinds of work.
+func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]bool, pcapDir string) []*AgentSetup {
+	g := l.Graph
+	devs := len(dl.Switches) + len(dl.Hosts)
+	if n <= 0 {
+		n = DefaultAgents
+	}
+	n = min(n, devs)
+	setups := make([]*AgentSetup, n)
+	for i := range setups {
+		setups[i] = &AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir}
+	}
+	ports := func(node int) []AgentPort {
+		out := make([]AgentPort, len(g.Nodes[node].Ports))
+		for i, li := range g.Nodes[node].Ports {
+			lk := g.Links[li]
+			out[i] = AgentPort{Ifname: PortName(i), RateBps: lk.RateBps / dl.D, Delay: dl.LinkDelay[li]}
+		}
+		return out
+	}
+	owner := map[int]int{}
+	k := 0
+	add := func(node int, dev AgentDevice) {
+		s := setups[k%n]
+		owner[node] = k % n
+		k++
+		dev.Name, dev.Node, dev.NSPath, dev.Ports = g.Nodes[node].Name, node, nl.NSPath(g.Nodes[node].Name), ports(node)
+		s.Devices = append(s.Devices, dev)
+		for i := range dev.Ports {
+			if pcaps[PcapPort{Device: dev.Name, Port: i}] {
+				s.Pcap = append(s.Pcap, PcapPort{Device: dev.Name, Port: i})
+			}
+		}
+	}
+	hi, si := 0, 0
+	for hi < len(dl.Hosts) || si < len(dl.Switches) {
+		if hi < len(dl.Hosts) {
+			h := dl.Hosts[hi]
+			c := h.Config
+			add(h.Node, AgentDevice{Host: &c})
+			hi++
+		}
+		if si < len(dl.Switches) {
+			s := dl.Switches[si]
+			c := s.Config
+			add(s.Node, AgentDevice{Switch: &c})
+			si++
+		}
+	}
+	for _, f := range dl.Flows {
+		s := setups[owner[f.SrcNode]]
+		s.Flows = append(s.Flows, AgentFlow{Node: f.SrcNode, At: f.At,
+			Flow: nodes.Flow{ID: f.ID, Dst: int32(f.Dst), Size: f.Size, Route: f.Route, Ideal: f.Ideal, Class: f.Class}})
+	}
+	return setups
+}
+
+// parsePcap resolves a --pcap selection against the lab's devices.
+func parsePcap(sel string, l *lab.Lab) (map[PcapPort]bool, error) {
+	out := map[PcapPort]bool{}
+	sel = strings.TrimSpace(sel)
+	if sel == "" {
+		return out, nil
+	}
+	g := l.Graph
+	byName := map[string]int{}
+	for i, n := range g.Nodes {
+		byName[n.Name] = i
+	}
+	if sel == "all" {
+		for _, n := range g.Nodes {
+			for p := 0; p < len(n.Ports); p++ {
+				out[PcapPort{Device: n.Name, Port: p}] = true
+			}
+		}
+		return out, nil
+	}
+	for _, item := range strings.Split(sel, ",") {
+		dev, port, ok := strings.Cut(strings.TrimSpace(item), ":")
+		node, known := byName[dev]
+		if !ok || !known || !strings.HasPrefix(port, "p") {
+			return nil, fmt.Errorf("pcap: %q: want DEVICE:pPORT with a device of the lab (e.g. s0:p1), or all", item)
+		}
+		i, err := strconv.Atoi(port[1:])
+		if err != nil || i < 0 || i >= len(g.Nodes[node].Ports) {
+			return nil, fmt.Errorf("pcap: %q: %s has ports p0..p%d", item, dev, len(g.Nodes[node].Ports)-1)
+		}
+		out[PcapPort{Device: dev, Port: i}] = true
+	}
+	return out, nil
+}
+
+func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("agent: cannot find this binary to re-execute: %w", err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), AgentEnv+"=1")
+	cmd.Stderr = os.Stderr
+	// The agent dies with us even if we are SIGKILLed (no deferred cleanup runs then).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &agentProc{cmd: cmd, in: in, enc: json.NewEncoder(in), msgs: make(chan AgentMsg, 16), exited: make(chan error, 1), flows: len(s.Flows)}
+	for _, d := range s.Devices {
+		p.devices = append(p.devices, d.Name)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if err := recordAgent(labName, cmd.Process.Pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, err
+	}
+	go func() {
+		dec := json.NewDecoder(bufio.NewReader(out))
+		for {
+			var m AgentMsg
+			if err := dec.Decode(&m); err != nil {
+				close(p.msgs)
+				p.exited <- cmd.Wait()
+				return
+			}
+			p.msgs <- m
+		}
+	}()
+	if err := p.enc.Encode(AgentMsg{Type: "setup", Setup: s}); err != nil {
+		return p, fmt.Errorf("%s: setup: %w", p.name(), err)
+	}
+	return p, nil
+}
+
+func (p *agentProc) kill() {
+	if p.cmd.ProcessState == nil {
+		p.in.Close()
+		p.cmd.Process.Kill()
+	}
+}
+
+// expect waits for a message of type typ from p (before the run, when nothing else is read).
+func (p *agentProc) expect(ctx context.Context, typ string, timeout time.Duration) (AgentMsg, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case m, ok := <-p.msgs:
+		if !ok {
+			return m, fmt.Errorf("%s exited before %s: %v", p.name(), typ, <-p.exited)
+		}
+		if m.Type == "error" {
+			return m, fmt.Errorf("%s: %s", p.name(), m.Err)
+		}
+		if m.Type != typ {
+			return m, fmt.Errorf("%s: sent %q, expected %q", p.name(), m.Type, typ)
+		}
+		return m, nil
+	case <-t.C:
+		return AgentMsg{}, fmt.Errorf("%s: no %s within %v", p.name(), typ, timeout)
+	case <-ctx.Done():
+		return AgentMsg{}, ctx.Err()
+	}
+}
+
+type agentEvent struct {
+	i    int
+	m    AgentMsg
+	exit bool
+	err  error
+}
+
+// mergeMsgs fans every agent's messages (and its exit) into one channel.
+func mergeMsgs(procs []*agentProc) chan agentEvent {
+	ch := make(chan agentEvent, 16*len(procs))
+	for i, p := range procs {
+		go func() {
+			for m := range p.msgs {
+				ch <- agentEvent{i: i, m: m}
+			}
+			err := <-p.exited
+			if err == nil {
+				err = errors.New("exited")
+			}
+			ch <- agentEvent{i: i, exit: true, err: err}
+		}()
+	}
+	return ch
+}
+
+// collectRecords waits for every agent's records; an agent that exits first is named in the error.
+func collectRecords(ch chan agentEvent, procs []*agentProc, timeout time.Duration) ([]AgentMsg, error) {
+	got := map[int]AgentMsg{}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for len(got) < len(procs) {
+		select {
+		case ev := <-ch:
+			q := procs[ev.i]
+			_, have := got[ev.i]
+			switch {
+			case ev.exit && !have:
+				return nil, fmt.Errorf("%s died before handing over its records: %v", q.name(), ev.err)
+			case ev.m.Type == "error":
+				return nil, fmt.Errorf("%s: %s", q.name(), ev.m.Err)
+			case ev.m.Type == "records":
+				got[ev.i] = ev.m
+			}
+		case <-t.C:
+			var missing []string
+			for i, p := range procs {
+				if _, ok := got[i]; !ok {
+					missing = append(missing, p.name())
+				}
+			}
+			return nil, fmt.Errorf("no records within %v from %s", timeout, strings.Join(missing, "; "))
+		}
+	}
+	out := make([]AgentMsg, len(procs))
+	for i := range procs {
+		out[i] = got[i]
+	}
+	return out, nil
+}

@@ -1,0 +1,93 @@
+package netns
+
+import (
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/nodes"
+	"github.com/fabriclab/fabriclab/records"
+	"github.com/fabriclab/fabriclab/switchsw"
+)
+
+// The agent protocol: JSON objects, one per line, on the agent's stdin (backend -> agent) and stdout
+// (agent -> backend). The order is
+//
+//	-> setup     <- ready        (ports open, engines built)
+//	-> start     <- done         (every flow this agent sends has completed; may never come)
+//	-> stop      <- records      (engines flushed: records, fidelity, counters)
+//
+// and error at any point ends the agent. Configs are already dilated; times are the agent clock's
+// picoseconds since the common epoch.
+
+// AgentEnv is the environment variable that turns a binary linking package agent into an agent.
+const AgentEnv = "FABRICLAB_AGENT"
+
+// AgentLinked is set by package agent's init: the backend re-executes its own binary as the agent, so
+// that binary must contain it.
+var AgentLinked bool
+
+// AgentMsg is every message in both directions; Type says which fields matter.
+type AgentMsg struct {
+	Type     string         `json:"type"` // setup ready start done stop records error
+	Setup    *AgentSetup    `json:"setup,omitempty"`
+	Epoch    int64          `json:"epoch,omitempty"` // start: CLOCK_MONOTONIC ns of time 0
+	End      clock.Time     `json:"end,omitempty"`   // start: stop by itself at this time
+	Log      *records.Log   `json:"log,omitempty"`
+	Fidelity *AgentFidelity `json:"fidelity,omitempty"`
+	Now      clock.Time     `json:"now,omitempty"` // records: the agent clock when it stopped
+	Err      string         `json:"err,omitempty"`
+}
+
+// AgentSetup is what one agent hosts.
+type AgentSetup struct {
+	Lab     string        `json:"lab"`
+	MTU     int           `json:"mtu"`
+	Devices []AgentDevice `json:"devices"`
+	Flows   []AgentFlow   `json:"flows,omitempty"`
+	// PcapDir receives <device>-p<port>.pcap for every port in Pcap.
+	PcapDir string     `json:"pcap_dir,omitempty"`
+	Pcap    []PcapPort `json:"pcap,omitempty"`
+}
+
+// AgentDevice is one switch or NIC engine and its ports.
+type AgentDevice struct {
+	Name   string           `json:"name"`
+	Node   int              `json:"node"`
+	NSPath string           `json:"ns_path"`
+	Switch *switchsw.Config `json:"switch,omitempty"`
+	Host   *nodes.Config    `json:"host,omitempty"`
+	Ports  []AgentPort      `json:"ports"`
+}
+
+// AgentPort is one port's interface and the link it transmits onto.
+type AgentPort struct {
+	Ifname  string     `json:"ifname"`
+	RateBps float64    `json:"rate_bps"` // dilated; the fidelity monitor's yardstick
+	Delay   clock.Time `json:"delay"`    // dilated propagation delay, applied by the sender
+}
+
+// AgentFlow is a flow a NIC of this agent starts.
+type AgentFlow struct {
+	Node int        `json:"node"`
+	At   clock.Time `json:"at"`
+	Flow nodes.Flow `json:"flow"`
+}
+
+// PcapPort selects a port to capture.
+type PcapPort struct {
+	Device string `json:"device"`
+	Port   int    `json:"port"`
+}
+
+// AgentFidelity is one agent's fidelity monitor (DESIGN §4): how late frames left relative to their
+// scheduled departure, and how late the event loop ran timers.
+type AgentFidelity struct {
+	Frames      uint64     `json:"frames"`       // frames written
+	LateFrames  uint64     `json:"late_frames"`  // written more than one serialization time (dilated rate) late
+	MaxLateness clock.Time `json:"max_lateness"` // worst frame
+	SumLateness clock.Time `json:"sum_lateness"`
+	Timers      uint64     `json:"timers"`
+	TimerLagMax clock.Time `json:"timer_lag_max"`
+	TimerLagSum clock.Time `json:"timer_lag_sum"`
+	KernelFull  uint64     `json:"kernel_full"` // frames the kernel refused (dropped: counted as drops)
+	Malformed   uint64     `json:"malformed"`
+	RxFrames    uint64     `json:"rx_frames"`
+}
