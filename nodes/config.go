@@ -94,6 +94,13 @@ type Config struct {
 	// for flows started without one, and for ACK/NACK/CNP (chosen by a hash of the flow).
 	FIB  [][]uint8 `json:"fib,omitempty"`
 	Seed uint64    `json:"seed,omitempty"`
+
+	// FlowControl is the NIC's part of the fabric's flow-control mode: "" or "pfc" (honour 802.1Qbb on
+	// every priority), "pfcstar" (the same; relays keep the tag) or "portfc" (PortFC node queues and
+	// Algorithm 3, from PortFC). Hooks given to NewWith override it.
+	FlowControl string         `json:"flow_control,omitempty"`
+	PortFC      PortFCConfig   `json:"portfc,omitzero"`
+	RelayPFC    RelayPFCConfig `json:"relay_pfc,omitzero"`
 }
 
 // Defaults, exported so reports can print them.
@@ -205,6 +212,9 @@ func (cfg Config) WithDefaults() (Config, error) {
 	if d.G < 0 || d.G > 1 || d.AlphaInterval < 0 || d.DecreaseInterval < 0 || d.RPTimer < 0 || d.FastRecoveryTimes < 0 ||
 		d.RateAIBps < 0 || d.RateHAIBps < 0 || d.MinRateBps < 0 || d.RateOnFirstCNP < 0 || d.RateOnFirstCNP > 1 {
 		return c, fmt.Errorf("nodes: config.dcqcn: parameters out of range: %+v", *d)
+	}
+	if err := c.checkFlowControl(); err != nil {
+		return c, err
 	}
 	for h, ports := range c.FIB {
 		for _, p := range ports {

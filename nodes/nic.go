@@ -82,6 +82,8 @@ type NIC struct {
 	stats    Stats
 	counters records.Counters
 	flushed  bool
+
+	ingress *ingressPFC // relay_pfc "ingress": PFC on relayed bytes per (ingress port, priority)
 }
 
 // New builds a NIC with the default queue layout and PFC handling. links[i] carries port i's frames
@@ -104,6 +106,10 @@ func NewWith(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log,
 	}
 	n := &NIC{cfg: c, clk: clk, log: log, plug: plug, layout: plug.Layout,
 		qps: map[uint32]*qp{}, rx: map[uint32]*rxQP{}, ackRoutes: map[uint32][]uint8{}}
+	if plug.Layout == nil && plug.OnPFC == nil && plug.OnPortFC == nil {
+		n.plug = configPlugins(c) // Config.FlowControl and RelayPFC, as plain data (portfc.go)
+		n.layout = n.plug.Layout
+	}
 	if n.layout == nil {
 		n.layout = PrioLayout{}
 	}
@@ -127,7 +133,7 @@ func NewWith(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log,
 		port := i
 		p, err := egress.New(egress.Config{RateBps: pc.RateBps, Queues: nq, Strict: []int{ctl}, Overhead: pc.Overhead},
 			clk, link, egress.Hooks{
-				Dequeue: func(q int, _ *pkt.Packet) { n.dequeued(port, q) },
+				Dequeue: func(q int, p *pkt.Packet) { n.dequeued(port, q, p) },
 				Sent:    n.sent,
 			})
 		if err != nil {
@@ -137,6 +143,7 @@ func NewWith(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log,
 		n.lanes[i] = make([]*lane, nq)
 		n.control[i] = ctl
 	}
+	n.ingress = newIngressPFC(n)
 	return n, nil
 }
 
@@ -300,7 +307,10 @@ func (n *NIC) sent(p *pkt.Packet) {
 	n.counters.TxFrames++
 }
 
-func (n *NIC) dequeued(port, q int) {
+func (n *NIC) dequeued(port, q int, p *pkt.Packet) {
+	if n.ingress != nil && q != n.control[port] && p.Dst != n.cfg.Host && p.Src != n.cfg.Host {
+		n.ingress.released(p)
+	}
 	if l := n.lanes[port][q]; l != nil {
 		l.refill()
 	}
@@ -331,6 +341,9 @@ func (n *NIC) relay(inPort int, p *pkt.Packet) {
 		p.Hop++
 	}
 	n.stats.Relayed++
+	if n.ingress != nil && !p.Kind.Control() {
+		n.ingress.admitted(p) // before Enqueue: an idle port dequeues at once
+	}
 	n.enqueue(port, q, p)
 }
 
