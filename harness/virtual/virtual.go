@@ -9,9 +9,12 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/records"
+	"github.com/fabriclab/fabriclab/report"
 	"github.com/fabriclab/fabriclab/switchsw"
 )
 
@@ -25,7 +28,14 @@ type Fabric struct {
 	// Progress, if set, is called from Run every few thousand events with the engine time and the
 	// flows completed so far (a progress bar; it runs on Run's goroutine).
 	Progress func(now clock.Time, completed, total int)
-	started  int
+	// Monitor is the run-time deadlock detector (nil: none). New sets one with the defaults; replace or
+	// nil it before Run.
+	Monitor *monitor.Monitor
+	// StopOnDeadlock ends Run at the monitor's first detection (default true: a deadlocked fabric never
+	// recovers, and the rest of the run would only burn time).
+	StopOnDeadlock bool
+	deadlocked     bool
+	started        int
 
 	// Completion bookkeeping: flow records are appended as flows complete, so Run reads only the new
 	// ones. waiting counts each dependent flow's outstanding predecessors (traffic.Flow.After).
@@ -44,7 +54,8 @@ type wired interface {
 // scheduled on the clock.
 func New(l *lab.Lab) (*Fabric, error) {
 	f := &Fabric{Lab: l, Clock: clock.NewVirtual(), Log: &records.Log{},
-		Switches: map[int]*switchsw.Switch{}, NICs: map[int]*nodes.NIC{}}
+		Switches: map[int]*switchsw.Switch{}, NICs: map[int]*nodes.NIC{},
+		Monitor: monitor.New(l.Graph, monitor.Config{}), StopOnDeadlock: true}
 	g := l.Graph
 	devs := make([]wired, len(g.Nodes))
 	for _, s := range l.Switches {
@@ -104,6 +115,7 @@ type Result struct {
 	AllDone   bool       // every flow completed
 	TimedOut  bool       // stopped at the lab's End with flows outstanding
 	Cancelled bool
+	Deadlock  report.DeadlockVerdict // the monitor's verdict (zero without a monitor)
 }
 
 // Run advances the clock until every flow has completed (if the spec says stop when done), the lab's
@@ -113,8 +125,16 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	stopWhenDone := f.Lab.Spec.StopWhenDone()
 	end := f.Lab.End
 	var res Result
+	if f.Monitor != nil {
+		stop := f.Monitor.Every(f.Clock, f.snapshot, func() { f.deadlocked = true },
+			func() bool { return f.Clock.Pending() == 0 })
+		defer stop()
+	}
 	n := 0
 	for {
+		if f.deadlocked && f.StopOnDeadlock {
+			break
+		}
 		f.collect()
 		if stopWhenDone && f.done == total && f.started == total {
 			res.AllDone = true
@@ -141,6 +161,9 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	res.AllDone = f.done == total
 	res.End = f.Clock.Now()
 	res.Events = f.Clock.Fired()
+	if f.Monitor != nil {
+		res.Deadlock = f.Monitor.Verdict()
+	}
 	for _, sw := range f.Switches {
 		sw.Flush()
 	}
@@ -166,4 +189,18 @@ func (f *Fabric) collect() {
 			}
 		}
 	}
+}
+
+// snapshot reads every engine's egress queues for the deadlock monitor.
+func (f *Fabric) snapshot() monitor.Snapshot {
+	devs := make(map[int]monitor.Device, len(f.Switches)+len(f.NICs))
+	for n, s := range f.Switches {
+		devs[n] = s
+	}
+	for n, nic := range f.NICs {
+		devs[n] = nic
+	}
+	g := f.Lab.Graph
+	prio := monitor.LabPrio(f.Lab.Spec.Switch.FlowControl, func(dev int) bool { return g.Nodes[dev].Kind == topo.Host })
+	return monitor.Sample(f.Clock.Now(), devs, prio)
 }
