@@ -1,0 +1,56 @@
+package fc_test
+
+import (
+	"testing"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/switchsw"
+	"github.com/fabriclab/fabriclab/switchsw/fc"
+	"github.com/fabriclab/fabriclab/units"
+)
+
+// TestPFCStarTagging: with P = 3 tags from priority 3, a frame leaves one tag higher than it came
+// (capped at P-1), and the pause it provokes names the priority it arrived with.
+func TestPFCStarTagging(t *testing.T) {
+	clk := clock.NewVirtual()
+	cfg := switchsw.Config{BufferBytes: 5_000_000, Lossless: []bool{false, false, false, true, true, true, false, false},
+		FlowControl: fc.Config{Mode: "pfcstar", XOFF: units.Size{Bytes: xoff}, XON: units.Size{Bytes: xon},
+			PFCStar: fc.PFCStarConfig{Tags: 3, Base: 3}}}
+	for p := 0; p < 2; p++ {
+		cfg.Ports = append(cfg.Ports, switchsw.PortConfig{RateBps: gbps100, Delay: us})
+	}
+	var back []*pkt.Packet
+	links := []egress.Link{egress.LinkFunc(func(f *pkt.Packet) { back = append(back, f) }), egress.LinkFunc(func(*pkt.Packet) {})}
+	sw, err := switchsw.New(cfg, clk, links, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.Port(1).Pause(5, true)
+	for in, want := range map[uint8]uint8{0: 4, 3: 4, 4: 5, 5: 5, 7: 5} {
+		p := &pkt.Packet{Kind: pkt.Data, Size: 1000, Dst: 1, Prio: in, Route: []uint8{1}}
+		sw.Receive(0, p)
+		if p.Prio != want || (want == 5 && p.Queue != 5) {
+			t.Errorf("prio %d left as %d in queue %d, want %d", in, p.Prio, p.Queue, want)
+		}
+	}
+	// Fill the ingress group of priority 4: its frames leave as tag 2 (priority 5), which is held.
+	for i := 0; i < xoff/1000+1; i++ {
+		sw.Receive(0, &pkt.Packet{Kind: pkt.Data, Size: 1000, Dst: 1, Prio: 4, Route: []uint8{1}})
+	}
+	clk.RunUntil(5 * us)
+	var pauses []uint8
+	for _, f := range back {
+		if f.Kind == pkt.PFC {
+			pauses = append(pauses, f.PauseMask)
+		}
+	}
+	if len(pauses) != 1 || pauses[0] != 1<<4 {
+		t.Fatalf("pauses upstream %v, want one for priority 4 (the arrival priority)", pauses)
+	}
+	cfg.FlowControl.PFCStar = fc.PFCStarConfig{Tags: 6, Base: 3}
+	if _, err := switchsw.New(cfg, clk, nil, nil); err == nil || !contains(err.Error(), "flow_control.pfcstar") {
+		t.Fatalf("6 tags from 3 accepted: %v", err)
+	}
+}
