@@ -53,6 +53,8 @@ keeps what was measured so far.`,
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (default results/<spec name>)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
+	cmd.Flags().BoolVar(&keepRunningOnDeadlock, "keep-running-on-deadlock", false,
+		"virtual backend: run to the spec's duration after the deadlock monitor fires (default: stop there)")
 	root.AddCommand(cmd)
 }
 
@@ -75,10 +77,15 @@ func runVirtual(ctx context.Context, l *lab.Lab, _ string) (*records.Log, backen
 	if err != nil {
 		return nil, backendResult{}, err
 	}
+	f.StopOnDeadlock = !keepRunningOnDeadlock
 	res := f.Run(ctx)
 	return f.Log, backendResult{End: res.End, Dilation: 1, Events: res.Events, AllDone: res.AllDone,
-		TimedOut: res.TimedOut, Cancelled: res.Cancelled}, nil
+		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Deadlock: res.Deadlock}, nil
 }
+
+// keepRunningOnDeadlock (--keep-running-on-deadlock) lets a virtual run go on to its end after the
+// deadlock monitor fires, e.g. to plot the collapse; by default the run stops at detection.
+var keepRunningOnDeadlock bool
 
 // runSpec builds the lab, runs it on the spec's backend and writes the run directory.
 func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, error) {
