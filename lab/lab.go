@@ -85,6 +85,9 @@ func Build(s *spec.Spec) (*Lab, error) {
 	if l.End <= 0 {
 		return nil, fmt.Errorf("duration: a run needs a duration (it bounds a run that deadlocks)")
 	}
+	if err := l.checkFC(); err != nil { // fc.go
+		return nil, err
+	}
 	for _, n := range g.Switches {
 		l.Switches = append(l.Switches, SwitchDev{Node: n, Config: l.switchConfig(n)})
 	}
@@ -175,6 +178,7 @@ func (l *Lab) switchConfig(n int) switchsw.Config {
 			PeerIsHost: peer.Kind == topo.Host, PeerHost: int32(peer.Index),
 		})
 	}
+	l.switchFC(n, &c) // fc.go
 	return c
 }
 
@@ -224,6 +228,7 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 		link := g.LinkAt(n, p)
 		c.Ports = append(c.Ports, nodes.PortConfig{RateBps: link.RateBps, Delay: link.Delay})
 	}
+	l.hostFC(n, &c) // fc.go
 	return c
 }
 

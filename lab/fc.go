@@ -1,0 +1,117 @@
+package lab
+
+import (
+	"fmt"
+
+	"github.com/fabriclab/fabriclab/lab/route"
+	"github.com/fabriclab/fabriclab/nodes"
+	"github.com/fabriclab/fabriclab/switchsw"
+	"github.com/fabriclab/fabriclab/switchsw/fc"
+	"github.com/fabriclab/fabriclab/units"
+)
+
+// This file turns switch.flow_control (portfc, pfcstar) and switch.relay_pfc into the engines'
+// plain-data configs. docs/portfc.md says why each choice was made.
+
+// checkFC refuses flow-control settings the graph cannot carry, naming the spec field.
+func (l *Lab) checkFC() error {
+	s, g := l.Spec, l.Graph
+	switch s.Switch.FlowControl {
+	case "portfc":
+		if g.Family != "ndc" {
+			return fmt.Errorf("switch.flow_control: portfc needs an NDC(n,1) topology (every switch neighbour a two-port node), got family %q", g.Family)
+		}
+		for _, h := range g.Hosts {
+			if len(g.Nodes[h].Ports) != 2 {
+				return fmt.Errorf("switch.flow_control: portfc is defined for NDC(n,1) (topology.k: 1); nodes here have %d ports", len(g.Nodes[h].Ports))
+			}
+		}
+		for _, sw := range g.Switches {
+			if n := len(g.Nodes[sw].Ports); n > 32 {
+				return fmt.Errorf("switch.flow_control: portfc needs 2n node queues per port, at most 64: n = %d is too large", n)
+			}
+		}
+		if s.Switch.Alpha != 0 {
+			return fmt.Errorf("switch.alpha: portfc uses the static xoff/xon thresholds of the paper (6/4 BDP); remove alpha")
+		}
+	case "pfcstar":
+		if p := s.Switch.Priorities; p >= 8 {
+			return fmt.Errorf("switch.priorities: pfcstar takes at most 7 tags here (%d asked): NICs cannot send data on priority 0", p)
+		}
+	}
+	return nil
+}
+
+// pfcStarBase is the priority of tag 0: the NIC's data priority when all tags fit above it.
+func pfcStarBase(tags int) int { return min(nodes.DefaultDataPrio, 8-tags) }
+
+func (l *Lab) pfcStarTags() int { return max(1, l.Spec.Switch.Priorities) }
+
+// switchFC fills switch n's flow-control fields beyond the common ones switchConfig set.
+func (l *Lab) switchFC(n int, c *switchsw.Config) {
+	s, g := l.Spec, l.Graph
+	switch s.Switch.FlowControl {
+	case "portfc":
+		// n data queues (n-1 IHFQs + DDQ); the switch's strict queues are the paper's HQ.
+		c.DataQueues = len(g.Nodes[n].Ports)
+		bdp := c.Ports[0].BDP()
+		f := &c.FlowControl
+		f.XOFF = units.Size{Bytes: s.Switch.XOFF.Resolve(bdp)}
+		f.XON = units.Size{Bytes: s.Switch.XON.Resolve(bdp)}
+		f.Alpha = 0
+		for p := range g.Nodes[n].Ports {
+			x := g.Peer(n, p).Node
+			row := make([]int16, len(g.Nodes[x].Ports))
+			for j := range row {
+				if e := g.Peer(x, j); e.Node == n {
+					row[j] = -1
+				} else {
+					row[j] = int16(e.Port)
+				}
+			}
+			f.PortFC.PeerSelf = append(f.PortFC.PeerSelf, row)
+		}
+	case "pfcstar":
+		tags := l.pfcStarTags()
+		base := pfcStarBase(tags)
+		c.FlowControl.PFCStar = fc.PFCStarConfig{Tags: tags, Base: base}
+		c.Lossless = make([]bool, 8)
+		for t := 0; t < tags; t++ {
+			c.Lossless[base+t] = true
+		}
+	}
+}
+
+// hostFC fills NIC n's flow-control fields.
+func (l *Lab) hostFC(n int, c *nodes.Config) {
+	s, g := l.Spec, l.Graph
+	mode := s.Switch.FlowControl
+	switch mode {
+	case "portfc":
+		c.FlowControl = nodes.FCPortFC
+		c.PortFC.N = len(g.Nodes[g.Peer(n, 0).Node].Ports)
+		for p := range g.Nodes[n].Ports {
+			c.PortFC.Self = append(c.PortFC.Self, g.Peer(n, p).Port)
+		}
+		return
+	case "pfcstar":
+		c.FlowControl = nodes.FCPFCStar
+		c.DataPrio = uint8(pfcStarBase(l.pfcStarTags()))
+	case "pfc":
+		c.FlowControl = nodes.FCPFC
+	default:
+		return
+	}
+	// Relay PFC only means something where hosts forward; on switch-centric fabrics a host has no
+	// upstream to pass a pause to and holds nothing for others.
+	if !route.ServerCentric(g) || len(g.Nodes[n].Ports) < 2 {
+		return
+	}
+	link := g.LinkAt(n, 0)
+	bdp := int64(link.RateBps/8*link.Delay.Seconds() + 0.5)
+	c.RelayPFC = nodes.RelayPFCConfig{Mode: s.Switch.RelayPFC,
+		XOFFBytes: s.Switch.XOFF.Resolve(bdp), XONBytes: s.Switch.XON.Resolve(bdp)}
+	if c.RelayPFC.Mode == nodes.RelayIngress && c.RelayPFC.XONBytes >= c.RelayPFC.XOFFBytes {
+		c.RelayPFC.XONBytes = c.RelayPFC.XOFFBytes * 2 / 3
+	}
+}
