@@ -1,0 +1,84 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
+)
+
+func needRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: creates network namespaces")
+	}
+}
+
+// chainSpec is h0 - s0 - s1 - h1 (a 3-switch ring with a host each; h0->h1 crosses two switches).
+func chainSpec(t testing.TB, extra string) *lab.Lab {
+	t.Helper()
+	y := `name: kchain
+backend: netns
+dilation: 200
+topology: {family: ring, n: 3, hosts_per_switch: 1, link: {rate: 100Gbps, delay: 1us}}
+switch: {buffer: 4MB, flow_control: lossy}
+host: {transport: kernel-tcp, cc: cubic, mtu: 9000}
+routing: {algorithm: shortest}
+workload:
+  - {kind: flows, list: [{src: h0, dst: h1, size: 20MB, at: 0s}]}
+duration: 1s
+` + extra
+	s, err := spec.Parse([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestKernelTwoHops(t *testing.T) {
+	needRoot(t)
+	l := chainSpec(t, "")
+	res, err := RunKernel(context.Background(), "ut-kchain", l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Flows[0]
+	if !f.Completed {
+		t.Fatal("flow did not complete")
+	}
+	t.Logf("goodput %.1f Mb/s of %.0f Mb/s emulated (FCT %v, retrans %d, fwd rx %d tx %d malformed %d lag mean %v max %v)",
+		res.GoodputBps[0]/1e6, res.LinkBps/1e6, f.FCT(), res.Stats[0].Retransmits, res.Forwarder.Rx, res.Forwarder.Tx,
+		res.Forwarder.Malformed, res.Forwarder.Lag.Mean(), res.Forwarder.Lag.Max)
+	if res.Forwarder.Malformed != 0 {
+		t.Errorf("%d malformed frames", res.Forwarder.Malformed)
+	}
+	if ok, why := res.Forwarder.Faithful(res.LinkBps, 9014); !ok {
+		t.Skipf("unfaithful run, not asserting on goodput: %s", why)
+	}
+	if res.GoodputBps[0] < 0.9*res.LinkBps {
+		t.Errorf("goodput %.1f Mb/s < 90%% of the %.0f Mb/s link", res.GoodputBps[0]/1e6, res.LinkBps/1e6)
+	}
+}
+
+func TestFramesPerSecond(t *testing.T) {
+	needRoot(t)
+	r, err := FramesPerSecond(context.Background(), FramesOptions{Lab: "ut-fps", Duration: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("bridge %.0f fps (offered %.0f), Go switch %.0f fps (offered %.0f), ratio %.3f, malformed %d",
+		r.BridgeFPS, r.BridgeOffered, r.SwitchFPS, r.SwitchOffered, r.Ratio, r.Forwarder.Malformed)
+	if r.BridgeFPS == 0 || r.SwitchFPS == 0 {
+		t.Fatalf("a device forwarded nothing: %+v", r)
+	}
+	if r.Forwarder.Malformed != 0 {
+		t.Errorf("the switch could not decode %d generated frames", r.Forwarder.Malformed)
+	}
+}
