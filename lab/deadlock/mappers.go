@@ -3,6 +3,7 @@ package deadlock
 import (
 	"github.com/fabriclab/fabriclab/lab/route"
 	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/fabriclab/fabriclab/switchsw/fc"
 )
 
 // ByPriority is PFC-style queueing: one lossless channel per (device, egress port, priority), the
@@ -38,20 +39,18 @@ func PFCStarTag(g *topo.Graph, p route.Path, hop, P, base int) int {
 	return base + min(PFCStarHops(g, p, hop), P-1)
 }
 
-// PFCStarHops is the number of switch hops a frame has completed before the switch it sits in (or, at a
-// host, before the host): 0 at the sender, 0 in the first switch's egress queue and in the relay after
-// it, 1 in the second switch, and so on. The switch rewrites the priority in its classifier, before the
-// frame joins its egress queue, so the tag a frame waits under at a switch counts the switches before
-// it. This is the Tagger-style rule of portfc.md §5 (tag = min(switch hops so far, P-1)).
+// PFCStarHops is the number of switches whose classifier the frame of p has passed when it sits in
+// hop's egress queue: 0 at the sender, 1 in the first switch's egress queue and in the relay after it,
+// 2 in the second switch, and so on. This mirrors the engine (switchsw/fc PFCStar.Classify raises the
+// tag by one in every switch, before the frame joins its egress queue; relays keep the tag), so the
+// static verdict and the run agree. With that rule tag 0 only ever labels senders' own queues, which
+// are on no cycle: P tags separate at most P-1 switch hops, and P=2 leaves the NDC(2,1) ring cyclic.
 func PFCStarHops(g *topo.Graph, p route.Path, hop int) int {
 	n := 0
 	for i := 1; i <= hop; i++ {
 		if g.Nodes[p.Nodes[i]].Kind == topo.Switch {
 			n++
 		}
-	}
-	if n > 0 {
-		n--
 	}
 	return n
 }
@@ -78,9 +77,7 @@ func PFCStar(P, base int) Mapper {
 //   - relay node: RQ. It is never paused, and the relay passes the DDQ pause it receives to the switch
 //     feeding it (Algorithm 3), so RQ is Through: the IHFQ before it waits on the DDQ after it.
 //
-// n is the radix of the switch concerned. Control queues carry no data and do not appear. This is the
-// one place the index rule lives on the analysis side; the engine's classifier (switchsw/fc portfc)
-// must agree, which the PortFC suite checks by running the same flows.
+// n is the radix of the switch concerned. Control queues carry no data and do not appear.
 func PortFC() Mapper {
 	return func(g *topo.Graph, p route.Path, hop int) (Channel, bool) {
 		dev, port := p.Nodes[hop], int(p.Ports[hop])
@@ -120,11 +117,8 @@ func portAt(p route.Path, i int) int {
 }
 
 // PortFCIndex is PortFC's n-1 compression: the egress port e at the switch on node x's port xPort,
-// numbered without that switch's port back toward x (which a frame from x never takes).
+// numbered without that switch's port back toward x (which a frame from x never takes). It is the
+// engine's own rule (switchsw/fc.Compress), so analysis and classifier cannot drift apart.
 func PortFCIndex(g *topo.Graph, x, xPort, e int) int {
-	back := g.Peer(x, xPort).Port
-	if e > back {
-		return e - 1
-	}
-	return e
+	return fc.Compress(e, g.Peer(x, xPort).Port)
 }
