@@ -41,6 +41,7 @@ keeps what was measured so far.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			showProgress = !quiet
 			sum, err := runSpec(ctx, s, out)
 			if err != nil {
 				return err
@@ -52,7 +53,8 @@ keeps what was measured so far.`,
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (default results/<spec name>)")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing on success")
+	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing on success (and no progress bar)")
+	cmd.Flags().Var(&sampleEvery, "sample-every", "record every switch port's queue depth at this period (e.g. 10us) into queues.csv, for the queue-depth plot")
 	cmd.Flags().BoolVar(&keepRunningOnDeadlock, "keep-running-on-deadlock", false,
 		"virtual backend: run to the spec's duration after the deadlock monitor fires (default: stop there)")
 	root.AddCommand(cmd)
@@ -78,7 +80,10 @@ func runVirtual(ctx context.Context, l *lab.Lab, _ string) (*records.Log, backen
 		return nil, backendResult{}, err
 	}
 	f.StopOnDeadlock = !keepRunningOnDeadlock
+	bar := newRunProgress(!showProgress, l.End)
+	f.Progress = bar.update
 	res := f.Run(ctx)
+	bar.finish()
 	return f.Log, backendResult{End: res.End, Dilation: 1, Events: res.Events, AllDone: res.AllDone,
 		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Deadlock: res.Deadlock}, nil
 }
@@ -93,6 +98,11 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, er
 	if err != nil {
 		return nil, err
 	}
+	if sampleEvery > 0 {
+		for i := range l.Switches {
+			l.Switches[i].Config.SampleEvery = sampleEvery.Clock()
+		}
+	}
 	run, ok := backends[s.Backend]
 	if !ok {
 		return nil, fmt.Errorf("backend: %q runs are not available in this build", s.Backend)
@@ -101,6 +111,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, er
 		return nil, err
 	}
 	if err := writeInputs(out, l); err != nil {
+		return nil, err
+	}
+	if err := writeSchedule(out, l); err != nil {
 		return nil, err
 	}
 	wall := time.Now()
@@ -112,6 +125,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, er
 	meta := report.Meta{Dilation: res.Dilation, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock, Fidelity: res.Fidelity}
 	sum, err := report.WriteRunDir(out, log, meta)
 	if err != nil {
+		return nil, err
+	}
+	if err := writeSamples(out, log, meta); err != nil {
 		return nil, err
 	}
 	info := map[string]any{

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fabriclab/fabriclab/report"
+)
+
+func init() {
+	var out string
+	var noPlots bool
+	cmd := &cobra.Command{
+		Use:   "report DIR [DIR...]",
+		Short: "summarize and compare run directories: tables and plots",
+		Long: `Read one or more run directories (lab run -o DIR) and print, one column per run: FCT avg and
+p50/p95/p99/p99.9, slowdown, aggregate and per-flow throughput, per-workload-class figures, drops,
+retransmissions and pauses; FCT and goodput per NetBench size bucket; median and p99 slowdown per
+5-percentile size bin (HPCC's fct_analysis.py); and, when a spec declares published numbers (expect:),
+measured next to published. Writes report.txt, comparison.csv and plots (fct_cdf, slowdown_bins,
+queue_depth when the run sampled queues, pauses; PNG and SVG) into -o (default: the run directory
+for one run, DIR/../comparison for several).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var runs []*report.Run
+			for _, d := range args {
+				r, err := report.LoadRun(d)
+				if err != nil {
+					return fmt.Errorf("%s: %w", d, err)
+				}
+				runs = append(runs, r)
+			}
+			if out == "" {
+				out = args[0]
+				if len(args) > 1 {
+					out = filepath.Join(filepath.Dir(filepath.Clean(args[0])), "comparison")
+				}
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return err
+			}
+			var text bytes.Buffer
+			tables := []report.Table{report.Compare(runs), report.BucketTable(runs), report.BinTable(runs)}
+			if exp := report.Expectations(runs); len(exp.Rows) > 0 {
+				tables = append(tables, exp)
+			}
+			for i, t := range tables {
+				if i > 0 {
+					text.WriteString("\n")
+				}
+				if err := t.WriteText(&text); err != nil {
+					return err
+				}
+			}
+			cmd.OutOrStdout().Write(text.Bytes())
+			if err := os.WriteFile(filepath.Join(out, "report.txt"), text.Bytes(), 0o644); err != nil {
+				return err
+			}
+			var csvb bytes.Buffer
+			if err := tables[0].WriteCSV(&csvb); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(out, "comparison.csv"), csvb.Bytes(), 0o644); err != nil {
+				return err
+			}
+			if noPlots {
+				return nil
+			}
+			files, err := report.WritePlots(out, runs)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s, %s", filepath.Join(out, "report.txt"), filepath.Join(out, "comparison.csv"))
+			for _, f := range files {
+				fmt.Fprintf(cmd.OutOrStdout(), ", %s", f)
+			}
+			fmt.Fprintln(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "where to write report.txt, comparison.csv and the plots")
+	cmd.Flags().BoolVar(&noPlots, "no-plots", false, "tables only")
+	root.AddCommand(cmd)
+}

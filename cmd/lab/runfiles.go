@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/records"
+	"github.com/fabriclab/fabriclab/report"
+	"github.com/fabriclab/fabriclab/traffic"
+	"github.com/fabriclab/fabriclab/units"
+)
+
+// showProgress is set by lab run unless -q; backends draw a progress bar when it is set and stderr is
+// a terminal.
+var showProgress bool
+
+// sampleEvery is lab run --sample-every: the switches' queue sampling period (0: off).
+var sampleEvery timeFlag
+
+// timeFlag is a command-line time with a unit (10us, 1ms), as specs write them.
+type timeFlag clock.Time
+
+func (t *timeFlag) String() string { return clock.Time(*t).String() }
+func (t *timeFlag) Type() string   { return "time" }
+func (t *timeFlag) Set(v string) error {
+	x, err := units.ParseTime(v)
+	if err != nil {
+		return err
+	}
+	if x < 0 {
+		return fmt.Errorf("%s is negative", v)
+	}
+	*t = timeFlag(x)
+	return nil
+}
+func (t timeFlag) Clock() clock.Time { return clock.Time(t) }
+
+// writeSchedule writes the flow schedule as HPCC's flow.txt before the run starts, so the exact
+// workload of a run (interrupted or not) can be replayed by lab or by the HPCC simulator.
+func writeSchedule(out string, l *lab.Lab) error {
+	s := make(traffic.Schedule, len(l.Flows))
+	for i, f := range l.Flows {
+		s[i] = f.Flow
+	}
+	var b bytes.Buffer
+	if err := traffic.WriteHPCC(&b, s); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, report.ScheduleFile), b.Bytes(), 0o644)
+}
+
+// writeSamples writes queues.csv when the run sampled queues.
+func writeSamples(out string, log *records.Log, meta report.Meta) error {
+	if len(log.Samples) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := report.WriteQueuesCSV(&b, log, meta); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, report.QueuesFile), b.Bytes(), 0o644)
+}

@@ -1,0 +1,234 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// Plot names (each written as .png and .svg).
+const (
+	PlotFCTCDF   = "fct_cdf"
+	PlotSlowdown = "slowdown_bins"
+	PlotQueues   = "queue_depth"
+	PlotPauses   = "pauses"
+)
+
+// WritePlots draws the report's figures for runs into dir, each as PNG and SVG: the FCT CDF, median and
+// p99 slowdown per 5-percentile size bin, the deepest switch queue over time (runs that sampled queues),
+// and pause frames sent over time. It returns the files written.
+func WritePlots(dir string, runs []*Run) ([]string, error) {
+	var files []string
+	for _, p := range []struct {
+		name string
+		make func([]*Run) (*plot.Plot, error)
+	}{{PlotFCTCDF, fctCDF}, {PlotSlowdown, slowdownBins}, {PlotQueues, queueDepth}, {PlotPauses, pausesOverTime}} {
+		pl, err := p.make(runs)
+		if err != nil {
+			return files, fmt.Errorf("%s: %w", p.name, err)
+		}
+		if pl == nil {
+			continue
+		}
+		for _, ext := range []string{".png", ".svg"} {
+			f := filepath.Join(dir, p.name+ext)
+			if err := pl.Save(7*vg.Inch, 4.5*vg.Inch, f); err != nil {
+				return files, fmt.Errorf("%s: %w", f, err)
+			}
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
+func style(l *plotter.Line, i int) {
+	l.Color = plotutil.Color(i)
+	l.Width = vg.Points(1.5)
+}
+
+// fctCDF plots each run's FCT distribution on a log time axis.
+func fctCDF(runs []*Run) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "FCT CDF"
+	p.X.Label.Text = "flow completion time (us)"
+	p.Y.Label.Text = "fraction of flows"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Legend.Top, p.Legend.Left = false, false
+	any := false
+	for i, r := range runs {
+		var v []float64
+		for _, row := range r.Rows {
+			if row.Completed && row.FCTS > 0 {
+				v = append(v, row.FCTS*1e6)
+			}
+		}
+		if len(v) == 0 {
+			continue
+		}
+		sort.Float64s(v)
+		pts := make(plotter.XYs, len(v))
+		for k, x := range v {
+			pts[k] = plotter.XY{X: x, Y: float64(k+1) / float64(len(v))}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		style(l, i)
+		p.Add(l)
+		p.Legend.Add(r.Name, l)
+		any = true
+	}
+	if !any {
+		return nil, nil
+	}
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.XOffs = -vg.Points(4)
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// slowdownBins plots median (solid) and p99 (dashed) slowdown against each bin's largest flow size.
+func slowdownBins(runs []*Run) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "slowdown per 5-percentile size bin (solid p50, dashed p99)"
+	p.X.Label.Text = "flow size (bytes, bin upper edge)"
+	p.Y.Label.Text = "slowdown"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	any := false
+	for i, r := range runs {
+		bins := BinSlowdown(r.Rows, 20)
+		if len(bins) == 0 {
+			continue
+		}
+		var p50, p99 plotter.XYs
+		for _, b := range bins {
+			x := math.Max(float64(b.MaxSize), 1)
+			p50 = append(p50, plotter.XY{X: x, Y: math.Max(b.P50, 1)})
+			p99 = append(p99, plotter.XY{X: x, Y: math.Max(b.P99, 1)})
+		}
+		l50, err := plotter.NewLine(p50)
+		if err != nil {
+			return nil, err
+		}
+		l99, err := plotter.NewLine(p99)
+		if err != nil {
+			return nil, err
+		}
+		style(l50, i)
+		style(l99, i)
+		l99.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(l50, l99)
+		p.Legend.Add(r.Name, l50)
+		any = true
+	}
+	if !any {
+		return nil, nil
+	}
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// queueDepth plots, per run, the deepest port queue (whole port, all queues) among all sampled switch
+// ports at each sampling instant, in KB.
+func queueDepth(runs []*Run) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "deepest switch port queue over time"
+	p.X.Label.Text = "time (us)"
+	p.Y.Label.Text = "queue (KB)"
+	any := false
+	for i, r := range runs {
+		if len(r.Samples) == 0 {
+			continue
+		}
+		deepest := map[float64]int64{}
+		for _, s := range r.Samples {
+			if s.Queue == -1 {
+				deepest[s.AtS] = max(deepest[s.AtS], s.Bytes)
+			}
+		}
+		if len(deepest) == 0 { // engines that sample only per queue: sum them per port
+			perPort := map[[3]float64]int64{}
+			for _, s := range r.Samples {
+				perPort[[3]float64{s.AtS, float64(s.Device), float64(s.Port)}] += s.Bytes
+			}
+			for k, b := range perPort {
+				deepest[k[0]] = max(deepest[k[0]], b)
+			}
+		}
+		ts := make([]float64, 0, len(deepest))
+		for t := range deepest {
+			ts = append(ts, t)
+		}
+		sort.Float64s(ts)
+		pts := make(plotter.XYs, len(ts))
+		for k, t := range ts {
+			pts[k] = plotter.XY{X: t * 1e6, Y: float64(deepest[t]) / 1e3}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		style(l, i)
+		p.Add(l)
+		p.Legend.Add(r.Name, l)
+		any = true
+	}
+	if !any {
+		return nil, nil
+	}
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// pausesOverTime plots pause (XOFF) frames sent per time slot, 100 slots over the longest run.
+func pausesOverTime(runs []*Run) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = "pause frames sent over time"
+	p.X.Label.Text = "time (us)"
+	p.Y.Label.Text = "pauses sent per slot"
+	var end float64
+	for _, r := range runs {
+		for _, e := range r.Pauses {
+			end = math.Max(end, e.AtS)
+		}
+	}
+	if end == 0 {
+		return nil, nil
+	}
+	const slots = 100
+	w := end / slots * (1 + 1e-9)
+	p.X.Label.Text = fmt.Sprintf("time (us), %.3g us slots", w*1e6)
+	for i, r := range runs {
+		counts := make([]float64, slots)
+		for _, e := range r.Pauses {
+			if e.Pause && e.Sent {
+				counts[min(int(e.AtS/w), slots-1)]++
+			}
+		}
+		pts := make(plotter.XYs, slots)
+		for k := range counts {
+			pts[k] = plotter.XY{X: (float64(k) + 0.5) * w * 1e6, Y: counts[k]}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		style(l, i)
+		p.Add(l)
+		p.Legend.Add(r.Name, l)
+	}
+	p.Legend.Top = true
+	p.Add(plotter.NewGrid())
+	return p, nil
+}

@@ -1,0 +1,230 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/fabriclab/fabriclab/records"
+)
+
+// Files lab run adds to a run directory beside WriteRunDir's.
+const (
+	QueuesFile   = "queues.csv" // queue samples (when the run sampled queues)
+	ScheduleFile = "flow.txt"   // the flow schedule in HPCC's flow.txt format
+	SpecFile     = "spec.yaml"  // the resolved spec
+)
+
+// WriteQueuesCSV writes queue samples: at_s,device,name,port,queue,bytes (time order; queue -1 is the
+// whole port).
+func WriteQueuesCSV(w io.Writer, log *records.Log, meta Meta) error {
+	ss := append([]records.QueueSample(nil), log.Samples...)
+	sort.SliceStable(ss, func(i, j int) bool { return ss[i].At < ss[j].At })
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"at_s", "device", "name", "port", "queue", "bytes"})
+	for _, s := range ss {
+		cw.Write([]string{ftoa(meta.seconds(s.At)), strconv.Itoa(int(s.Device)), meta.deviceName(int(s.Device)),
+			strconv.Itoa(int(s.Port)), strconv.Itoa(int(s.Queue)), strconv.Itoa(int(s.Bytes))})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// Sample is one queue sample read back from queues.csv.
+type Sample struct {
+	AtS         float64
+	Device      int
+	Port, Queue int
+	Bytes       int64
+	DeviceName  string
+}
+
+// PauseEvent is one row of pfc.csv read back.
+type PauseEvent struct {
+	AtS    float64
+	Device int
+	Pause  bool
+	Sent   bool
+}
+
+// Expected is a published number a spec declares (spec `expect:`), as the report reads it back from the
+// run directory's spec.yaml.
+type Expected struct {
+	Value  float64 `yaml:"value"`
+	Unit   string  `yaml:"unit"`
+	Source string  `yaml:"source"`
+	Note   string  `yaml:"note"`
+}
+
+// Run is a run directory read back for reports and comparisons.
+type Run struct {
+	Dir     string
+	Name    string // the spec's name (the directory's base name if no spec.yaml)
+	Summary *Summary
+	Rows    []FlowRow
+	Samples []Sample     // nil if the run did not sample queues
+	Pauses  []PauseEvent // nil if pfc.csv is absent
+	Expect  map[string]Expected
+	Scheme  string // "flow_control/transport" from the spec, for labels
+}
+
+// LoadRun reads a run directory: summary.json and flows.csv (required), pfc.csv, queues.csv and
+// spec.yaml when present.
+func LoadRun(dir string) (*Run, error) {
+	s, rows, err := ReadRunDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir)), Summary: s, Rows: rows}
+	if b, err := os.ReadFile(filepath.Join(dir, SpecFile)); err == nil {
+		var sp struct {
+			Name   string              `yaml:"name"`
+			Expect map[string]Expected `yaml:"expect"`
+			Switch struct {
+				FlowControl string `yaml:"flow_control"`
+			} `yaml:"switch"`
+			Host struct {
+				Transport string `yaml:"transport"`
+			} `yaml:"host"`
+		}
+		if err := yaml.Unmarshal(b, &sp); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, SpecFile), err)
+		}
+		if sp.Name != "" {
+			r.Name = sp.Name
+		}
+		r.Expect = sp.Expect
+		r.Scheme = sp.Switch.FlowControl + "/" + sp.Host.Transport
+	}
+	if f, err := os.Open(filepath.Join(dir, QueuesFile)); err == nil {
+		defer f.Close()
+		if r.Samples, err = readSamples(f); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, QueuesFile), err)
+		}
+	}
+	if f, err := os.Open(filepath.Join(dir, PauseFile)); err == nil {
+		defer f.Close()
+		if r.Pauses, err = readPauses(f); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, PauseFile), err)
+		}
+	}
+	return r, nil
+}
+
+func readTable(rd io.Reader, each func(p *rowParser) error) error {
+	cr := csv.NewReader(rd)
+	head, err := cr.Read()
+	if err == io.EOF {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("header: %w", err)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+	}
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		p := &rowParser{rec: rec, col: col}
+		if err := each(p); err != nil {
+			return err
+		}
+		if p.err != nil {
+			return fmt.Errorf("line %d: %w", line, p.err)
+		}
+	}
+}
+
+func readSamples(rd io.Reader) ([]Sample, error) {
+	out := []Sample{}
+	err := readTable(rd, func(p *rowParser) error {
+		out = append(out, Sample{AtS: p.float("at_s"), Device: int(p.int("device")), DeviceName: p.str("name"),
+			Port: int(p.int("port")), Queue: int(p.int("queue")), Bytes: p.int("bytes")})
+		return nil
+	})
+	return out, err
+}
+
+func readPauses(rd io.Reader) ([]PauseEvent, error) {
+	out := []PauseEvent{}
+	err := readTable(rd, func(p *rowParser) error {
+		out = append(out, PauseEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Pause: p.bool("pause"), Sent: p.bool("sent")})
+		return nil
+	})
+	return out, err
+}
+
+// Metric looks up a measured number by the name an `expect:` entry uses:
+//
+//	flows_completed, fct_avg_s, fct_p50_s, fct_p95_s, fct_p99_s, fct_p999_s, slowdown_avg, slowdown_p50,
+//	slowdown_p99, throughput_bps, avg_flow_goodput_bps, drops_lossless, drops_lossy, retransmissions,
+//	pauses_sent, ecn_marks, and class.<class>.<fct_avg_s|fct_p99_s|throughput_bps|...> per workload.
+func (r *Run) Metric(name string) (float64, bool) {
+	s := r.Summary
+	if rest, ok := strings.CutPrefix(name, "class."); ok {
+		cls, m, ok := strings.Cut(rest, ".")
+		if !ok {
+			return 0, false
+		}
+		c, ok := s.Classes[cls]
+		if !ok {
+			return 0, false
+		}
+		return statMetric(m, c.Flows, c.FCT, c.Slowdown, c.ThroughputBps)
+	}
+	switch name {
+	case "avg_flow_goodput_bps":
+		return s.AvgFlowGoodputBps, true
+	case "drops_lossless":
+		return float64(s.Drops.Lossless), true
+	case "drops_lossy":
+		return float64(s.Drops.Lossy), true
+	case "retransmissions":
+		return float64(s.Retransmissions), true
+	case "pauses_sent":
+		return float64(s.Pauses.Sent), true
+	case "ecn_marks":
+		return float64(s.ECNMarks), true
+	}
+	return statMetric(name, s.Flows, s.FCT, s.Slowdown, s.ThroughputBps)
+}
+
+func statMetric(name string, fl FlowCounts, fct, sd Stats, tput float64) (float64, bool) {
+	switch name {
+	case "flows_completed":
+		return float64(fl.Completed), true
+	case "fct_avg_s":
+		return fct.Avg, true
+	case "fct_p50_s":
+		return fct.P50, true
+	case "fct_p95_s":
+		return fct.P95, true
+	case "fct_p99_s":
+		return fct.P99, true
+	case "fct_p999_s":
+		return fct.P999, true
+	case "slowdown_avg":
+		return sd.Avg, true
+	case "slowdown_p50":
+		return sd.P50, true
+	case "slowdown_p99":
+		return sd.P99, true
+	case "throughput_bps":
+		return tput, true
+	}
+	return 0, false
+}
