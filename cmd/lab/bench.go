@@ -83,7 +83,7 @@ func init() {
 	f := cmd.Flags()
 	f.IntVar(&size, "size", 64, "frame size in bytes for the frames/s comparison (60-1514)")
 	f.DurationVar(&dur, "duration", 2*time.Second, "length of each frames/s measurement")
-	f.Float64Var(&dilation, "dilation", 200, "time dilation D for the TCP run (100 Gb/s links run at 100/D Gb/s)")
+	f.Float64Var(&dilation, "dilation", 1000, "time dilation D for the TCP run (100 Gb/s links run at 100/D Gb/s)")
 	f.IntVar(&mtu, "mtu", 9000, "interface MTU of the TCP run")
 	f.IntVar(&n, "n", 4, "NDC(n,1) size for the TCP run")
 	f.StringVar(&flowSize, "flow-size", "10MB", "bytes per TCP flow")

@@ -1,0 +1,93 @@
+package kernel_test
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/fabriclab/fabriclab/harness/bench"
+	"github.com/fabriclab/fabriclab/harness/kernelhost"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
+)
+
+// chain is h0 - s0 - s1 - h1 (a 3-switch ring with one host each: h0 -> h1 crosses two Go switches),
+// 100 Gb/s links at dilation 200 = 500 Mb/s, 9000-byte MTU: ~7 k frames/s per direction, which one
+// forwarder loop carries on a 2-core machine with room to spare (1500-byte frames at 1 Gb/s did not).
+func chain(cc, switchExtra string, size string) *lab.Lab {
+	y := fmt.Sprintf(`name: kchain
+backend: netns
+dilation: 200
+topology: {family: ring, n: 3, hosts_per_switch: 1, link: {rate: 100Gbps, delay: 1us}}
+switch: {buffer: 4MB, flow_control: lossy%s}
+host: {transport: kernel-tcp, cc: %s, mtu: 9000}
+routing: {algorithm: shortest}
+workload:
+  - {kind: flows, list: [{src: h0, dst: h1, size: %s, at: 0s}]}
+duration: 1s
+`, switchExtra, cc, size)
+	s, err := spec.Parse([]byte(y))
+	Expect(err).NotTo(HaveOccurred())
+	l, err := lab.Build(s)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(l.Flows[0].Path.Nodes).To(HaveLen(4), "h0 -> h1 should cross exactly two switches")
+	return l
+}
+
+// faithful skips (with the reason) a spec whose forwarder could not keep time: its rates say more about
+// the machine's load than about the fabric.
+func faithful(r *bench.KernelResult) {
+	if ok, why := r.Forwarder.Faithful(r.LinkBps, 9014); !ok {
+		Skip("unfaithful run, not asserting on rates: " + why)
+	}
+}
+
+var _ = Describe("kernel TCP through Go switches", func() {
+	It("reaches at least 90% of the emulated 500 Mb/s link over two switch hops", Label("smoke"), func(ctx SpecContext) {
+		r, err := bench.RunKernel(ctx, labName("gp"), chain("cubic", "", "20MB"))
+		Expect(err).NotTo(HaveOccurred())
+		f := r.Flows[0]
+		Expect(f.Completed).To(BeTrue())
+		Expect(r.Forwarder.Malformed).To(BeZero())
+		AddReportEntry("goodput", fmt.Sprintf("%.1f Mb/s of %.0f Mb/s (FCT %v, retransmits %d, lag mean %v)",
+			r.GoodputBps[0]/1e6, r.LinkBps/1e6, f.FCT(), f.Retransmits, r.Forwarder.Lag.Mean()))
+		faithful(r)
+		Expect(r.GoodputBps[0]).To(BeNumerically(">=", 0.9*r.LinkBps))
+	})
+
+	It("marks CE on kernel frames and the sender's kernel sees the echo (cubic with ECN)", Label("smoke"), func(ctx SpecContext) {
+		// Kmin 30 KB: a few 9 KB frames queued at s0's egress; a cubic flow keeps far more queued.
+		r, err := bench.RunKernel(ctx, labName("ecn"), chain("cubic", ", ecn: {kmin: 30KB, kmax: 200KB, pmax: 0.2}", "10MB"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Flows[0].Completed).To(BeTrue())
+		AddReportEntry("ecn", fmt.Sprintf("switch CE marks %d, sender delivered_ce %d of %d segments",
+			r.Forwarder.Marked, r.Stats[0].DeliveredCE, r.Stats[0].Delivered))
+		Expect(r.Forwarder.Marked).To(BeNumerically(">", 0), "the switch marked no kernel frame")
+		Expect(r.Stats[0].DeliveredCE).To(BeNumerically(">", 0), "the sender's kernel saw no ECE")
+	})
+
+	It("marks CE for a DCTCP flow", func(ctx SpecContext) {
+		if err := kernelhost.Available("dctcp"); err != nil {
+			Skip(err.Error())
+		}
+		r, err := bench.RunKernel(ctx, labName("dctcp"), chain("dctcp", ", ecn: {kmin: 30KB, kmax: 30KB, pmax: 1}", "10MB"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.Flows[0].Completed).To(BeTrue())
+		Expect(r.Stats[0].CC).To(Equal("dctcp"))
+		Expect(r.Forwarder.Marked).To(BeNumerically(">", 0))
+		Expect(r.Stats[0].DeliveredCE).To(BeNumerically(">", 0))
+	})
+})
+
+var _ = Describe("lab bench", func() {
+	It("measures frames/s through a Go switch and a Linux bridge on the same veths", Label("smoke"), func(ctx SpecContext) {
+		r, err := bench.FramesPerSecond(context.Background(), bench.FramesOptions{Lab: labName("fps")})
+		Expect(err).NotTo(HaveOccurred())
+		AddReportEntry("frames/s", fmt.Sprintf("bridge %.0f, Go switch %.0f, ratio %.3f", r.BridgeFPS, r.SwitchFPS, r.Ratio))
+		Expect(r.BridgeFPS).To(BeNumerically(">", 0))
+		Expect(r.SwitchFPS).To(BeNumerically(">", 0))
+		Expect(r.Forwarder.Malformed).To(BeZero(), "the switch could not decode generated frames")
+	})
+})
