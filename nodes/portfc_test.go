@@ -1,6 +1,8 @@
 package nodes
 
 import (
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -198,4 +200,29 @@ func contains(s, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestFCConfigJSON: the flow-control parts survive the JSON trip to a netns agent, and the NIC an
+// agent builds from them has PortFC's queues.
+func TestFCConfigJSON(t *testing.T) {
+	in := node15()
+	in.RelayPFC = RelayPFCConfig{}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Config
+	if err := json.Unmarshal(b, &out); err != nil || !reflect.DeepEqual(in, out) {
+		t.Fatalf("round trip: %v\n%s", err, b)
+	}
+	n, _, _, _ := twoPort(t, out)
+	if n.Port(1).NumQueues() != 8 {
+		t.Fatal("layout not rebuilt from JSON")
+	}
+	r := relayNode(RelayIngress)
+	b, _ = json.Marshal(r)
+	var r2 Config
+	if err := json.Unmarshal(b, &r2); err != nil || !reflect.DeepEqual(r, r2) {
+		t.Fatalf("relay_pfc round trip: %v\n%s", err, b)
+	}
 }
