@@ -47,6 +47,15 @@ func WritePlots(dir string, runs []*Run) ([]string, error) {
 	return files, nil
 }
 
+// label names a run in a legend, saying when not every flow completed: a CDF of the completed flows
+// of a deadlocked run would otherwise look like the best one.
+func label(r *Run) string {
+	if f := r.Summary.Flows; f.Completed < f.Total {
+		return fmt.Sprintf("%s (%d/%d done)", r.Name, f.Completed, f.Total)
+	}
+	return r.Name
+}
+
 func style(l *plotter.Line, i int) {
 	l.Color = plotutil.Color(i)
 	l.Width = vg.Points(1.5)
@@ -82,7 +91,7 @@ func fctCDF(runs []*Run) (*plot.Plot, error) {
 		}
 		style(l, i)
 		p.Add(l)
-		p.Legend.Add(r.Name, l)
+		p.Legend.Add(label(r), l)
 		any = true
 	}
 	if !any {
@@ -127,7 +136,7 @@ func slowdownBins(runs []*Run) (*plot.Plot, error) {
 		style(l99, i)
 		l99.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(l50, l99)
-		p.Legend.Add(r.Name, l50)
+		p.Legend.Add(label(r), l50)
 		any = true
 	}
 	if !any {
