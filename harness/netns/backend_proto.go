@@ -38,10 +38,13 @@ type AgentMsg struct {
 
 // AgentSetup is what one agent hosts.
 type AgentSetup struct {
-	Lab     string        `json:"lab"`
-	MTU     int           `json:"mtu"`
-	Devices []AgentDevice `json:"devices"`
-	Flows   []AgentFlow   `json:"flows,omitempty"`
+	Lab string `json:"lab"`
+	MTU int    `json:"mtu"`
+	// FrameBytes is the fidelity yardstick: a frame is late when it leaves more than one serialization
+	// time of a FrameBytes frame (the largest data frame) after its scheduled departure.
+	FrameBytes int           `json:"frame_bytes"`
+	Devices    []AgentDevice `json:"devices"`
+	Flows      []AgentFlow   `json:"flows,omitempty"`
 	// PcapDir receives <device>-p<port>.pcap for every port in Pcap.
 	PcapDir string     `json:"pcap_dir,omitempty"`
 	Pcap    []PcapPort `json:"pcap,omitempty"`
@@ -81,7 +84,7 @@ type PcapPort struct {
 // scheduled departure, and how late the event loop ran timers.
 type AgentFidelity struct {
 	Frames      uint64     `json:"frames"`       // frames written
-	LateFrames  uint64     `json:"late_frames"`  // written more than one serialization time (dilated rate) late
+	LateFrames  uint64     `json:"late_frames"`  // written more than one data-frame serialization time (dilated rate) late
 	MaxLateness clock.Time `json:"max_lateness"` // worst frame
 	SumLateness clock.Time `json:"sum_lateness"`
 	Timers      uint64     `json:"timers"`

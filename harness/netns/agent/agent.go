@@ -62,6 +62,9 @@ func Main(in io.Reader, out io.Writer) int {
 		var m netns.AgentMsg
 		for {
 			if err := dec.Decode(&m); err != nil || m.Type == "stop" {
+				if os.Getenv("FABRICLAB_AGENT_DEBUG") != "" {
+					fmt.Fprintf(os.Stderr, "agent %d: stop (%v)\n", os.Getpid(), err)
+				}
 				a.requestStop()
 				return
 			}

@@ -42,6 +42,7 @@ type port struct {
 	link  *link
 	pcap  *wire.PcapWriter
 	pfile *os.File
+	yard  clock.Time // fidelity yardstick: one data frame's serialization time at this port's rate
 
 	// Frames the link released this loop iteration, written by flush with one sendmmsg.
 	out   [][]byte
@@ -132,7 +133,7 @@ func (p *port) flush(a *agent) error {
 		if late > f.MaxLateness {
 			f.MaxLateness = late
 		}
-		if late > clock.TxTime(len(p.out[i]), p.cfg.RateBps) {
+		if late > p.yard {
 			f.LateFrames++
 		}
 		if p.pcap != nil {
@@ -208,7 +209,7 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 				a.close()
 				return nil, fmt.Errorf("device %s: %w", d.Name, err)
 			}
-			p := &port{dev: dev, index: i, sock: sock, cfg: pc}
+			p := &port{dev: dev, index: i, sock: sock, cfg: pc, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps)}
 			p.link = &link{a: a, p: p, delay: pc.Delay}
 			p.link.fire = p.link.release
 			dev.eng.SetLink(i, p.link)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
@@ -14,6 +15,8 @@ import (
 )
 
 // maxSleep bounds one ppoll so a stop request is never missed for long even if the eventfd were lost.
+var debug = os.Getenv("FABRICLAB_AGENT_DEBUG") != ""
+
 const maxSleep = 50 * clock.Millisecond
 
 func (a *agent) loop(end clock.Time, done func()) error {
@@ -47,6 +50,10 @@ func (a *agent) loop(end clock.Time, done func()) error {
 		}
 		wall := a.clk.Wall()
 		if wall > end {
+			if !sentDone {
+				done() // nothing more will happen here; the backend decides when to stop
+			}
+			a.waitStop()
 			break
 		}
 		d := maxSleep
@@ -76,6 +83,14 @@ func (a *agent) loop(end clock.Time, done func()) error {
 		}
 	}
 	return nil
+}
+
+// waitStop blocks until the backend says stop (or goes away).
+func (a *agent) waitStop() {
+	for !a.stop.Load() {
+		ts := clock.ToTimespec(maxSleep)
+		unix.Ppoll(a.fds[len(a.ports):], &ts, nil)
+	}
 }
 
 func (a *agent) completed() int {

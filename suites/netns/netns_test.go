@@ -1,0 +1,143 @@
+package netns_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/wire"
+)
+
+const idlePath = `
+name: ns-idle-path
+topology: {family: ndc, n: 2, k: 1, link: {rate: 100Gbps, delay: 1us}}
+host: {transport: lossless, cc: none}
+workload: [{kind: flows, list: [{src: h0, dst: h1, size: 10MB, at: 0s}]}]
+duration: 10ms`
+
+func incast(fc, transport string) string {
+	return `
+name: ns-incast-` + fc + `
+dilation: 5000
+topology: {family: ndc, n: 4, k: 1}
+switch: {flow_control: ` + fc + `, alpha: 0.125}
+host: {transport: ` + transport + `, cc: dcqcn}
+workload: [{kind: incast, senders: 8, size: 200KB, receiver: h0, at: 0s}]
+duration: 100ms`
+}
+
+var _ = Describe("netns backend: the engines on real frames", Label("netns"), func() {
+
+	It("carries one flow on an idle path and agrees with the virtual backend within 5%", Label("smoke"), func() {
+		v := runVirtual(idlePath)
+		r := runNetns(idlePath, netns.RunOptions{})
+		requireFaithful(r)
+		Expect(r.sum.Flows.Completed).To(Equal(1))
+		GinkgoWriter.Printf("FCT netns %.4g s, virtual %.4g s (%.2f%%); throughput netns %.4g, virtual %.4g Gb/s\n",
+			r.sum.FCT.Avg, v.FCT.Avg, 100*within(r.sum.FCT.Avg, v.FCT.Avg), r.sum.ThroughputBps/1e9, v.ThroughputBps/1e9)
+		Expect(within(r.sum.FCT.Avg, v.FCT.Avg)).To(BeNumerically("<", 0.05))
+		Expect(within(r.sum.ThroughputBps, v.ThroughputBps)).To(BeNumerically("<", 0.05))
+		Expect(r.sum.Drops.Lossless + r.sum.Drops.Lossy).To(BeZero())
+	})
+
+	It("drops and retransmits an 8->1 incast under lossy + go-back-N, and still completes", Label("smoke"), func() {
+		r := runNetns(incast("lossy", "gbn"), netns.RunOptions{})
+		requireFaithful(r)
+		GinkgoWriter.Printf("lossy+gbn: drops %d, retransmissions %d, FCT avg %.4g s\n", r.sum.Drops.Lossy, r.sum.Retransmissions, r.sum.FCT.Avg)
+		Expect(r.sum.Flows.Completed).To(Equal(8))
+		Expect(r.sum.Drops.Lossy).To(BeNumerically(">", 0))
+		Expect(r.sum.Retransmissions).To(BeNumerically(">", 0))
+	})
+
+	It("keeps an 8->1 incast lossless under PFC, with pauses in pfc.txt and on the wire, close to the virtual backend", Label("smoke"), func() {
+		spec := incast("pfc", "lossless")
+		v := runVirtual(spec)
+		r := runNetns(spec, netns.RunOptions{Pcap: "all"})
+		requireFaithful(r)
+		GinkgoWriter.Printf("pfc: pauses sent %d; FCT avg netns %.4g s, virtual %.4g s (%.2f%%)\n",
+			r.sum.Pauses.Sent, r.sum.FCT.Avg, v.FCT.Avg, 100*within(r.sum.FCT.Avg, v.FCT.Avg))
+		Expect(r.sum.Flows.Completed).To(Equal(8))
+		Expect(r.sum.Drops.Lossless + r.sum.Drops.Lossy).To(BeZero())
+		Expect(r.sum.Violations).To(BeEmpty())
+		Expect(r.sum.Pauses.Sent).To(BeNumerically(">", 0))
+		Expect(lines(filepath.Join(r.dir, "pfc.txt"))).To(BeNumerically(">", 0))
+		Expect(within(r.sum.FCT.Avg, v.FCT.Avg)).To(BeNumerically("<", 0.05))
+
+		// The pauses are real 802.1Qbb frames: gopacket finds them in the captures.
+		pcaps, _ := filepath.Glob(filepath.Join(r.dir, "pcap", "*.pcap"))
+		Expect(pcaps).NotTo(BeEmpty())
+		pfc := 0
+		for _, path := range pcaps {
+			f, err := os.Open(path)
+			Expect(err).NotTo(HaveOccurred())
+			rd, err := pcapgo.NewReader(f)
+			Expect(err).NotTo(HaveOccurred())
+			for {
+				data, _, err := rd.ReadPacketData()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				Expect(err).NotTo(HaveOccurred())
+				p := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
+				if p.Layer(wire.LayerTypePFC) != nil {
+					pfc++
+				}
+			}
+			f.Close()
+		}
+		GinkgoWriter.Printf("PFC frames in the captures: %d\n", pfc)
+		Expect(pfc).To(BeNumerically(">", 0))
+	})
+
+	It("reports a run the machine cannot keep up with as unfaithful", Label("smoke"), func() {
+		// D=10: 10 Gb/s links, about a million frames a second per link, far past an AF_PACKET agent on
+		// two cores.
+		r := runNetns(`
+name: ns-overload
+dilation: 10
+topology: {family: ndc, n: 2, k: 1, link: {rate: 100Gbps, delay: 1us}}
+host: {transport: lossless, cc: none}
+workload: [{kind: flows, list: [{src: h0, dst: h1, size: 10MB, at: 0s}]}]
+duration: 5ms`, netns.RunOptions{})
+		Expect(r.sum.Fidelity.Faithful).To(BeFalse())
+		Expect(r.sum.Fidelity.Reason).To(ContainSubstring("could not keep up"))
+	})
+
+	It("fails clearly when an agent is killed mid-run, and leaves nothing behind", Label("smoke"), func() {
+		l := buildLab(incast("pfc", "lossless"), "netns")
+		var killed []string
+		_, _, err := netns.Run(context.Background(), l, netns.RunOptions{Name: "nskill", Agents: 2,
+			OnAgents: func(pids map[int][]string) {
+				for pid, devs := range pids {
+					killed = devs
+					go func() {
+						time.Sleep(200 * time.Millisecond)
+						syscall.Kill(pid, syscall.SIGKILL)
+					}()
+					break
+				}
+			}})
+		Expect(err).To(HaveOccurred())
+		GinkgoWriter.Printf("error: %v\n", err)
+		Expect(err.Error()).To(ContainSubstring("died"))
+		Expect(err.Error()).To(ContainSubstring(strings.Join(killed, ",")))
+		_, statErr := os.Stat(filepath.Join(netns.StateRoot, "nskill"))
+		Expect(os.IsNotExist(statErr)).To(BeTrue(), "the state directory is still there")
+		left, _ := filepath.Glob(filepath.Join(netns.NetnsDir, "fl-nskill-*"))
+		Expect(left).To(BeEmpty())
+		// `lab down` on a lab that is gone has nothing of ours to remove, and says so.
+		Expect(netns.Down("nskill")).To(MatchError(ContainSubstring("no state file")))
+	})
+})
