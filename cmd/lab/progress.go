@@ -10,8 +10,8 @@ import (
 	"github.com/fabriclab/fabriclab/clock"
 )
 
-// runProgress draws lab run's progress on stderr: engine time against the lab's end (so the ETA is
-// progressbar's estimate from the engine-time rate) and flows completed. Nil when stderr is not a
+// runProgress draws lab run's progress on stderr: engine time against the lab's end and flows completed
+// (the bar follows whichever is further along; the ETA is progressbar's estimate from that rate). Nil when stderr is not a
 // terminal or -q was given, so logs and CI output stay clean.
 type runProgress struct {
 	bar *progressbar.ProgressBar
@@ -41,7 +41,13 @@ func (p *runProgress) update(now clock.Time, completed, total int) {
 		return
 	}
 	p.bar.Describe(fmt.Sprintf("%v / %v, %d/%d flows", now, p.end, completed, total))
-	p.bar.Set64(min(int64(float64(now)/float64(p.end)*1000), 1000))
+	// A run that stops when its flows are done ends well before its duration: the larger of the two
+	// fractions is the better guess at how far along it is.
+	frac := float64(now) / float64(p.end)
+	if total > 0 {
+		frac = max(frac, float64(completed)/float64(total))
+	}
+	p.bar.Set64(min(int64(frac*1000), 1000))
 }
 
 func (p *runProgress) finish() {

@@ -107,6 +107,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, er
 	if !ok {
 		return nil, fmt.Errorf("backend: %q runs are not available in this build", s.Backend)
 	}
+	if err := checkDependencies(s.Backend, l); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
 	}

@@ -64,3 +64,21 @@ func writeSamples(out string, log *records.Log, meta report.Meta) error {
 	}
 	return os.WriteFile(filepath.Join(out, report.QueuesFile), b.Bytes(), 0o644)
 }
+
+// backendsWithDependencies lists the backends that start a flow only after the flows in its After have
+// completed (ps, moe and htsim triggers need it); a backend joins when it does.
+var backendsWithDependencies = map[string]bool{"virtual": true}
+
+// checkDependencies refuses a schedule with dependencies on a backend that would start those flows at
+// their planned time regardless, which would silently measure a different workload.
+func checkDependencies(backend string, l *lab.Lab) error {
+	if backendsWithDependencies[backend] {
+		return nil
+	}
+	for _, f := range l.Flows {
+		if len(f.After) > 0 {
+			return fmt.Errorf("backend: %s does not yet start flows on their dependencies' completion, which workload %q needs (ps, moe and htsim triggers do); run it on backend virtual", backend, f.Class)
+		}
+	}
+	return nil
+}
