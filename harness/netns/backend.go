@@ -167,7 +167,6 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 		opts.OnAgents(m)
 	}
 
-
 	// Wait for every agent's "done", the end of the run, Ctrl-C, or an agent's death.
 	endWall := time.Duration(lead) + dl.End.Duration() + 2*time.Second
 	deadline := time.NewTimer(endWall)
