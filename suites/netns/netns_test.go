@@ -52,7 +52,9 @@ var _ = Describe("netns backend: the engines on real frames", Label("netns"), fu
 		Expect(r.sum.Drops.Lossless + r.sum.Drops.Lossy).To(BeZero())
 	})
 
-	It("drops and retransmits an 8->1 incast under lossy + go-back-N, and still completes", Label("smoke"), func() {
+	// The incast specs are not smoke yet: on a shared 2-core VM they ran ~50 s and were judged unfaithful
+	// (8-32% of frames late) at D=1000 and D=5000; see the netns issue note.
+	It("drops and retransmits an 8->1 incast under lossy + go-back-N, and still completes", func() {
 		r := runNetns(incast("lossy", "gbn"), netns.RunOptions{})
 		requireFaithful(r)
 		GinkgoWriter.Printf("lossy+gbn: drops %d, retransmissions %d, FCT avg %.4g s\n", r.sum.Drops.Lossy, r.sum.Retransmissions, r.sum.FCT.Avg)
@@ -61,7 +63,7 @@ var _ = Describe("netns backend: the engines on real frames", Label("netns"), fu
 		Expect(r.sum.Retransmissions).To(BeNumerically(">", 0))
 	})
 
-	It("keeps an 8->1 incast lossless under PFC, with pauses in pfc.txt and on the wire, close to the virtual backend", Label("smoke"), func() {
+	It("keeps an 8->1 incast lossless under PFC, with pauses in pfc.txt and on the wire, close to the virtual backend", func() {
 		spec := incast("pfc", "lossless")
 		v := runVirtual(spec)
 		r := runNetns(spec, netns.RunOptions{Pcap: "all"})
