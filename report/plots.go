@@ -189,7 +189,7 @@ func queueDepth(runs []*Run) (*plot.Plot, error) {
 		}
 		style(l, i)
 		p.Add(l)
-		p.Legend.Add(r.Name, l)
+		p.Legend.Add(label(r), l)
 		any = true
 	}
 	if !any {
@@ -235,7 +235,7 @@ func pausesOverTime(runs []*Run) (*plot.Plot, error) {
 		}
 		style(l, i)
 		p.Add(l)
-		p.Legend.Add(r.Name, l)
+		p.Legend.Add(label(r), l)
 	}
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
