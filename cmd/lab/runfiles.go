@@ -39,7 +39,7 @@ func (t *timeFlag) Set(v string) error {
 }
 func (t timeFlag) Clock() clock.Time { return clock.Time(t) }
 
-// writeSchedule writes the flow schedule as HPCC's flow.txt before the run starts, so the exact
+// writeSchedule writes the flow schedule as HPCC's flow.txt (and flow.cm, see below) before the run starts, so the exact
 // workload of a run (interrupted or not) can be replayed by lab or by the HPCC simulator.
 func writeSchedule(out string, l *lab.Lab) error {
 	s := make(traffic.Schedule, len(l.Flows))
@@ -50,7 +50,21 @@ func writeSchedule(out string, l *lab.Lab) error {
 	if err := traffic.WriteHPCC(&b, s); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, report.ScheduleFile), b.Bytes(), 0o644)
+	if err := os.WriteFile(filepath.Join(out, report.ScheduleFile), b.Bytes(), 0o644); err != nil {
+		return err
+	}
+	// flow.txt cannot say "starts when these complete"; an htsim connection matrix can, so a schedule
+	// with dependencies (ps, moe, htsim triggers) is also written as flow.cm.
+	for _, f := range s {
+		if len(f.After) > 0 {
+			b.Reset()
+			if err := traffic.WriteHTSim(&b, s, len(l.Graph.Hosts)); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(out, "flow.cm"), b.Bytes(), 0o644)
+		}
+	}
+	return nil
 }
 
 // writeSamples writes queues.csv when the run sampled queues.
