@@ -155,7 +155,14 @@ func (b *lpBuilder) row(coef map[int]float64, rhs float64) {
 	b.rhs = append(b.rhs, rhs)
 }
 
+// MaxCells bounds the dense LP gonum's simplex is given (variables × rows): past it the solve takes
+// minutes (measured: 4,400 path variables × 700 rows, FC+ with 24 ToRs and K=8, ran > 4 min).
+var MaxCells = 1_000_000
+
 func (b *lpBuilder) solve() (Result, error) {
+	if cells := b.nvar * len(b.rows); cells > MaxCells {
+		return Result{}, fmt.Errorf("bound: LP of %d variables x %d rows exceeds bound.MaxCells = %d for gonum's dense simplex", b.nvar, len(b.rows), MaxCells)
+	}
 	A := mat.NewDense(len(b.rows), b.nvar, nil)
 	for i, r := range b.rows {
 		for j, v := range r {
