@@ -5,6 +5,7 @@ package route
 // given directly to New that an algorithm does not take is still an error.
 var algorithmKeys = map[string][]string{
 	"ksp":    {"k"},
+	"fc":     {},
 	"dfksp":  {"k", "lossless_priorities"},
 	"updown": {"trials", "seed"},
 	"smart":  {"trials", "seed"},
