@@ -67,3 +67,47 @@ var prioPFC = func() (t [8][2]int) {
 	}
 	return t
 }()
+
+// FIFOLayout is traditional PFC at a node (the PortFC paper's PFC and PFC* baselines: "all traffic at
+// both switches and nodes is placed in a single queue", §III-D): per port, local and relayed data of
+// a priority share ONE FIFO, so a relayed frame waits behind the node's own frames in arrival order
+// and a pause of the priority stops both. Queue numbers stay PrioLayout's (data 0..7, control 16;
+// 8..15 stay empty) so monitors read queues the same way under either layout.
+//
+// The NIC still keeps local data shallow: a flow's lane counts only its own frames in the shared queue
+// (nodes.Config.QueueDepth), so relayed frames neither starve local flows nor are starved by them
+// beyond FIFO order.
+type FIFOLayout struct{}
+
+func (FIFOLayout) Queues(int) int  { return prioControl + 1 }
+func (FIFOLayout) Control(int) int { return prioControl }
+func (FIFOLayout) Local(_ int, p *pkt.Packet) int {
+	return int(p.Prio & 7)
+}
+func (FIFOLayout) Relay(_ int, p *pkt.Packet) int {
+	return int(p.Prio & 7)
+}
+func (FIFOLayout) PFC(_ int, prio int) []int {
+	return fifoPFC[prio&7][:]
+}
+
+var fifoPFC = func() (t [8][1]int) {
+	for p := range t {
+		t[p] = [1]int{p}
+	}
+	return t
+}()
+
+// localRoom says whether lane l may put another local frame on its queue. Normally the NIC keeps
+// Config.QueueDepth frames of local data per queue: queues build in switches, and pacing stays real.
+// A relay node running PFC at its ingress with one FIFO per priority (FIFOLayout, relay_pfc ingress)
+// is a small switch whose host stack is one more ingress: its local data may hold up to
+// RelayPFC.LocalBytes of the shared FIFO, as the paper's DPDK testbed nodes fill a deep TX ring. With a
+// two-frame (or an XOFF) local window, relayed frames take the port as fast as they arrive and never
+// reach XOFF, so the node never pauses its upstream and PFC cannot deadlock (docs/portfc.md §5).
+func (n *NIC) localRoom(l *lane) bool {
+	if _, ok := n.layout.(FIFOLayout); ok && n.ingress != nil {
+		return l.queuedBytes < int(n.ingress.local)
+	}
+	return l.queued < n.cfg.QueueDepth
+}

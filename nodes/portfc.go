@@ -54,9 +54,13 @@ func (c *Config) checkFlowControl() error {
 // configPlugins builds the layout and hooks a plain-data config asks for.
 func configPlugins(c Config) Plugins {
 	var p Plugins
-	if c.FlowControl == FCPortFC {
+	switch c.FlowControl {
+	case FCPortFC:
 		l := &PortFCLayout{N: c.PortFC.N, Self: c.PortFC.Self}
 		p.Layout, p.OnPortFC = l, l.onPortFC
+	case FCPFC, FCPFCStar:
+		// The paper's PFC baselines queue local and relayed data of a priority together (FIFOLayout).
+		p.Layout = FIFOLayout{}
 	}
 	if c.RelayPFC.Mode == RelayPassThrough {
 		p.OnPFC = newPassThrough(len(c.Ports)).onPFC

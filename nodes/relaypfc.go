@@ -33,6 +33,18 @@ type RelayPFCConfig struct {
 	// PauseQuanta is the pause time asked for (0 = 0xFFFF quanta); a pause is refreshed every half of
 	// it while the group stays above XON.
 	PauseQuanta uint16 `json:"pause_quanta,omitempty"`
+	// LocalBytes (mode ingress, FIFO node queues under pfc/pfcstar) is how much of a port's priority
+	// FIFO the node's own flows may hold, per queue: the host side of the node's buffer. 0 = 2 x
+	// XOFFBytes (docs/portfc.md §5 says why).
+	LocalBytes int64 `json:"local_bytes,omitempty"`
+}
+
+// LocalBytesDefault is RelayPFCConfig.LocalBytes when it is 0.
+func (r RelayPFCConfig) LocalBytesDefault() int64 {
+	if r.LocalBytes > 0 {
+		return r.LocalBytes
+	}
+	return 2 * r.XOFFBytes
 }
 
 func (r RelayPFCConfig) check() error {
@@ -41,6 +53,9 @@ func (r RelayPFCConfig) check() error {
 	case RelayIngress:
 		if r.XOFFBytes <= 0 || r.XONBytes < 0 || r.XONBytes >= r.XOFFBytes {
 			return fmt.Errorf("nodes: config.relay_pfc: ingress needs 0 <= xon_bytes < xoff_bytes, got %d and %d", r.XONBytes, r.XOFFBytes)
+		}
+		if r.LocalBytes < 0 {
+			return fmt.Errorf("nodes: config.relay_pfc.local_bytes must not be negative, got %d", r.LocalBytes)
 		}
 	default:
 		return fmt.Errorf("nodes: config.relay_pfc.mode %q: want pass-through or ingress", r.Mode)
@@ -98,6 +113,7 @@ func (t *passThrough) pausedElsewhere(out, prio int, now clock.Time) bool {
 type ingressPFC struct {
 	n         *NIC
 	xoff, xon int64
+	local     int64 // RelayPFCConfig.LocalBytes resolved
 	quanta    uint16
 	groups    [][8]ingressGroup // [ingress port][prio]
 }
@@ -114,7 +130,7 @@ func newIngressPFC(n *NIC) *ingressPFC {
 	if r.Mode != RelayIngress {
 		return nil
 	}
-	g := &ingressPFC{n: n, xoff: r.XOFFBytes, xon: r.XONBytes, quanta: r.PauseQuanta, groups: make([][8]ingressGroup, len(n.ports))}
+	g := &ingressPFC{n: n, xoff: r.XOFFBytes, xon: r.XONBytes, local: r.LocalBytesDefault(), quanta: r.PauseQuanta, groups: make([][8]ingressGroup, len(n.ports))}
 	if g.quanta == 0 {
 		g.quanta = 0xFFFF
 	}

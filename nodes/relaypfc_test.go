@@ -30,11 +30,12 @@ func pfcOut(l *tlink) (out []pkt.Packet) {
 }
 
 // TestRelayPassThrough: a pause from the switch on port 1 pauses the node's own priority-4 queues there
-// and goes out of port 0 unchanged; so does the resume.
+// (one FIFO for local and relayed data under pfc) and goes out of port 0 unchanged; so does the resume.
 func TestRelayPassThrough(t *testing.T) {
 	n, clk, links, log := twoPort(t, relayNode(RelayPassThrough))
 	n.Receive(1, relayPFCFrame(4, 1000))
-	if !n.Port(1).Paused(4) || !n.Port(1).Paused(prioRelayBase+4) || n.Port(0).Paused(4) {
+	relayQ := n.layout.Relay(1, &pkt.Packet{Prio: 4})
+	if relayQ != 4 || !n.Port(1).Paused(4) || n.Port(0).Paused(4) {
 		t.Fatal("own queues not paused on the receiving port only")
 	}
 	clk.RunUntil(2 * us)

@@ -1,0 +1,56 @@
+package nodes
+
+import (
+	"testing"
+
+	"github.com/fabriclab/fabriclab/pkt"
+)
+
+// TestFIFOLayoutSharedQueue: under pfc a node queues its own data and relayed data of a priority in one
+// FIFO; with relay_pfc ingress its own flows may fill LocalBytes of it (2 x XOFF by default), relayed
+// frames join behind them and count toward the ingress pause.
+func TestFIFOLayoutSharedQueue(t *testing.T) {
+	n, clk, _, _ := twoPort(t, relayNode(RelayIngress))
+	if _, ok := n.layout.(FIFOLayout); !ok {
+		t.Fatalf("pfc node layout %T, want FIFOLayout", n.layout)
+	}
+	n.Receive(1, relayPFCFrame(3, 0xFFFF)) // the downstream switch stops priority 3 on port 1
+	if err := n.StartFlow(Flow{ID: 1, Dst: 9, Size: 1_000_000, Route: []uint8{1, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.RunUntil(us)
+	port := n.Port(1)
+	local := port.Bytes(3)
+	if local < 40_000 || local > 40_000+DefaultMTU+100 {
+		t.Fatalf("local data held %d bytes, want LocalBytes 2 x 20000 (and at most one frame over)", local)
+	}
+	for i := 0; i < 20; i++ {
+		n.Receive(0, &pkt.Packet{Kind: pkt.Data, Size: 1100, Src: 0, Dst: 9, Prio: 3, Flow: 7, PSN: uint32(i),
+			Route: []uint8{0, 1, 1, 0}, Hop: 2})
+	}
+	if got := port.Bytes(3) - local; got != 20*1100 {
+		t.Fatalf("relayed frames added %d bytes to the shared queue, want %d", got, 20*1100)
+	}
+	for q := 0; q < port.NumQueues(); q++ {
+		if q != 3 && port.Bytes(q) != 0 {
+			t.Fatalf("queue %d holds %d bytes: local and relayed data must share queue 3", q, port.Bytes(q))
+		}
+	}
+	if _, paused := n.IngressBytes(0, 3); !paused {
+		t.Fatal("22 KB of relayed data held from port 0 did not pause it (XOFF 20 KB)")
+	}
+}
+
+// TestFIFOLayoutShallowWithoutIngress: without ingress PFC (pass-through) a node keeps QueueDepth local
+// frames in the shared queue, as every other NIC does.
+func TestFIFOLayoutShallowWithoutIngress(t *testing.T) {
+	n, clk, _, _ := twoPort(t, relayNode(RelayPassThrough))
+	n.Receive(1, relayPFCFrame(3, 0xFFFF))
+	if err := n.StartFlow(Flow{ID: 1, Dst: 9, Size: 1_000_000, Route: []uint8{1, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	clk.RunUntil(us)
+	if f := n.Port(1).Frames(3); f != DefaultQueueDepth {
+		t.Fatalf("%d local frames queued, want %d", f, DefaultQueueDepth)
+	}
+}
