@@ -312,6 +312,10 @@ func (n *NIC) dequeued(port, q int, p *pkt.Packet) {
 		n.ingress.released(p)
 	}
 	if l := n.lanes[port][q]; l != nil {
+		if p.Kind == pkt.Data && p.Src == n.cfg.Host {
+			l.queued--
+			l.queuedBytes -= int(p.Size)
+		}
 		l.refill()
 	}
 }

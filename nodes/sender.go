@@ -192,6 +192,8 @@ func (q *qp) send(psn uint32) {
 		q.armRTO()
 	}
 	n.stats.TxData++
+	q.lane.queued++
+	q.lane.queuedBytes += int(size)
 	n.enqueue(q.port, q.lane.q, p)
 }
 
@@ -355,6 +357,10 @@ type lane struct {
 	timer   clock.Timer
 	timerAt clock.Time
 	wake    func()
+	// queued/queuedBytes count this lane's own frames in its queue: under FIFOLayout relayed frames
+	// share it (localRoom, layout.go).
+	queued      int
+	queuedBytes int
 }
 
 func (l *lane) onWake() {
@@ -364,10 +370,8 @@ func (l *lane) onWake() {
 
 func (l *lane) refill() {
 	n := l.n
-	e := n.ports[l.port]
-	depth := n.cfg.QueueDepth
 	now := n.clk.Now()
-	for e.Frames(l.q) < depth && len(l.qps) > 0 {
+	for n.localRoom(l) && len(l.qps) > 0 {
 		var earliest clock.Time = -1
 		sent := false
 		for i := 0; i < len(l.qps); i++ {
