@@ -40,6 +40,9 @@ type RunOptions struct {
 	// FidelityBound is the fraction of frames that may leave later than one serialization time before
 	// the run is marked unfaithful (default DefaultFidelityBound).
 	FidelityBound float64
+	// Realtime is the SCHED_FIFO priority of the agents' loop threads: 0 means DefaultRealtime, a
+	// negative value keeps them on the default scheduler (see clock.RealtimeThread for why).
+	Realtime int
 	// Progress, if set, receives one-line notes on what the run is doing.
 	Progress func(string)
 	// OnAgents, if set, is called with the agents' PIDs and devices once they have been told to start
@@ -55,6 +58,10 @@ const DefaultAgents = 1
 // DefaultFidelityBound: a run is faithful when at most 5% of frames left more than one serialization
 // time (at the dilated rate) after their scheduled departure.
 const DefaultFidelityBound = 0.05
+
+// DefaultRealtime is a low real-time priority: above every ordinary process, below the kernel's own
+// threaded interrupt handlers (50) so the veths' softirq work still runs.
+const DefaultRealtime = 10
 
 // RunResult says how a netns run ended.
 type RunResult struct {
@@ -126,6 +133,13 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 		}
 	}()
 	setups := splitAgents(l, dl, nl, opts.Agents, pcaps, opts.PcapDir)
+	rt := opts.Realtime
+	if rt == 0 {
+		rt = DefaultRealtime
+	}
+	for _, s := range setups {
+		s.Realtime = max(rt, 0)
+	}
 	res.Agents = len(setups)
 	progress(fmt.Sprintf("lab %s up: %d devices in %d agents, dilation %g", name, len(l.Graph.Nodes), len(setups), res.Dilation))
 
@@ -247,6 +261,12 @@ func Verdict(m AgentFidelity, bound float64) report.Fidelity {
 	detail := fmt.Sprintf("%d of %d frames (%.2f%%) left more than one serialization time late (bound %.2g%%); mean lateness %v, max %v; timer lag mean %v, max %v",
 		m.LateFrames, m.Frames, 100*frac, 100*bound, m.SumLateness/clock.Time(m.Frames), m.MaxLateness,
 		m.TimerLagSum/clock.Time(max(m.Timers, 1)), m.TimerLagMax)
+	detail += fmt.Sprintf("; timers late >10us/100us/1ms/10ms: %d/%d/%d/%d of %d; loop %d iterations, %.0f%% of wall in ppoll",
+		m.LagOver[0], m.LagOver[1], m.LagOver[2], m.LagOver[3], m.Timers, m.Loops,
+		100*float64(m.PollTime)/float64(max(m.PollTime+m.BusyTime, 1)))
+	if m.RealtimeErr != "" {
+		detail += "; loop not real-time: " + m.RealtimeErr
+	}
 	if frac > bound {
 		return report.Fidelity{Faithful: false, Reason: "agents could not keep up: " + detail}
 	}
@@ -266,6 +286,18 @@ func sumFidelity(fs []AgentFidelity) AgentFidelity {
 		s.KernelFull += f.KernelFull
 		s.Malformed += f.Malformed
 		s.RxFrames += f.RxFrames
+		s.Loops += f.Loops
+		s.PollWakes += f.PollWakes
+		s.PollTimeout += f.PollTimeout
+		s.PollTime += f.PollTime
+		s.BusyTime += f.BusyTime
+		for i := range s.LagOver {
+			s.LagOver[i] += f.LagOver[i]
+		}
+		s.Realtime = s.Realtime || f.Realtime
+		if f.RealtimeErr != "" {
+			s.RealtimeErr = f.RealtimeErr
+		}
 	}
 	return s
 }

@@ -40,6 +40,8 @@ type AgentMsg struct {
 type AgentSetup struct {
 	Lab string `json:"lab"`
 	MTU int    `json:"mtu"`
+	// Realtime is the SCHED_FIFO priority of the agent's loop thread (0: stay on the default scheduler).
+	Realtime int `json:"realtime,omitempty"`
 	// FrameBytes is the fidelity yardstick: a frame is late when it leaves more than one serialization
 	// time of a FrameBytes frame (the largest data frame) after its scheduled departure.
 	FrameBytes int           `json:"frame_bytes"`
@@ -93,4 +95,16 @@ type AgentFidelity struct {
 	KernelFull  uint64     `json:"kernel_full"` // frames the kernel refused (dropped: counted as drops)
 	Malformed   uint64     `json:"malformed"`
 	RxFrames    uint64     `json:"rx_frames"`
+	// Loop instrumentation: iterations of the event loop, how many woke from ppoll for frames vs the
+	// timeout, and the wall time spent inside ppoll (the rest is engines, encode/decode and syscalls).
+	Loops       uint64     `json:"loops"`
+	PollWakes   uint64     `json:"poll_wakes"`
+	PollTimeout uint64     `json:"poll_timeouts"`
+	PollTime    clock.Time `json:"poll_time"`
+	BusyTime    clock.Time `json:"busy_time"`
+	// LagOver[i] counts timers that fired later than clock.LagBuckets[i].
+	LagOver [4]uint64 `json:"lag_over"`
+	// RealtimeErr is why the loop thread is not SCHED_FIFO when Realtime was asked for ("" when it is).
+	RealtimeErr string `json:"realtime_err,omitempty"`
+	Realtime    bool   `json:"realtime,omitempty"`
 }

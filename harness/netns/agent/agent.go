@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sync"
 
 	"github.com/fabriclab/fabriclab/harness/netns"
@@ -43,6 +44,11 @@ func Main(in io.Reader, out io.Writer) int {
 		c.fail(fmt.Errorf("first message must be setup: %v", err))
 		return 1
 	}
+	// A garbage collection stops the loop thread until the collector's own (ordinary-priority) threads
+	// finish, and on a busy machine they wait for a CPU: stalls of tens of milliseconds were measured.
+	// An agent's heap grows by little more than its records, so it collects only near a generous limit.
+	debug.SetGCPercent(-1)
+	debug.SetMemoryLimit(1 << 30)
 	a, err := newAgent(m.Setup)
 	if err != nil {
 		c.fail(err)

@@ -176,6 +176,14 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 	}
 	// The epoch is set at start; engines only read the clock once the loop runs.
 	a := &agent{setup: s, clk: clock.NewReal(0), wake: w, flows: len(s.Flows)}
+	if s.Realtime > 0 {
+		// Not fatal: without it the run still happens, and the fidelity monitor judges the result.
+		if err := clock.RealtimeThread(s.Realtime); err != nil {
+			a.fid.RealtimeErr = err.Error()
+		} else {
+			a.fid.Realtime = true
+		}
+	}
 	pcap := map[[2]any]bool{}
 	for _, pc := range s.Pcap {
 		pcap[[2]any{pc.Device, pc.Port}] = true

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
@@ -15,8 +14,6 @@ import (
 )
 
 // maxSleep bounds one ppoll so a stop request is never missed for long even if the eventfd were lost.
-var debug = os.Getenv("FABRICLAB_AGENT_DEBUG") != ""
-
 const maxSleep = 50 * clock.Millisecond
 
 func (a *agent) loop(end clock.Time, done func()) error {
@@ -34,6 +31,7 @@ func (a *agent) loop(end clock.Time, done func()) error {
 	}
 	sentDone := false
 	seen := -1
+	wall0 := a.clk.Wall()
 	for !a.stop.Load() {
 		a.clk.RunDue()
 		for _, p := range a.ports {
@@ -61,7 +59,17 @@ func (a *agent) loop(end clock.Time, done func()) error {
 			d = next - wall
 		}
 		ts := clock.ToTimespec(d)
+		before := a.clk.Wall()
+		a.fid.BusyTime += before - wall0
 		n, err := unix.Ppoll(a.fds, &ts, nil)
+		wall0 = a.clk.Wall()
+		a.fid.PollTime += wall0 - before
+		a.fid.Loops++
+		if n == 0 && err == nil {
+			a.fid.PollTimeout++
+		} else {
+			a.fid.PollWakes++
+		}
 		if err != nil {
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -148,7 +156,7 @@ func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
 		}
 	}
 	lag := a.clk.Lag()
-	a.fid.Timers, a.fid.TimerLagMax, a.fid.TimerLagSum = lag.Fired, lag.Max, lag.Sum
+	a.fid.Timers, a.fid.TimerLagMax, a.fid.TimerLagSum, a.fid.LagOver = lag.Fired, lag.Max, lag.Sum, lag.Over
 	for _, p := range a.ports {
 		if p.pcap != nil {
 			p.pcap.Flush()
