@@ -30,6 +30,7 @@ type Real struct {
 type LagStats struct {
 	Fired uint64
 	Max   Time
+	MaxAt Time // the deadline of the latest timer: when in the run the worst stall happened
 	Sum   Time // for the mean
 	// Over[i] counts callbacks later than LagBuckets[i].
 	Over [len(LagBuckets)]uint64
@@ -108,7 +109,7 @@ func (r *Real) RunDue() int {
 		if top.at > r.now {
 			r.now = top.at
 		}
-		r.noteLag(wall - top.at)
+		r.noteLag(wall-top.at, top.at)
 		f := top.f
 		top.f = nil
 		r.fired++
@@ -121,7 +122,7 @@ func (r *Real) RunDue() int {
 	return n
 }
 
-func (r *Real) noteLag(l Time) {
+func (r *Real) noteLag(l, at Time) {
 	if l < 0 {
 		l = 0
 	}
@@ -129,7 +130,7 @@ func (r *Real) noteLag(l Time) {
 	s.Fired++
 	s.Sum += l
 	if l > s.Max {
-		s.Max = l
+		s.Max, s.MaxAt = l, at
 	}
 	for i, b := range LagBuckets {
 		if l > b {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/fabriclab/fabriclab/harness/kernelhost"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the backend re-executes this binary as its agents
 	"github.com/fabriclab/fabriclab/lab"
@@ -28,7 +29,7 @@ func init() {
 
 func runNetns(ctx context.Context, l *lab.Lab, out string) (*records.Log, backendResult, error) {
 	opts := netns.RunOptions{Pcap: netnsFlags.pcap, Agents: netnsFlags.agents,
-		Progress: func(s string) { fmt.Fprintln(os.Stderr, "netns:", s) }}
+		Progress: func(s string) { fmt.Fprintln(os.Stderr, "netns:", s) }, Kernel: kernelhost.ForNetns(l)}
 	if opts.Pcap != "" {
 		opts.PcapDir = out + "/pcap"
 		if err := os.MkdirAll(opts.PcapDir, 0o755); err != nil {

@@ -43,6 +43,13 @@ type RunOptions struct {
 	// Realtime is the SCHED_FIFO priority of the agents' loop threads: 0 means DefaultRealtime, a
 	// negative value keeps them on the default scheduler (see clock.RealtimeThread for why).
 	Realtime int
+	// Kernel runs the lab's kernel-tcp hosts (package kernelhost provides it; this package cannot import
+	// kernelhost, which builds on it). Required when the lab has any.
+	Kernel KernelHosts
+	// KernelLead is how long (real time) after the agents' epoch the schedule starts when the lab has
+	// kernel hosts: their TCP handshakes cross the agents' switches, so the switches must already run,
+	// and connections are made before any flow's clock starts (default 1 s).
+	KernelLead time.Duration
 	// Progress, if set, receives one-line notes on what the run is doing.
 	Progress func(string)
 	// OnAgents, if set, is called with the agents' PIDs and devices once they have been told to start
@@ -55,9 +62,22 @@ type RunOptions struct {
 // engines of one agent still crosses a veth, but no cross-process wake-up sits on its path.
 const DefaultAgents = 1
 
+// KernelMTU is the link MTU of a lab with kernel-tcp hosts and no host.mtu: Ethernet's.
+const KernelMTU = 1500
+
 // DefaultFidelityBound: a run is faithful when at most 5% of frames left more than one serialization
 // time (at the dilated rate) after their scheduled departure.
 const DefaultFidelityBound = 0.05
+
+// KernelHosts runs kernel-stack hosts alongside the agents.
+type KernelHosts interface {
+	// Setup configures the hosts' namespaces (addresses, neighbours, sysctls) before any agent starts.
+	Setup(nl *Lab, hosts []lab.HostDev) error
+	// Run connects (the agents already forward), then runs flows whose dilated start times are
+	// relative to start (a CLOCK_MONOTONIC reading in ns, in the future), and returns their records in
+	// the agents' time: start is offset after the agents' time 0.
+	Run(ctx context.Context, nl *Lab, flows []lab.FlowPlan, start int64, offset clock.Time) ([]records.Flow, error)
+}
 
 // DefaultRealtime is a low real-time priority: above every ordinary process, below the kernel's own
 // threaded interrupt handlers (50) so the veths' softirq work still runs.
@@ -123,6 +143,35 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 	if progress == nil {
 		progress = func(string) {}
 	}
+	var kernelFlows []lab.FlowPlan
+	kernelLead := time.Duration(0)
+	if len(dl.Kernel) > 0 {
+		if opts.Kernel == nil {
+			return nil, res, errors.New("host.transport: kernel-tcp hosts need a kernel-host runner (RunOptions.Kernel, from package kernelhost)")
+		}
+		kernelLead = opts.KernelLead
+		if kernelLead <= 0 {
+			kernelLead = time.Second
+		}
+		// Every flow, NIC or kernel, starts kernelLead late on the agents' clock, so the handshakes
+		// happen on a running fabric and a mixed lab keeps its schedule's relative timing.
+		shift := clock.Time(kernelLead.Nanoseconds()) * clock.Nanosecond
+		kernel := map[int]bool{}
+		for _, h := range dl.Kernel {
+			kernel[h.Node] = true
+		}
+		var nic []lab.FlowPlan
+		for _, f := range dl.Flows {
+			if kernel[f.SrcNode] {
+				kernelFlows = append(kernelFlows, f)
+			} else {
+				f.At += shift
+				nic = append(nic, f)
+			}
+		}
+		dl.Flows = nic
+		dl.End += shift
+	}
 	nl, err := Up(ctx, name, l.Graph, Options{MTU: labMTU(l)})
 	if err != nil {
 		return nil, res, err
@@ -132,6 +181,11 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 			progress("teardown: " + derr.Error())
 		}
 	}()
+	if len(dl.Kernel) > 0 {
+		if err := opts.Kernel.Setup(nl, dl.Kernel); err != nil {
+			return nil, res, err
+		}
+	}
 	setups := splitAgents(l, dl, nl, opts.Agents, pcaps, opts.PcapDir)
 	rt := opts.Realtime
 	if rt == 0 {
@@ -181,16 +235,42 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 		opts.OnAgents(m)
 	}
 
+	type kernelOut struct {
+		flows []records.Flow
+		err   error
+	}
+	var kernelDone chan kernelOut
+	kctx, kcancel := context.WithCancel(ctx)
+	defer kcancel()
+	if len(dl.Kernel) > 0 {
+		kernelDone = make(chan kernelOut, 1)
+		go func() {
+			fl, err := opts.Kernel.Run(kctx, nl, kernelFlows, epoch+kernelLead.Nanoseconds(), clock.Time(kernelLead.Nanoseconds())*clock.Nanosecond)
+			kernelDone <- kernelOut{fl, err}
+		}()
+	}
+	var kernelRecs []records.Flow
+	kernelPending := kernelDone != nil
+
 	// Wait for every agent's "done", the end of the run, Ctrl-C, or an agent's death.
 	endWall := time.Duration(lead) + dl.End.Duration() + 2*time.Second
+	if len(dl.Kernel) > 0 {
+		endWall += 10 * time.Second // connection setup and the kernel's own retransmission timers
+	}
 	deadline := time.NewTimer(endWall)
 	defer deadline.Stop()
 	stopWhenDone := l.Spec.StopWhenDone()
 	doneCount := 0
 	cases := mergeMsgs(procs)
 wait:
-	for doneCount < len(procs) || !stopWhenDone {
+	for doneCount < len(procs) || kernelPending || !stopWhenDone {
 		select {
+		case k := <-kernelDone:
+			kernelPending = false
+			if k.err != nil {
+				return nil, res, fmt.Errorf("kernel hosts: %w", k.err)
+			}
+			kernelRecs = k.flows
 		case ev := <-cases:
 			p := procs[ev.i]
 			switch {
@@ -207,6 +287,12 @@ wait:
 		case <-ctx.Done():
 			res.Cancelled = true
 			break wait
+		}
+	}
+	kcancel()
+	if kernelPending {
+		if k := <-kernelDone; k.err == nil {
+			kernelRecs = k.flows
 		}
 	}
 	for _, p := range procs {
@@ -227,6 +313,7 @@ wait:
 			res.End = m.Now
 		}
 	}
+	log.Flows = append(log.Flows, kernelRecs...)
 	res.Wall = time.Since(wall)
 	completed := 0
 	for _, f := range log.Flows {
@@ -258,9 +345,9 @@ func Verdict(m AgentFidelity, bound float64) report.Fidelity {
 		return report.Fidelity{Faithful: true, Reason: "no frames sent"}
 	}
 	frac := float64(m.LateFrames) / float64(m.Frames)
-	detail := fmt.Sprintf("%d of %d frames (%.2f%%) left more than one serialization time late (bound %.2g%%); mean lateness %v, max %v; timer lag mean %v, max %v",
+	detail := fmt.Sprintf("%d of %d frames (%.2f%%) left more than one serialization time late (bound %.2g%%); mean lateness %v, max %v; timer lag mean %v, max %v (due at %v)",
 		m.LateFrames, m.Frames, 100*frac, 100*bound, m.SumLateness/clock.Time(m.Frames), m.MaxLateness,
-		m.TimerLagSum/clock.Time(max(m.Timers, 1)), m.TimerLagMax)
+		m.TimerLagSum/clock.Time(max(m.Timers, 1)), m.TimerLagMax, m.TimerLagAt)
 	detail += fmt.Sprintf("; timers late >10us/100us/1ms/10ms: %d/%d/%d/%d of %d; loop %d iterations, %.0f%% of wall in ppoll",
 		m.LagOver[0], m.LagOver[1], m.LagOver[2], m.LagOver[3], m.Timers, m.Loops,
 		100*float64(m.PollTime)/float64(max(m.PollTime+m.BusyTime, 1)))
@@ -282,7 +369,9 @@ func sumFidelity(fs []AgentFidelity) AgentFidelity {
 		s.MaxLateness = max(s.MaxLateness, f.MaxLateness)
 		s.Timers += f.Timers
 		s.TimerLagSum += f.TimerLagSum
-		s.TimerLagMax = max(s.TimerLagMax, f.TimerLagMax)
+		if f.TimerLagMax > s.TimerLagMax {
+			s.TimerLagMax, s.TimerLagAt = f.TimerLagMax, f.TimerLagAt
+		}
 		s.KernelFull += f.KernelFull
 		s.Malformed += f.Malformed
 		s.RxFrames += f.RxFrames
@@ -305,6 +394,15 @@ func sumFidelity(fs []AgentFidelity) AgentFidelity {
 // labMTU fits the largest frame the engines make: a data packet of the host MTU with a full source
 // route, or the switch MTU.
 func labMTU(l *lab.Lab) int {
+	for _, h := range l.Hosts {
+		if IsKernelHost(h) {
+			// The kernel sizes its segments to the interface: the link MTU is the host MTU.
+			if l.Spec.Host.MTU > 0 {
+				return min(l.Spec.Host.MTU, MaxMTU)
+			}
+			return KernelMTU
+		}
+	}
 	m := DefaultMTU
 	for _, h := range l.Hosts {
 		if need := h.Config.MTU + 200; need > m {
@@ -321,6 +419,11 @@ func labMTU(l *lab.Lab) int {
 
 // dataFrameBytes is the largest data frame the NICs send (payload MTU plus RoCEv2 headers).
 func dataFrameBytes(l *lab.Lab) int {
+	for _, h := range l.Hosts {
+		if IsKernelHost(h) {
+			return labMTU(l) + 14
+		}
+	}
 	m := nodes.DefaultMTU
 	for _, h := range l.Hosts {
 		m = max(m, h.Config.MTU)

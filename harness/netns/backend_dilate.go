@@ -16,12 +16,21 @@ import (
 type Dilated struct {
 	D        float64
 	Switches []lab.SwitchDev
-	Hosts    []lab.HostDev
-	Flows    []lab.FlowPlan
-	End      clock.Time
+	Hosts    []lab.HostDev // NIC-engine hosts, run by agents
+	// Kernel are the kernel-tcp hosts (config not dilated: the kernel has its own timers); no agent
+	// touches them, the kernel owns their ports.
+	Kernel []lab.HostDev
+	Flows  []lab.FlowPlan
+	End    clock.Time
 	// LinkDelay[link index] is the dilated propagation delay the sending agent applies.
 	LinkDelay []clock.Time
 }
+
+// KernelTCP is the host transport whose hosts are real Linux TCP stacks rather than NIC engines.
+const KernelTCP = "kernel-tcp"
+
+// IsKernelHost says whether h runs the kernel's TCP (no agent hosts it).
+func IsKernelHost(h lab.HostDev) bool { return h.Config.Transport == KernelTCP }
 
 // Dilate converts l to dilation d (>= 1). Host configs are resolved first (nodes.Config.WithDefaults), so
 // default timers and rates are dilated too rather than silently staying at paper values.
@@ -44,6 +53,10 @@ func Dilate(l *lab.Lab, d float64) (*Dilated, error) {
 		out.Switches = append(out.Switches, lab.SwitchDev{Node: s.Node, Config: c})
 	}
 	for _, h := range l.Hosts {
+		if IsKernelHost(h) {
+			out.Kernel = append(out.Kernel, h)
+			continue
+		}
 		c, err := h.Config.WithDefaults()
 		if err != nil {
 			return nil, fmt.Errorf("host %s: %w", l.Graph.Nodes[h.Node].Name, err)

@@ -91,6 +91,7 @@ type AgentFidelity struct {
 	SumLateness clock.Time `json:"sum_lateness"`
 	Timers      uint64     `json:"timers"`
 	TimerLagMax clock.Time `json:"timer_lag_max"`
+	TimerLagAt  clock.Time `json:"timer_lag_at"` // when (agent time) the worst timer was due
 	TimerLagSum clock.Time `json:"timer_lag_sum"`
 	KernelFull  uint64     `json:"kernel_full"` // frames the kernel refused (dropped: counted as drops)
 	Malformed   uint64     `json:"malformed"`

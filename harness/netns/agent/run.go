@@ -156,6 +156,7 @@ func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
 		}
 	}
 	lag := a.clk.Lag()
+	a.fid.TimerLagAt = lag.MaxAt
 	a.fid.Timers, a.fid.TimerLagMax, a.fid.TimerLagSum, a.fid.LagOver = lag.Fired, lag.Max, lag.Sum, lag.Over
 	for _, p := range a.ports {
 		if p.pcap != nil {
