@@ -96,7 +96,9 @@ func (l *Lab) hostFC(n int, c *nodes.Config) {
 		return
 	case "pfcstar":
 		c.FlowControl = nodes.FCPFCStar
-		c.DataPrio = uint8(pfcStarBase(l.pfcStarTags()))
+		tags := l.pfcStarTags()
+		c.DataPrio = uint8(pfcStarBase(tags))
+		c.PFCStar = nodes.PFCStarConfig{Tags: tags, Base: pfcStarBase(tags)}
 	case "pfc":
 		c.FlowControl = nodes.FCPFC
 	default:

@@ -139,8 +139,9 @@ func TestPortFCIncastNDC41(t *testing.T) {
 	}
 }
 
-// TestPFCStarTagsIncrease: with P = 3, a four-hop NDC flow leaves its first switch with tag 1 and its
-// second with tag 2, and both switches queue it at those priorities.
+// TestPFCStarTagsIncrease: with P = 3, a four-hop NDC flow is queued at tag 0 in its first switch and,
+// raised by the relay after crossing that switch, at tag 1 in its second (tag = switches crossed
+// before the device, docs/portfc.md §4).
 func TestPFCStarTagsIncrease(t *testing.T) {
 	f, res := runLab(t, `
 name: pfcstar-tags
@@ -172,8 +173,8 @@ duration: 10ms`)
 		tags = append(tags, tag)
 	}
 	t.Logf("pfcstar P=3 path %v: tags at switch egress %v", fp.Path.Nodes, tags)
-	if len(tags) != 2 || tags[0] != 1 || tags[1] != 2 {
-		t.Fatalf("tags %v, want [1 2]", tags)
+	if len(tags) != 2 || tags[0] != 0 || tags[1] != 1 {
+		t.Fatalf("tags %v, want [0 1]", tags)
 	}
 	for _, sw := range f.Lab.Switches {
 		lossless := sw.Config.Lossless

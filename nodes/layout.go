@@ -74,17 +74,25 @@ var prioPFC = func() (t [8][2]int) {
 // and a pause of the priority stops both. Queue numbers stay PrioLayout's (data 0..7, control 16;
 // 8..15 stay empty) so monitors read queues the same way under either layout.
 //
-// The NIC still keeps local data shallow: a flow's lane counts only its own frames in the shared queue
-// (nodes.Config.QueueDepth), so relayed frames neither starve local flows nor are starved by them
-// beyond FIFO order.
-type FIFOLayout struct{}
+// Under PFC* (Tags > 0) a relayed frame has just crossed a switch, so the relay raises its tag
+// (priority Base+t becomes Base+min(t+1, Tags-1)) before queueing it: a frame's tag at every device
+// is min(switches crossed before it, P-1), and the switches keep the tag of frames that come from a
+// host (switchsw/fc PFCStar). Local data keeps its priority (the lab sets it to Base, tag 0).
+type FIFOLayout struct {
+	Tags, Base int
+}
 
 func (FIFOLayout) Queues(int) int  { return prioControl + 1 }
 func (FIFOLayout) Control(int) int { return prioControl }
 func (FIFOLayout) Local(_ int, p *pkt.Packet) int {
 	return int(p.Prio & 7)
 }
-func (FIFOLayout) Relay(_ int, p *pkt.Packet) int {
+
+// Relay queues by priority, raising the PFC* tag first (it rewrites p.Prio).
+func (l FIFOLayout) Relay(_ int, p *pkt.Packet) int {
+	if l.Tags > 0 {
+		p.Prio = uint8(l.Base + min(PFCStarTag(int(p.Prio), l.Tags, l.Base)+1, l.Tags-1))
+	}
 	return int(p.Prio & 7)
 }
 func (FIFOLayout) PFC(_ int, prio int) []int {
@@ -97,6 +105,18 @@ var fifoPFC = func() (t [8][1]int) {
 	}
 	return t
 }()
+
+// PFCStarConfig is PFC*'s tagging at a node: Tags lossless priorities from Base (0 = no tagging).
+type PFCStarConfig struct {
+	Tags int `json:"tags,omitempty"`
+	Base int `json:"base,omitempty"`
+}
+
+// PFCStarTag is the tag priority prio stands for: 0 below Base, Tags-1 above the range (as the
+// switches read it).
+func PFCStarTag(prio, tags, base int) int {
+	return max(0, min(prio-base, tags-1))
+}
 
 // localRoom says whether lane l may put another local frame on its queue. Normally the NIC keeps
 // Config.QueueDepth frames of local data per queue: queues build in switches, and pacing stays real.

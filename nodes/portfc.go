@@ -25,7 +25,11 @@ type PortFCConfig struct {
 // checkFlowControl validates the flow-control part of a config, naming the field.
 func (c *Config) checkFlowControl() error {
 	switch c.FlowControl {
-	case "", FCPFC, FCPFCStar:
+	case "", FCPFC:
+	case FCPFCStar:
+		if t, b := c.PFCStar.Tags, c.PFCStar.Base; t < 0 || b < 0 || b+t > 8 {
+			return fmt.Errorf("nodes: config.pfcstar: tags %d from priority %d do not fit 8 priorities", t, b)
+		}
 	case FCPortFC:
 		pc := c.PortFC
 		if len(c.Ports) != 2 {
@@ -58,9 +62,11 @@ func configPlugins(c Config) Plugins {
 	case FCPortFC:
 		l := &PortFCLayout{N: c.PortFC.N, Self: c.PortFC.Self}
 		p.Layout, p.OnPortFC = l, l.onPortFC
-	case FCPFC, FCPFCStar:
+	case FCPFC:
 		// The paper's PFC baselines queue local and relayed data of a priority together (FIFOLayout).
 		p.Layout = FIFOLayout{}
+	case FCPFCStar:
+		p.Layout = FIFOLayout{Tags: c.PFCStar.Tags, Base: c.PFCStar.Base}
 	}
 	if c.RelayPFC.Mode == RelayPassThrough {
 		p.OnPFC = newPassThrough(len(c.Ports)).onPFC

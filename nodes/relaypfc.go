@@ -116,6 +116,9 @@ type ingressPFC struct {
 	local     int64 // RelayPFCConfig.LocalBytes resolved
 	quanta    uint16
 	groups    [][8]ingressGroup // [ingress port][prio]
+	// held is the group each relayed frame was charged to: a PFC* relay raises the frame's priority
+	// after admission, so the priority at release no longer names it.
+	held map[*pkt.Packet]*ingressGroup
 }
 
 type ingressGroup struct {
@@ -130,7 +133,8 @@ func newIngressPFC(n *NIC) *ingressPFC {
 	if r.Mode != RelayIngress {
 		return nil
 	}
-	g := &ingressPFC{n: n, xoff: r.XOFFBytes, xon: r.XONBytes, local: r.LocalBytesDefault(), quanta: r.PauseQuanta, groups: make([][8]ingressGroup, len(n.ports))}
+	g := &ingressPFC{n: n, xoff: r.XOFFBytes, xon: r.XONBytes, local: r.LocalBytesDefault(), quanta: r.PauseQuanta, groups: make([][8]ingressGroup, len(n.ports)),
+		held: map[*pkt.Packet]*ingressGroup{}}
 	if g.quanta == 0 {
 		g.quanta = 0xFFFF
 	}
@@ -151,12 +155,25 @@ func (g *ingressPFC) group(p *pkt.Packet) (*ingressGroup, int, int) {
 	return &g.groups[in][prio], in, prio
 }
 
+// position is the (ingress port, priority) of group x.
+func (g *ingressPFC) position(x *ingressGroup) (int, int) {
+	for in := range g.groups {
+		for prio := range g.groups[in] {
+			if &g.groups[in][prio] == x {
+				return in, prio
+			}
+		}
+	}
+	return -1, -1
+}
+
 // admitted counts a relayed frame against its ingress group and pauses the upstream at XOFF.
 func (g *ingressPFC) admitted(p *pkt.Packet) {
 	x, in, prio := g.group(p)
 	if x == nil {
 		return
 	}
+	g.held[p] = x
 	x.bytes += int64(p.Size)
 	if !x.paused && x.bytes >= g.xoff {
 		x.paused = true
@@ -167,10 +184,12 @@ func (g *ingressPFC) admitted(p *pkt.Packet) {
 
 // released returns a relayed frame's bytes when it leaves, and resumes the upstream at XON.
 func (g *ingressPFC) released(p *pkt.Packet) {
-	x, in, prio := g.group(p)
+	x := g.held[p]
 	if x == nil {
 		return
 	}
+	delete(g.held, p)
+	in, prio := g.position(x)
 	x.bytes -= int64(p.Size)
 	if x.paused && x.bytes <= g.xon {
 		x.paused = false

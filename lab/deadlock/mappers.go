@@ -39,15 +39,15 @@ func PFCStarTag(g *topo.Graph, p route.Path, hop, P, base int) int {
 	return base + min(PFCStarHops(g, p, hop), P-1)
 }
 
-// PFCStarHops is the number of switches whose classifier the frame of p has passed when it sits in
-// hop's egress queue: 0 at the sender, 1 in the first switch's egress queue and in the relay after it,
-// 2 in the second switch, and so on. This mirrors the engine (switchsw/fc PFCStar.Classify raises the
-// tag by one in every switch, before the frame joins its egress queue; relays keep the tag), so the
-// static verdict and the run agree. With that rule tag 0 only ever labels senders' own queues, which
-// are on no cycle: P tags separate at most P-1 switch hops, and P=2 leaves the NDC(2,1) ring cyclic.
+// PFCStarHops is the number of switches the frame of p crossed before the device at hop: 0 at the
+// sender and in the first switch, 1 in the relay after it and in the second switch, and so on
+// (docs/portfc.md §4). It mirrors the engines: a switch raises the tag only for frames that arrive from
+// another switch (switchsw/fc PFCStar.Classify), a relay raises it when it queues a frame it received
+// from a switch (nodes.FIFOLayout), so the static verdict and the run agree. On NDC(n,1) the relays'
+// queues then hold tag 1 and the senders' tag 0, and P = 2 leaves no cycle among four-hop paths.
 func PFCStarHops(g *topo.Graph, p route.Path, hop int) int {
 	n := 0
-	for i := 1; i <= hop; i++ {
+	for i := 0; i < hop; i++ {
 		if g.Nodes[p.Nodes[i]].Kind == topo.Switch {
 			n++
 		}

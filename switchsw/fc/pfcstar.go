@@ -9,11 +9,14 @@ import (
 func init() { Register("pfcstar", Mode{New: NewPFCStar, Ingress: true}) }
 
 // PFCStar is PFC* (the PortFC paper's "improved PFC", Tagger-style queue cutover): PFC with a per-hop
-// priority increase. A data frame arriving with tag t (priority Base+t) leaves with tag min(t+1, P-1),
-// so a frame's tag counts the switches it has crossed, capped at P-1, and every lossless priority only
-// waits on the same or a higher one. Priorities outside Base..Base+P-1 read as tag 0. Ingress
-// accounting stays on the arrival priority (Loc.InPrio), so pauses go upstream for the priority the
-// upstream device actually sent.
+// priority increase. A frame's tag (priority Base+t) at any device is min(switches it crossed before
+// that device, P-1) (docs/portfc.md §4): a switch raises the tag by one when the frame arrives from
+// another switch, and keeps it when the frame arrives from a host, because the host already queued
+// it at the right tag (its source sends tag 0; a relay node raised it when it crossed the switch before
+// it, nodes.FIFOLayout). Every lossless priority then only waits on the same or a higher one, and on
+// NDC(n,1) P = 2 separates a relay's queue (tag 1) from the senders' (tag 0). Priorities outside
+// Base..Base+P-1 read as tag 0 below the range and P-1 above it. Ingress accounting stays on the
+// arrival priority (Loc.InPrio): it is the queue the upstream device holds the frame in.
 type PFCStar struct {
 	*PFC
 	tags, base int
@@ -47,8 +50,13 @@ func (f *PFCStar) Tag(prio int) int {
 	return t
 }
 
-// Classify raises the frame's tag by one hop, then queues it as PFC does.
+// Classify raises the frame's tag when it crossed a switch just before this one, then queues it as PFC
+// does.
 func (f *PFCStar) Classify(out int, p *pkt.Packet) (int, Class) {
-	p.Prio = uint8(f.base + min(f.Tag(int(p.Prio))+1, f.tags-1))
+	t := f.Tag(int(p.Prio))
+	if _, fromHost := f.dev.PeerHost(int(p.InPort)); !fromHost {
+		t = min(t+1, f.tags-1)
+	}
+	p.Prio = uint8(f.base + t)
 	return f.PFC.Classify(out, p)
 }

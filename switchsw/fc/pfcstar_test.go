@@ -11,8 +11,9 @@ import (
 	"github.com/fabriclab/fabriclab/units"
 )
 
-// TestPFCStarTagging: with P = 3 tags from priority 3, a frame leaves one tag higher than it came
-// (capped at P-1), and the pause it provokes names the priority it arrived with.
+// TestPFCStarTagging: with P = 3 tags from priority 3, a frame from another switch leaves one tag
+// higher than it came (capped at P-1), a frame from a host keeps its tag, and the pause a raised
+// frame provokes names the priority it arrived with.
 func TestPFCStarTagging(t *testing.T) {
 	clk := clock.NewVirtual()
 	cfg := switchsw.Config{BufferBytes: 5_000_000, Lossless: []bool{false, false, false, true, true, true, false, false},
@@ -21,8 +22,11 @@ func TestPFCStarTagging(t *testing.T) {
 	for p := 0; p < 2; p++ {
 		cfg.Ports = append(cfg.Ports, switchsw.PortConfig{RateBps: gbps100, Delay: us})
 	}
+	// Port 0 faces a switch, port 2 a host (h7).
+	cfg.Ports = append(cfg.Ports, switchsw.PortConfig{RateBps: gbps100, Delay: us, PeerIsHost: true, PeerHost: 7})
 	var back []*pkt.Packet
-	links := []egress.Link{egress.LinkFunc(func(f *pkt.Packet) { back = append(back, f) }), egress.LinkFunc(func(*pkt.Packet) {})}
+	links := []egress.Link{egress.LinkFunc(func(f *pkt.Packet) { back = append(back, f) }), egress.LinkFunc(func(*pkt.Packet) {}),
+		egress.LinkFunc(func(*pkt.Packet) {})}
 	sw, err := switchsw.New(cfg, clk, links, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -33,6 +37,13 @@ func TestPFCStarTagging(t *testing.T) {
 		sw.Receive(0, p)
 		if p.Prio != want || (want == 5 && p.Queue != 5) {
 			t.Errorf("prio %d left as %d in queue %d, want %d", in, p.Prio, p.Queue, want)
+		}
+	}
+	for in, want := range map[uint8]uint8{0: 3, 3: 3, 4: 4, 5: 5, 7: 5} {
+		p := &pkt.Packet{Kind: pkt.Data, Size: 1000, Src: 7, Dst: 1, Prio: in, Route: []uint8{1}}
+		sw.Receive(2, p)
+		if p.Prio != want {
+			t.Errorf("prio %d from a host left as %d, want %d (a host already queued it at its tag)", in, p.Prio, want)
 		}
 	}
 	// Fill the ingress group of priority 4: its frames leave as tag 2 (priority 5), which is held.
