@@ -100,6 +100,7 @@ type Config struct {
 	// Algorithm 3, from PortFC). Hooks given to NewWith override it.
 	FlowControl string         `json:"flow_control,omitempty"`
 	PortFC      PortFCConfig   `json:"portfc,omitzero"`
+	PFCStar     PFCStarConfig  `json:"pfcstar,omitzero"` // relays raise the tag (FIFOLayout)
 	RelayPFC    RelayPFCConfig `json:"relay_pfc,omitzero"`
 }
 

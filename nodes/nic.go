@@ -337,6 +337,9 @@ func (n *NIC) relay(inPort int, p *pkt.Packet) {
 		n.drop(p, "no-route")
 		return
 	}
+	if n.ingress != nil && !p.Kind.Control() {
+		n.ingress.admitted(p) // at the arrival priority (Relay may raise a PFC* tag); before Enqueue: an idle port dequeues at once
+	}
 	q := n.control[port]
 	if !p.Kind.Control() {
 		q = n.layout.Relay(port, p)
@@ -345,9 +348,6 @@ func (n *NIC) relay(inPort int, p *pkt.Packet) {
 		p.Hop++
 	}
 	n.stats.Relayed++
-	if n.ingress != nil && !p.Kind.Control() {
-		n.ingress.admitted(p) // before Enqueue: an idle port dequeues at once
-	}
 	n.enqueue(port, q, p)
 }
 
