@@ -54,3 +54,33 @@ func TestFIFOLayoutShallowWithoutIngress(t *testing.T) {
 		t.Fatalf("%d local frames queued, want %d", f, DefaultQueueDepth)
 	}
 }
+
+// TestFIFOLayoutPFCStarRelayRaisesTag: a PFC* relay queues a frame it got from a switch one tag up
+// (it crossed that switch) and sends it with that priority, while the ingress group it is charged to,
+// and released from, stays the arrival priority the upstream switch queued it at.
+func TestFIFOLayoutPFCStarRelayRaisesTag(t *testing.T) {
+	c := relayNode(RelayIngress)
+	c.FlowControl, c.PFCStar = FCPFCStar, PFCStarConfig{Tags: 2, Base: 3}
+	n, clk, links, _ := twoPort(t, c)
+	n.Receive(1, relayPFCFrame(4, 0xFFFF)) // tag 1 stopped on port 1: relayed frames pile up there
+	for i := 0; i < 20; i++ {
+		n.Receive(0, &pkt.Packet{Kind: pkt.Data, Size: 1100, Src: 0, Dst: 9, Prio: 3, Flow: 7, PSN: uint32(i),
+			Route: []uint8{0, 1, 1, 0}, Hop: 2})
+	}
+	if b := n.Port(1).Bytes(4); b != 20*1100 {
+		t.Fatalf("tag-1 queue holds %d bytes, want all 20 relayed frames", b)
+	}
+	if b, paused := n.IngressBytes(0, 3); b != 20*1100 || !paused {
+		t.Fatalf("arrival group (port 0, prio 3): %d bytes, paused %v", b, paused)
+	}
+	n.Receive(1, relayPFCFrame(4, 0))
+	clk.RunUntil(20 * us)
+	if b, paused := n.IngressBytes(0, 3); b != 0 || paused {
+		t.Fatalf("after drain: group holds %d bytes, paused %v", b, paused)
+	}
+	for _, e := range links[1].data() {
+		if e.p.Prio != 4 {
+			t.Fatalf("relayed frame left with priority %d, want 4 (tag 1)", e.p.Prio)
+		}
+	}
+}
