@@ -27,13 +27,16 @@ host: {transport: lossless, cc: none}
 workload: [{kind: flows, list: [{src: h0, dst: h1, size: 10MB, at: 0s}]}]
 duration: 10ms`
 
+// incast runs at D=5000 (100 Gb/s links become 20 Mb/s): at D=1000 one agent had 3-31% of frames late
+// on a loaded 2-core VM. The go-back-N RTO is 1 ms rather than the default 10 ms only to keep the wall
+// time down (10 ms x 5000 = 50 s per timeout); both backends run the same spec.
 func incast(fc, transport string) string {
 	return `
 name: ns-incast-` + fc + `
 dilation: 5000
 topology: {family: ndc, n: 4, k: 1}
 switch: {flow_control: ` + fc + `, alpha: 0.125}
-host: {transport: ` + transport + `, cc: dcqcn}
+host: {transport: ` + transport + `, cc: dcqcn, rto: 1ms}
 workload: [{kind: incast, senders: 8, size: 200KB, receiver: h0, at: 0s}]
 duration: 100ms`
 }
@@ -52,12 +55,21 @@ var _ = Describe("netns backend: the engines on real frames", Label("netns"), fu
 		Expect(r.sum.Drops.Lossless + r.sum.Drops.Lossy).To(BeZero())
 	})
 
-	// The incast specs are not smoke yet: on a shared 2-core VM they ran ~50 s and were judged unfaithful
-	// (8-32% of frames late) at D=1000 and D=5000; see the netns issue note.
+	// The ~50 s incast runs were not a stall: the go-back-N flows waited out the dilated 10 ms RTO (50 s
+	// at D=5000; the virtual backend's flows hit the same RTO). The late frames were the agent losing
+	// the CPU to other processes; agents now run SCHED_FIFO without GC (clock.RealtimeThread).
+	// Which flows of a lossy incast time out depends on the exact drop pattern, so average FCT is not
+	// compared across backends here (it is bimodal: ~0.1 ms or ~1 RTO); drops, retransmissions and
+	// completion are.
+	// Not smoke yet: with other CPU-bound work on the 2-core VM the agent still saw 30-120 ms stalls
+	// (timer lag located by fidelity.reason's "due at"), cause not found; see the issue note.
 	It("drops and retransmits an 8->1 incast under lossy + go-back-N, and still completes", func() {
-		r := runNetns(incast("lossy", "gbn"), netns.RunOptions{})
+		spec := incast("lossy", "gbn")
+		v := runVirtual(spec)
+		r := runNetns(spec, netns.RunOptions{})
 		requireFaithful(r)
-		GinkgoWriter.Printf("lossy+gbn: drops %d, retransmissions %d, FCT avg %.4g s\n", r.sum.Drops.Lossy, r.sum.Retransmissions, r.sum.FCT.Avg)
+		GinkgoWriter.Printf("lossy+gbn: drops %d (virtual %d), retransmissions %d (virtual %d), FCT avg %.4g s (virtual %.4g s)\n",
+			r.sum.Drops.Lossy, v.Drops.Lossy, r.sum.Retransmissions, v.Retransmissions, r.sum.FCT.Avg, v.FCT.Avg)
 		Expect(r.sum.Flows.Completed).To(Equal(8))
 		Expect(r.sum.Drops.Lossy).To(BeNumerically(">", 0))
 		Expect(r.sum.Retransmissions).To(BeNumerically(">", 0))
@@ -76,6 +88,7 @@ var _ = Describe("netns backend: the engines on real frames", Label("netns"), fu
 		Expect(r.sum.Pauses.Sent).To(BeNumerically(">", 0))
 		Expect(lines(filepath.Join(r.dir, "pfc.txt"))).To(BeNumerically(">", 0))
 		Expect(within(r.sum.FCT.Avg, v.FCT.Avg)).To(BeNumerically("<", 0.05))
+		Expect(within(r.sum.ThroughputBps, v.ThroughputBps)).To(BeNumerically("<", 0.05))
 
 		// The pauses are real 802.1Qbb frames: gopacket finds them in the captures.
 		pcaps, _ := filepath.Glob(filepath.Join(r.dir, "pcap", "*.pcap"))
