@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/lab/route"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/switchsw"
@@ -116,4 +117,23 @@ func (l *Lab) hostFC(n int, c *nodes.Config) {
 	if c.RelayPFC.Mode == nodes.RelayIngress && c.RelayPFC.XONBytes >= c.RelayPFC.XOFFBytes {
 		c.RelayPFC.XONBytes = c.RelayPFC.XOFFBytes * 2 / 3
 	}
+}
+
+// PortFCQueueBound is the most a PortFC switch data queue (the IHFQ group or the DDQ of one egress
+// port) can hold, for switches of radix n whose links run at rateBps with one-way delay delay
+// (docs/portfc.md §3, "Headroom"): X_off, plus what each of the n-1 other nodes on the switch still
+// delivers after the pause. A node's b-queue stops one hop after the pause (one PFC headroom,
+// switchsw.Headroom: two BDPs in flight plus frames already being serialized), but its relay queue is
+// never paused: the relayed pause must cross a second link to stop the IHFQ of the switch feeding it,
+// so a second headroom's worth keeps arriving through the relay. The paper's "X_OFF + headroom"
+// (digest §7 claim 5) is this with the headroom counted per feeding node and per hop.
+func PortFCQueueBound(xoff int64, n int, rateBps float64, delay clock.Time, mtu int) int64 {
+	return xoff + int64(n-1)*2*switchsw.Headroom(rateBps, delay, mtu)
+}
+
+// PortFCQueueBound is PortFCQueueBound for switch i of the lab (its XOFF, radix, first port, MTU).
+func (l *Lab) PortFCQueueBound(i int) int64 {
+	c := l.Switches[i].Config
+	p := c.Ports[0]
+	return PortFCQueueBound(c.FlowControl.XOFF.Resolve(p.BDP()), len(c.Ports), p.RateBps, p.Delay, c.MTU)
 }

@@ -109,9 +109,8 @@ func TestPortFCIncastNDC41(t *testing.T) {
 	if r.switchSent == 0 {
 		t.Fatal("an 8->1 incast at 100G should trip X_off somewhere")
 	}
-	// Bound: X_off plus, from each of the n-1 other nodes, what a pause cannot stop (switchsw.Headroom:
-	// two link delays of line rate and three frames), plus the same again for the relay's extra hop
-	// when a DDQ pause must be relayed to the switch before it (portfc.md §3.6).
+	// Bound: lab.PortFCQueueBound, the one formula the suite and docs/portfc.md use. It must agree with
+	// the engine's own thresholds.
 	var sw0 *switchsw.Switch
 	for _, sw := range f.Switches {
 		sw0 = sw
@@ -119,9 +118,11 @@ func TestPortFCIncastNDC41(t *testing.T) {
 	}
 	xoff, _, dxoff, _ := sw0.FlowControl().(*fc.PortFC).Thresholds(0)
 	mtu := f.Lab.Switches[0].Config.MTU
-	hr := switchsw.Headroom(100e9, 1e6, mtu)
-	bound := max(xoff, dxoff) + 3*2*hr
-	t.Logf("bound X_off %d + 3 x 2 x headroom %d = %d B", max(xoff, dxoff), hr, bound)
+	bound := f.Lab.PortFCQueueBound(0)
+	if want := max(xoff, dxoff) + 3*2*switchsw.Headroom(100e9, 1e6, mtu); bound != want || bound != 244_572 {
+		t.Fatalf("PortFCQueueBound %d, want X_off %d + 3 x 2 x headroom = %d (244,572 B at the paper's parameters)", bound, max(xoff, dxoff), want)
+	}
+	t.Logf("bound %d B", bound)
 	if r.maxQueue > bound {
 		t.Fatalf("max switch queue %d > %d", r.maxQueue, bound)
 	}
