@@ -251,18 +251,91 @@ var _ = Describe("claim 4: victim isolation", Label("portfc"), func() {
 		return 0
 	}
 
-	// Not smoke: fails on these engines (see the suite report); a known failure must not gate CI.
+	// Not smoke: fails on these engines, and the engines follow the paper's algorithms here (the next
+	// spec pins down why; docs/portfc.md §8). A known failure must not gate CI. The victim shares s1's
+	// link toward h4 with two incast flows whose bottleneck (s4 toward h0, 8 senders) leaves them 25 Gb/s
+	// there, so its max-min fair share is 75% of the line; the suite asks for 90% of its alone rate.
 	It("keeps >= 90% of its alone throughput under PortFC, less under PFC", func() {
 		alone := victimTput(execute(build("n: 4, k: 1", "portfc", victim, "50ms")))
 		p := victimTput(execute(build("n: 4, k: 1", "portfc", incastList+victim, "50ms")))
 		aloneP := victimTput(execute(build("n: 4, k: 1", "pfc", victim, "50ms")))
 		q := victimTput(execute(build("n: 4, k: 1", "pfc", incastList+victim, "50ms")))
-		claims.add("4 victim next to 8->1 incast, PortFC", ">= fair share (Fig. 4)",
-			fmt.Sprintf("%s of %s alone (%.0f%%)", gbps(p), gbps(alone), 100*p/alone), yes(p >= 0.9*alone))
+		// Max-min: h5 and h6 get 2 of the 8 incast senders' shares of s4's port toward h0 on s1's link.
+		fair := 1 - 2.0/8
+		claims.add("4 victim next to 8->1 incast, PortFC", ">= fair share (Fig. 4); 90% asked",
+			fmt.Sprintf("%s of %s alone (%.0f%%; fair share %.0f%%)", gbps(p), gbps(alone), 100*p/alone, 100*fair), yes(p >= 0.9*alone))
 		claims.add("4 victim next to 8->1 incast, PFC", "victim paused (Fig. 4)",
 			fmt.Sprintf("%s of %s alone (%.0f%%)", gbps(q), gbps(aloneP), 100*q/aloneP), yes(q < 0.9*aloneP && q < p))
 		Expect(p).To(BeNumerically(">=", 0.9*alone))
 		Expect(q).To(BeNumerically("<", 0.9*aloneP))
 		Expect(q).To(BeNumerically("<", p))
+	})
+
+	// Why the victim loses under PortFC, as the paper's algorithms prescribe: the victim has its own IHFQ
+	// at s1 (it leaves s4 toward h8, the incast toward h0), and Algorithm 4 pauses only the incast's IHFQ.
+	// But Algorithm 1 compares the SUM of a port's IHFQs with X_off, and the incast's paused IHFQ alone
+	// holds about X_off, so s1 keeps sending IHFQ-class pauses for its port toward h4; Algorithm 3 then
+	// pauses a[that port] at every node on s1, and the victim's source h7 holds the victim in exactly that
+	// queue (node four-hop queues are indexed by the first switch's port, not the final one).
+	It("PortFC pauses the victim at its source through the IHFQ sum (Algorithms 1 and 3)", Label("smoke"), func() {
+		f := build("n: 4, k: 1", "portfc", incastList+victim, "50ms")
+		g := f.Lab.Graph
+		var vp route.Path
+		var inc []route.Path
+		for _, fp := range f.Lab.Flows {
+			if fp.Class == "victim" {
+				vp = fp.Path
+			}
+		}
+		for _, fp := range f.Lab.Flows {
+			if fp.Class == "incast" && fp.Path.Nodes[1] == vp.Nodes[1] {
+				inc = append(inc, fp.Path)
+			}
+		}
+		Expect(inc).To(HaveLen(2), "h5 and h6 cross the victim's first switch")
+		Expect(g.Nodes[vp.Nodes[2]].Name).To(Equal("h4"))
+		src, sw, swPort := vp.Nodes[0], vp.Nodes[1], int(vp.Ports[1])
+		vq, _ := deadlock.PortFC()(g, vp, 1)
+		iq, _ := deadlock.PortFC()(g, inc[0], 1)
+		Expect(vq.Queue).NotTo(Equal(iq.Queue), "victim and incast have their own IHFQs at %s", g.Nodes[sw].Name)
+		// Sample every microsecond while the victim runs.
+		var pausedSamples, samples int
+		var incastBytes, victimBytes int64
+		var tick func()
+		tick = func() {
+			vid := f.Lab.Flows[len(f.Lab.Flows)-1].ID
+			if _, ok := f.NICs[src].FlowState(vid); !ok {
+				return
+			}
+			samples++
+			port := f.Switches[sw].Port(swPort)
+			if f.NICs[src].Port(int(vp.Ports[0])).Paused(0) {
+				pausedSamples++
+				incastBytes += int64(port.Bytes(iq.Queue))
+				victimBytes += int64(port.Bytes(vq.Queue))
+			}
+			f.Clock.AfterFunc(clock.Microsecond, tick)
+		}
+		f.Clock.AfterFunc(0, tick)
+		r := execute(f)
+		Expect(f.Lab.Flows[len(f.Lab.Flows)-1].Class).To(Equal("victim"))
+		// Every pause the victim's source received is IHFQ-class from s1 (node queue a[0..n-2], on the
+		// port toward s1), none relayed (DDQ-class pauses would pause b-queues).
+		var got int
+		for _, p := range r.fab.Log.Pauses {
+			if int(p.Device) == src && !p.Sent && p.On {
+				got++
+				Expect(int(p.Port)).To(Equal(int(vp.Ports[0])))
+				Expect(int(p.Queue)).To(BeNumerically("<", 3), "an a-queue of NDC(4,1)")
+			}
+		}
+		Expect(got).To(BeNumerically(">", 0))
+		frac := float64(pausedSamples) / float64(samples)
+		share := float64(incastBytes) / float64(incastBytes+victimBytes)
+		claims.add("4 why: victim's source queue paused by the IHFQ sum", "HoLB-free (§III-F)",
+			fmt.Sprintf("h7 a[0] paused %.0f%% of the victim's life; incast IHFQ %.0f%% of the sum then", 100*frac, 100*share),
+			"paper's Alg 1+3")
+		Expect(frac).To(BeNumerically(">", 0.3))
+		Expect(share).To(BeNumerically(">", 0.8), "the incast's IHFQ, not the victim's, fills the sum")
 	})
 })
