@@ -90,14 +90,34 @@ func (t *passThrough) onPFC(n *NIC, in int, p *pkt.Packet) {
 			if quanta == 0 && t.pausedElsewhere(out, prio, now) {
 				continue
 			}
-			f := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Segs: 1, Src: -1, Dst: -1, Prio: uint8(prio),
-				PauseMask: 1 << uint(prio)}
-			f.PauseQuanta[prio] = quanta
-			n.SendControl(out, f)
-			n.log.Pauses = append(n.log.Pauses, records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
-				Port: int16(out), Queue: int16(prio), On: quanta > 0, Sent: true, Hops: 1})
+			for _, up := range upstreamPrios(n.layout, prio) {
+				f := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Segs: 1, Src: -1, Dst: -1, Prio: uint8(up),
+					PauseMask: 1 << uint(up)}
+				f.PauseQuanta[up] = quanta
+				n.SendControl(out, f)
+				n.log.Pauses = append(n.log.Pauses, records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
+					Port: int16(out), Queue: int16(up), On: quanta > 0, Sent: true, Hops: 1})
+			}
 		}
 	}
+}
+
+// upstreamPrios are the priorities upstream devices send the frames this node relays into its queue of
+// priority prio: prio itself, except under PFC*, where the relay raised their tag by one (FIFOLayout),
+// so the pause must name the tag below (both top tags at the cap; none for tag 0, which holds no
+// relayed frames).
+func upstreamPrios(l Layout, prio int) []int {
+	f, ok := l.(FIFOLayout)
+	if !ok || f.Tags <= 1 {
+		return []int{prio}
+	}
+	var ups []int
+	for a := f.Base; a < f.Base+f.Tags; a++ {
+		if f.Base+min(PFCStarTag(a, f.Tags, f.Base)+1, f.Tags-1) == prio {
+			ups = append(ups, a)
+		}
+	}
+	return ups
 }
 
 func (t *passThrough) pausedElsewhere(out, prio int, now clock.Time) bool {

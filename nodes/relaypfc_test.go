@@ -88,3 +88,26 @@ func TestRelayIngressPFC(t *testing.T) {
 		t.Fatalf("relayed %d of 30", got)
 	}
 }
+
+// TestRelayPassThroughPFCStar: a PFC* relay queues relayed frames one tag up, so a pause it receives
+// for its tag-1 queue is forwarded for the tags its upstream switches send those frames on (both
+// tags, at the cap P-1 = 1); a pause of tag 0, which holds no relayed frames, is not forwarded.
+func TestRelayPassThroughPFCStar(t *testing.T) {
+	c := relayNode(RelayPassThrough)
+	c.FlowControl, c.PFCStar = FCPFCStar, PFCStarConfig{Tags: 2, Base: 3}
+	n, clk, links, _ := twoPort(t, c)
+	n.Receive(1, relayPFCFrame(3, 1000))
+	clk.RunUntil(2 * us)
+	if fs := pfcOut(links[0]); len(fs) != 0 {
+		t.Fatalf("tag-0 pause forwarded: %+v", fs)
+	}
+	n.Receive(1, relayPFCFrame(4, 1000))
+	clk.RunUntil(4 * us)
+	var mask uint8
+	for _, f := range pfcOut(links[0]) {
+		mask |= f.PauseMask
+	}
+	if mask != 1<<3|1<<4 || !n.Port(1).Paused(4) {
+		t.Fatalf("forwarded mask %08b, want priorities 3 and 4", mask)
+	}
+}
