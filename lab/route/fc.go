@@ -8,7 +8,7 @@ import (
 
 // fc is the FC paper's routing baseline as the FC+ paper describes it (fcplus.md §2.4, §10.6): up-down
 // paths only (one lossless priority), pairwise edge-disjoint. Here the disjoint set is chosen greedily,
-// shortest first, from up to max_paths×8 up-down paths in Yen order: a lower bound on the max-flow
+// shortest first, from up to max_paths×2 up-down paths in Yen order: a lower bound on the max-flow
 // count FC uses, kept because it is what a path table over the same enumeration can install.
 func init() { Register("fc", newFC) }
 
@@ -16,11 +16,11 @@ func newFC(g *topo.Graph, params map[string]string) (Router, error) {
 	if err := CheckParams("fc", params, "max_paths"); err != nil {
 		return nil, err
 	}
-	limit, err := IntParam("fc", params, "max_paths", 16)
+	limit, err := IntParam("fc", params, "max_paths", 8)
 	if err != nil {
 		return nil, err
 	}
-	inner, err := newDFKSP(g, map[string]string{"k": fmt.Sprint(limit * 8), "lossless_priorities": "1"})
+	inner, err := newDFKSP(g, map[string]string{"k": fmt.Sprint(limit * 2), "lossless_priorities": "1"})
 	if err != nil {
 		return nil, fmt.Errorf("routing fc: %w", err)
 	}

@@ -128,7 +128,7 @@ func newDFKSP(g *topo.Graph, params map[string]string) (Router, error) {
 					}
 				}
 			}
-			if len(all) < k2 || k2 > 64*k {
+			if len(all) < k2 || k2 > 16*k {
 				return kept, nil
 			}
 		}
