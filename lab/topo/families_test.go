@@ -540,7 +540,7 @@ func TestBadParamsNameTheParam(t *testing.T) {
 }
 
 func TestFamiliesListed(t *testing.T) {
-	want := "dragonfly envelope fattree file jellyfish ndc petersen ring torus xpander"
+	want := "dragonfly envelope fattree fc fcplus file jellyfish ndc petersen ring torus xpander"
 	if got := strings.Join(Families(), " "); got != want {
 		t.Fatalf("Families() = %s", got)
 	}
