@@ -36,8 +36,10 @@ func (l *Lab) schedule() error {
 		}
 		fp := FlowPlan{Flow: f, SrcNode: g.Hosts[f.Src], Path: p}
 		// Server-centric fabrics are source-routed (BCube's own design); switch-centric ones forward by
-		// table unless the spec pinned the path.
-		if route.ServerCentric(g) || len(f.Via) > 0 || len(f.Path) > 0 {
+		// table unless the spec pinned the path or chose a routing the ECMP tables cannot express
+		// (up*/down*, smart, KSP, Valiant...): without the source route such a spec would silently run
+		// on shortest paths.
+		if route.ServerCentric(g) || len(f.Via) > 0 || len(f.Path) > 0 || !tableRouted(l.Router) {
 			fp.Route = p.Route()
 		}
 		mtu := s.Host.MTU
@@ -45,6 +47,13 @@ func (l *Lab) schedule() error {
 		l.Flows = append(l.Flows, fp)
 	}
 	return nil
+}
+
+// tableRouted reports whether a router's flows follow the lab's shortest-path ECMP tables, so switches
+// can forward them by table ("free" behaves like shortest for flows).
+func tableRouted(r route.Router) bool {
+	n := r.Name()
+	return n == "shortest" || n == "free"
 }
 
 // expand turns one workload entry into flows (IDs from 1, After referring to them).
