@@ -26,6 +26,11 @@ type Flow struct {
 	// Route is the source route from this NIC (Route[0] = egress port here); nil forwards by table and
 	// picks this NIC's egress port from Config.FIB by a hash of the flow.
 	Route []uint8
+	// Then, when set, is the source route of the packets whose last payload byte lies beyond After bytes
+	// of the message (HYBRID: ECMP first, VLB for the rest). Then[0] must be the port Route[0] (or the
+	// table) picks: a flow keeps its NIC queue.
+	Then  []uint8
+	After int64
 	Ideal clock.Time // standalone FCT the lab computed (IdealFCT), copied into the record
 	Class string
 	Prio  uint8 // 0 = Config.DataPrio

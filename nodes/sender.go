@@ -15,6 +15,8 @@ type qp struct {
 	seq   uint64 // start order on this NIC
 	dst   int32
 	route []uint8
+	then  []uint8 // route past `after` payload bytes (Flow.Then)
+	after int64
 	prio  uint8
 	sport uint16
 	port  int
@@ -82,6 +84,10 @@ func (n *NIC) StartFlow(f Flow) error {
 	if port < 0 || port >= len(n.ports) {
 		return fmt.Errorf("nodes: h%d: flow %d to h%d: no egress port (route %v, fib)", n.cfg.Host, f.ID, f.Dst, f.Route)
 	}
+	if len(f.Then) > 0 && (int(f.Then[0]) != port || f.After < 0) {
+		return fmt.Errorf("nodes: h%d: flow %d: second route leaves by port %d after %d bytes, want port %d and a non-negative offset",
+			n.cfg.Host, f.ID, f.Then[0], f.After, port)
+	}
 	prio := f.Prio
 	if prio == 0 {
 		prio = n.cfg.DataPrio
@@ -94,9 +100,12 @@ func (n *NIC) StartFlow(f Flow) error {
 	if npk > 1<<31 {
 		return fmt.Errorf("nodes: flow %d: %d packets overflow the PSN space", f.ID, npk)
 	}
-	q := &qp{n: n, id: f.ID, dst: f.Dst, route: f.Route, prio: prio, port: port,
+	q := &qp{n: n, id: f.ID, dst: f.Dst, route: f.Route, prio: prio, port: port, after: f.After,
 		sport: uint16(sportBase + mix32(uint64(f.ID)^n.cfg.Seed)&sportRandom),
 		npkts: uint32(npk), mtu: int32(mtu), lastPayload: int32(f.Size - (npk-1)*mtu)}
+	if len(f.Then) > 0 {
+		q.then = f.Then
+	}
 	q.lineRate = n.cfg.Ports[port].RateBps
 	q.rate = q.lineRate
 	if n.cfg.BDPCapBytes > 0 {
@@ -162,11 +171,17 @@ func (q *qp) send(psn uint32) {
 	if last {
 		payload = q.lastPayload
 	}
-	size := int32(pkt.DataSize(int(payload), len(q.route)))
+	route := q.route
+	// By offset, not by send order, so a retransmission takes the same route as the original (the
+	// thesis' rule: a packet goes direct iff the bytes up to and including it are at most Q).
+	if q.then != nil && int64(psn)*int64(q.mtu)+int64(payload) > q.after {
+		route = q.then
+	}
+	size := int32(pkt.DataSize(int(payload), len(route)))
 	p := &pkt.Packet{Kind: pkt.Data, Size: size, Segs: 1, Src: n.cfg.Host, Dst: q.dst, Flow: q.id, SPort: q.sport,
 		DPort: RoCEv2Port, Proto: ProtoUDP, Prio: q.prio, ECN: pkt.ECT0, PSN: psn, Payload: payload, Last: last,
-		SentAt: now, Route: q.route, InPort: -1}
-	if q.route != nil {
+		SentAt: now, Route: route, InPort: -1}
+	if route != nil {
 		p.Hop = 1 // this NIC used Route[0]; the next device reads Route[1]
 	}
 	if psn < q.sndHigh {
