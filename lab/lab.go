@@ -51,8 +51,11 @@ type FlowPlan struct {
 	traffic.Flow
 	SrcNode int
 	Route   []uint8
-	Path    route.Path // the path the ideal FCT was computed on
-	Ideal   clock.Time
+	// Then is the source route past ThenAfter bytes (HYBRID's VLB part, nodes.Flow.Then); nil: none.
+	Then      []uint8
+	ThenAfter int64
+	Path      route.Path // the path the ideal FCT was computed on
+	Ideal     clock.Time
 }
 
 // Build resolves s (defaults, validation) and assembles the lab.

@@ -30,6 +30,14 @@ func (l *Lab) schedule() error {
 	}
 	all.Sort()
 	for _, f := range all {
+		if fr, ok := l.Router.(route.FlowRouter); ok && len(f.Via) == 0 && len(f.Path) == 0 {
+			fp, err := l.flowRouted(fr, f) // flowroute.go
+			if err != nil {
+				return err
+			}
+			l.Flows = append(l.Flows, fp)
+			continue
+		}
 		p, err := l.pathFor(f)
 		if err != nil {
 			return err

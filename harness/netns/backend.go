@@ -484,7 +484,7 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 	for _, f := range dl.Flows {
 		s := setups[owner[f.SrcNode]]
 		s.Flows = append(s.Flows, AgentFlow{Node: f.SrcNode, At: f.At,
-			Flow: nodes.Flow{ID: f.ID, Dst: int32(f.Dst), Size: f.Size, Route: f.Route, Ideal: f.Ideal, Class: f.Class}})
+			Flow: f.NICFlow()})
 	}
 	return setups
 }

@@ -86,7 +86,7 @@ func New(l *lab.Lab) (*Fabric, error) {
 	for i := range l.Flows {
 		fp := &l.Flows[i]
 		nic := f.NICs[fp.SrcNode]
-		flow := nodes.Flow{ID: fp.ID, Dst: int32(fp.Dst), Size: fp.Size, Route: fp.Route, Ideal: fp.Ideal, Class: fp.Class}
+		flow := fp.NICFlow()
 		f.startAt[i] = func() {
 			if err := nic.StartFlow(flow); err != nil {
 				f.Log.Violations = append(f.Log.Violations, fmt.Sprintf("flow %d did not start: %v", flow.ID, err))
