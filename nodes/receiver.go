@@ -92,7 +92,7 @@ func (n *NIC) onData(port int, p *pkt.Packet) {
 		if !rx.nacked || rx.nackFor != rx.expected || now-rx.nackAt >= n.cfg.NackInterval {
 			rx.nacked, rx.nackFor, rx.nackAt = true, rx.expected, now
 			n.stats.TxNack++
-			n.sendCtl(pkt.Nack, p, rx, 0, pkt.AckSize)
+			n.sendCtl(pkt.Nack, p, rx, 0, pkt.NackSize) // the wire NAK always has the SACK field; go-back-N leaves it 0
 		}
 	default:
 		// A duplicate: the sender timed out or went back. Answer (coalesced) so a lost ACK cannot stall

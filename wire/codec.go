@@ -101,6 +101,43 @@ func FrameSize(p *pkt.Packet) int {
 	return -1
 }
 
+// Check reports whether Encode would accept p, without encoding it: the virtual backend calls it on
+// every frame it carries, so a descriptor the real wire cannot carry fails there too, not only on netns
+// (a go-back-N NAK sized without the IRN extension once went unnoticed in virtual runs for that reason).
+func Check(p *pkt.Packet) error {
+	switch p.Kind {
+	case pkt.Data, pkt.Ack, pkt.Nack, pkt.CNP:
+		if err := checkIPv4Packet(p, RoCEv2Port); err != nil {
+			return err
+		}
+		if p.Flow > maxPSN || p.PSN > maxPSN {
+			return errf(ErrInvalidPacket, "%v packet Flow %d / PSN %d do not fit the 24-bit BTH fields", p.Kind, p.Flow, p.PSN)
+		}
+		if p.Kind == pkt.Data && p.Payload < 0 {
+			return errf(ErrInvalidPacket, "data packet Payload %d", p.Payload)
+		}
+	case pkt.Probe:
+		return checkIPv4Packet(p, ProbePort)
+	case pkt.PFC, pkt.PortFC:
+		if p.Size != pkt.MinFrame {
+			return errf(ErrInvalidPacket, "%v packet Size %d, want %d", p.Kind, p.Size, pkt.MinFrame)
+		}
+	case pkt.IP:
+		if p.Raw == nil {
+			return errf(ErrInvalidPacket, "ip packet without Raw bytes")
+		}
+		if int(p.Size) != len(p.Raw) {
+			return errf(ErrInvalidPacket, "ip packet Size %d but Raw has %d bytes", p.Size, len(p.Raw))
+		}
+		if len(p.Raw) < pkt.EthHdr+pkt.IPv4Hdr || binary.BigEndian.Uint16(p.Raw[12:]) != EtherTypeIPv4 {
+			return errf(ErrInvalidPacket, "ip packet Raw is not an untagged IPv4 frame")
+		}
+	default:
+		return errf(ErrInvalidPacket, "unknown packet kind %d", p.Kind)
+	}
+	return nil
+}
+
 // Encode appends the frame for p to buf and returns the extended slice. It allocates only when buf lacks
 // capacity, so a port that reuses one buffer encodes without allocating.
 //
@@ -126,15 +163,15 @@ func FrameSize(p *pkt.Packet) int {
 //   - IP: Raw is copied out; if Prio or ECN differ from Raw's, the copy gets DSCP=Prio<<3 / the new ECN and
 //     a fixed header checksum (Raw itself is not modified).
 func Encode(p *pkt.Packet, buf []byte) ([]byte, error) {
+	if err := Check(p); err != nil {
+		return buf, err
+	}
 	switch p.Kind {
 	case pkt.Data, pkt.Ack, pkt.Nack, pkt.CNP:
 		return encodeRoCE(p, buf)
 	case pkt.Probe:
 		return encodeProbe(p, buf)
 	case pkt.PFC:
-		if p.Size != pkt.MinFrame {
-			return buf, errf(ErrInvalidPacket, "pfc packet Size %d, want %d", p.Size, pkt.MinFrame)
-		}
 		buf, f := grow(buf, pkt.MinFrame)
 		clear(f)
 		copy(f[0:6], PFCDstMAC)
@@ -147,9 +184,6 @@ func Encode(p *pkt.Packet, buf []byte) ([]byte, error) {
 		}
 		return buf, nil
 	case pkt.PortFC:
-		if p.Size != pkt.MinFrame {
-			return buf, errf(ErrInvalidPacket, "portfc packet Size %d, want %d", p.Size, pkt.MinFrame)
-		}
 		buf, f := grow(buf, pkt.MinFrame)
 		clear(f)
 		copy(f[0:6], PortFCDstMAC)
@@ -252,16 +286,8 @@ func onesSum(b []byte) uint16 {
 	return uint16(s)
 }
 
+// encodeRoCE, encodeProbe and encodeRaw take descriptors Check has accepted.
 func encodeRoCE(p *pkt.Packet, buf []byte) ([]byte, error) {
-	if err := checkIPv4Packet(p, RoCEv2Port); err != nil {
-		return buf, err
-	}
-	if p.Flow > maxPSN || p.PSN > maxPSN {
-		return buf, errf(ErrInvalidPacket, "%v packet Flow %d / PSN %d do not fit the 24-bit BTH fields", p.Kind, p.Flow, p.PSN)
-	}
-	if p.Kind == pkt.Data && p.Payload < 0 {
-		return buf, errf(ErrInvalidPacket, "data packet Payload %d", p.Payload)
-	}
 	n := int(p.Size)
 	buf, f := grow(buf, n)
 	off := putIPv4UDP(f, p, RoCEv2Port)
@@ -329,9 +355,6 @@ func encodeRoCE(p *pkt.Packet, buf []byte) ([]byte, error) {
 }
 
 func encodeProbe(p *pkt.Packet, buf []byte) ([]byte, error) {
-	if err := checkIPv4Packet(p, ProbePort); err != nil {
-		return buf, err
-	}
 	buf, f := grow(buf, int(p.Size))
 	off := putIPv4UDP(f, p, ProbePort)
 	putProbe(f[off:], p.Flow, p.PSN, p.Last, int64(p.SentAt), int64(p.ProbeDelay))
@@ -378,18 +401,9 @@ func putPortFC(b []byte, pause bool, queue, port int16) {
 }
 
 func encodeRaw(p *pkt.Packet, buf []byte) ([]byte, error) {
-	if p.Raw == nil {
-		return buf, errf(ErrInvalidPacket, "ip packet without Raw bytes")
-	}
-	if int(p.Size) != len(p.Raw) {
-		return buf, errf(ErrInvalidPacket, "ip packet Size %d but Raw has %d bytes", p.Size, len(p.Raw))
-	}
 	l := len(buf)
 	buf = append(buf, p.Raw...)
 	f := buf[l:]
-	if len(f) < pkt.EthHdr+pkt.IPv4Hdr || binary.BigEndian.Uint16(f[12:]) != EtherTypeIPv4 {
-		return buf[:l], errf(ErrInvalidPacket, "ip packet Raw is not an untagged IPv4 frame")
-	}
 	tos := f[pkt.EthHdr+1]
 	want := tos
 	if DSCPPrio(tos>>2) != p.Prio {

@@ -3,6 +3,7 @@ package virtual
 import (
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/wire"
 )
 
 // Device is what a link delivers to: a switch or a NIC engine.
@@ -22,6 +23,9 @@ type link struct {
 	head    int
 	pending bool
 	fire    func()
+	// unwired is told about every frame the real wire could not carry (wire.Check): the netns backend
+	// would fail to send it, so the virtual run must not quietly deliver it.
+	unwired func(p *pkt.Packet, err error)
 }
 
 type inFlight struct {
@@ -29,13 +33,17 @@ type inFlight struct {
 	p  *pkt.Packet
 }
 
-func newLink(clk *clock.Virtual, delay clock.Time, to Device, port int) *link {
-	l := &link{clk: clk, delay: delay, to: to, port: port}
+func newLink(clk *clock.Virtual, delay clock.Time, to Device, port int, unwired func(*pkt.Packet, error)) *link {
+	l := &link{clk: clk, delay: delay, to: to, port: port, unwired: unwired}
 	l.fire = l.deliver
 	return l
 }
 
 func (l *link) Send(p *pkt.Packet) {
+	if err := wire.Check(p); err != nil {
+		l.unwired(p, err)
+		return
+	}
 	l.flight = append(l.flight, inFlight{at: l.clk.Now() + l.delay, p: p})
 	if !l.pending {
 		l.pending = true

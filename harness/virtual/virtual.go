@@ -13,6 +13,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/nodes"
+	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/report"
 	"github.com/fabriclab/fabriclab/switchsw"
@@ -34,8 +35,10 @@ type Fabric struct {
 	// StopOnDeadlock ends Run at the monitor's first detection (default true: a deadlocked fabric never
 	// recovers, and the rest of the run would only burn time).
 	StopOnDeadlock bool
-	deadlocked     bool
-	started        int
+	// Unwired counts frames dropped because the real wire could not carry them (a bug in an engine).
+	Unwired    uint64
+	deadlocked bool
+	started    int
 
 	// Completion bookkeeping: flow records are appended as flows complete, so Run reads only the new
 	// ones. waiting counts each dependent flow's outstanding predecessors (traffic.Flow.After).
@@ -79,8 +82,8 @@ func New(l *lab.Lab) (*Fabric, error) {
 		if a == nil || b == nil {
 			return nil, fmt.Errorf("link %d (%s-%s) joins a device the lab did not configure", i, g.Nodes[lk.A.Node].Name, g.Nodes[lk.B.Node].Name)
 		}
-		a.SetLink(lk.A.Port, newLink(f.Clock, lk.Delay, b, lk.B.Port))
-		b.SetLink(lk.B.Port, newLink(f.Clock, lk.Delay, a, lk.A.Port))
+		a.SetLink(lk.A.Port, newLink(f.Clock, lk.Delay, b, lk.B.Port, f.unwired(g.Nodes[lk.A.Node].Name, lk.A.Port)))
+		b.SetLink(lk.B.Port, newLink(f.Clock, lk.Delay, a, lk.A.Port, f.unwired(g.Nodes[lk.B.Node].Name, lk.B.Port)))
 	}
 	f.startAt = make([]func(), len(l.Flows))
 	for i := range l.Flows {
@@ -106,6 +109,24 @@ func New(l *lab.Lab) (*Fabric, error) {
 		f.Clock.AfterFunc(fp.At, f.startAt[i])
 	}
 	return f, nil
+}
+
+// maxUnwired bounds the violations recorded for frames the wire cannot carry: one bug emits such a
+// frame per packet, and the first few name it; the rest are only counted.
+const maxUnwired = 10
+
+// unwired returns the callback a link out of device port uses to report a frame wire.Check refused.
+// The frame is dropped, as the netns backend's encoder drops it, and the run carries a violation.
+func (f *Fabric) unwired(device string, port int) func(*pkt.Packet, error) {
+	return func(p *pkt.Packet, err error) {
+		f.Unwired++
+		if f.Unwired <= maxUnwired {
+			f.Log.Violations = append(f.Log.Violations, fmt.Sprintf("%s p%d at %v: the wire cannot carry this %v frame: %v",
+				device, port, f.Clock.Now(), p.Kind, err))
+		} else if f.Unwired == maxUnwired+1 {
+			f.Log.Violations = append(f.Log.Violations, "more frames the wire cannot carry follow; see Fabric.Unwired for the count")
+		}
+	}
 }
 
 // Result says how a run ended.
