@@ -126,8 +126,14 @@ func (a *agent) receive(p *port) error {
 			a.fid.Malformed++
 			return
 		}
+		// Decode aliases Route and Raw to the frame, whose buffer the next recvmmsg overwrites while the
+		// packet may still wait in an egress queue. (Only Raw was copied once: queued relay and switch
+		// frames then left with a later frame's route and were dropped as no-route downstream.)
 		if pk.Raw != nil {
 			pk.Raw = bytes.Clone(pk.Raw)
+		}
+		if pk.Route != nil {
+			pk.Route = bytes.Clone(pk.Route)
 		}
 		a.clk.Sync()
 		p.dev.eng.Receive(p.index, pk)
