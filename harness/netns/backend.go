@@ -331,6 +331,7 @@ wait:
 		bound = DefaultFidelityBound
 	}
 	res.Fidelity = Verdict(res.Monitor, bound)
+	res.Fidelity = stallVerdict(res.Fidelity, res.Monitor, log, stallBudget(dl))
 	if res.Monitor.KernelFull > 0 {
 		log.Violations = append(log.Violations, fmt.Sprintf("netns: the kernel refused %d frames (an agent fell behind reading)", res.Monitor.KernelFull))
 	}
@@ -358,6 +359,41 @@ func Verdict(m AgentFidelity, bound float64) report.Fidelity {
 		return report.Fidelity{Faithful: false, Reason: "agents could not keep up: " + detail}
 	}
 	return report.Fidelity{Faithful: true, Reason: detail}
+}
+
+// stallBudget is the longest loop stall PFC headroom absorbs: once a pause is due, headroom covers
+// about one round trip of the shortest link (2 x its delay, dilated) of frames still arriving. A
+// stall longer than that lets an upstream agent, catching up on its timers, send past a pause it has
+// not read yet.
+func stallBudget(dl *Dilated) clock.Time {
+	var d clock.Time = -1
+	for _, x := range dl.LinkDelay {
+		if d < 0 || x < d {
+			d = x
+		}
+	}
+	return 2 * max(d, 0)
+}
+
+// stallVerdict makes a run with lossless drops unfaithful when the agents stalled for longer than the
+// headroom covers: those drops are the machine's, and a suite must not read them as the flow control's.
+// The drops stay in the log as violations either way; with no such stall they are the engines' own.
+func stallVerdict(f report.Fidelity, m AgentFidelity, log *records.Log, budget clock.Time) report.Fidelity {
+	if !f.Faithful || m.TimerLagMax <= budget {
+		return f
+	}
+	n := 0
+	for _, d := range log.Drops {
+		if d.Lossless {
+			n++
+		}
+	}
+	if n == 0 {
+		return f
+	}
+	return report.Fidelity{Faithful: false, Reason: fmt.Sprintf(
+		"%d lossless drops after an agent stalled %v, longer than the %v of arrivals PFC headroom covers (machine busy?); %s",
+		n, m.TimerLagMax, budget, f.Reason)}
 }
 
 func sumFidelity(fs []AgentFidelity) AgentFidelity {

@@ -281,8 +281,8 @@ duration: 1ms
 
 	// The same generator output must reach real agents intact: every scheduled flow runs, with the
 	// schedule's endpoints and sizes, and completes. Completion and counts do not depend on how well
-	// the machine keeps time, so this asserts them even on an unfaithful run; rates are the netns
-	// suite's business.
+	// the machine keeps time (go-back-N recovers what a stall drops), so this asserts them even on an
+	// unfaithful run; rates are the netns suite's business.
 	It("runs a Poisson WebSearch workload on the netns backend, every scheduled flow intact", Label("netns", "smoke"), func() {
 		if os.Geteuid() != 0 {
 			Fail("this spec needs root: the netns backend creates network namespaces (sudo bash scripts/test.sh)")
@@ -316,7 +316,11 @@ duration: 20ms
 			Expect([]int64{int64(r.Src), int64(r.Dst), r.Size}).To(Equal([]int64{int64(f.Src), int64(f.Dst), f.Size}), "flow %d: src, dst, size", f.ID)
 			Expect(r.Completed).To(BeTrue(), "flow %d did not complete", f.ID)
 		}
-		Expect(sum.Drops.Lossless).To(BeZero())
-		Expect(sum.Violations).To(BeEmpty())
+		// PFC keeps this lossless unless an agent stalled past what headroom covers, which the fidelity
+		// verdict then names (harness/netns stallVerdict); on a faithful run a lossless drop is a bug.
+		if res.Fidelity.Faithful {
+			Expect(sum.Drops.Lossless).To(BeZero())
+			Expect(sum.Violations).To(BeEmpty())
+		}
 	})
 })
