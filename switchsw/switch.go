@@ -195,6 +195,14 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 		// Control frames are small, strict priority and never paused, so they drain at line rate; the MMU
 		// does not account them.
 		s.meta[out*s.nall+s.ctq].push(meta{at: s.clk.Now(), in: int16(port)})
+		if p.Kind == pkt.Probe && !p.Last {
+			// A path test message bypasses data in the strict queue, so it carries the queueing delay a
+			// data frame of its priority would see here instead: the backlog ahead of it at line rate
+			// (telemetry routing, dragonfly-telemetry.md §2.2). Replies (Last) carry the forward delay
+			// back unchanged.
+			eg := s.ports[out]
+			p.ProbeDelay += clock.TxTime(eg.Bytes(fc.QueueOf((*device)(s), int(p.Prio))), eg.Rate())
+		}
 		if routed {
 			p.Hop++
 		}
@@ -275,7 +283,10 @@ func (s *Switch) route(p *pkt.Packet) int {
 func (s *Switch) dequeued(out, q int, p *pkt.Packet) {
 	i := out*s.nall + q
 	m := s.meta[i].pop()
-	if p.Kind == pkt.Probe {
+	// Data frames accumulate their measured residence for the receiver to reflect in ACKs (telemetry's
+	// piggybacked delay); probes add their own wait in the control queue. Probe replies do not: they
+	// carry the forward delay of the probe they answer.
+	if p.Kind == pkt.Data || (p.Kind == pkt.Probe && !p.Last) {
 		p.ProbeDelay += s.clk.Now() - m.at
 	}
 	if q >= s.nq {
