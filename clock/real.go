@@ -71,6 +71,18 @@ func (r *Real) Wall() Time { return Time(MonotonicNanos()-r.epoch) * Nanosecond 
 // Now is the logical time (see Real).
 func (r *Real) Now() Time { return r.now }
 
+// AdvanceTo moves the logical time up to t, but never past the wall time: a loop catching up in steps
+// (RunDueUntil) processes what it reads between steps at the step's time, not at the moment it woke.
+func (r *Real) AdvanceTo(t Time) Time {
+	if w := r.Wall(); t > w {
+		t = w
+	}
+	if t > r.now {
+		r.now = t
+	}
+	return r.now
+}
+
 // Sync moves the logical time up to the wall time, for work triggered by the outside world (a frame
 // arrived) rather than by a timer. It returns the new Now.
 func (r *Real) Sync() Time {
@@ -93,7 +105,12 @@ func (r *Real) AfterFunc(d Time, f func()) Timer {
 
 // RunDue fires every timer whose deadline has passed on the wall clock, in deadline order, including
 // timers those callbacks schedule for the past or present. It returns how many fired.
-func (r *Real) RunDue() int {
+func (r *Real) RunDue() int { return r.RunDueUntil(r.Wall()) }
+
+// RunDueUntil is RunDue for the timers due by limit (and by the wall clock): a loop that woke late
+// catches up in steps, reading what its devices sent each other between steps, instead of firing a
+// whole stall's worth of timers before any frame sent in it is received.
+func (r *Real) RunDueUntil(limit Time) int {
 	n := 0
 	wall := r.Wall()
 	for len(r.events) > 0 {
@@ -102,7 +119,7 @@ func (r *Real) RunDue() int {
 			r.events, _ = heapPop(r.events)
 			continue
 		}
-		if top.at > wall {
+		if top.at > wall || top.at > limit {
 			break
 		}
 		r.events, _ = heapPop(r.events)

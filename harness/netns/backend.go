@@ -349,8 +349,8 @@ func Verdict(m AgentFidelity, bound float64) report.Fidelity {
 	detail := fmt.Sprintf("%d of %d frames (%.2f%%) left more than one serialization time late (bound %.2g%%); mean lateness %v, max %v; timer lag mean %v, max %v (due at %v)",
 		m.LateFrames, m.Frames, 100*frac, 100*bound, m.SumLateness/clock.Time(m.Frames), m.MaxLateness,
 		m.TimerLagSum/clock.Time(max(m.Timers, 1)), m.TimerLagMax, m.TimerLagAt)
-	detail += fmt.Sprintf("; timers late >10us/100us/1ms/10ms: %d/%d/%d/%d of %d; loop %d iterations, %.0f%% of wall in ppoll",
-		m.LagOver[0], m.LagOver[1], m.LagOver[2], m.LagOver[3], m.Timers, m.Loops,
+	detail += fmt.Sprintf("; timers late >10us/100us/1ms/10ms: %d/%d/%d/%d of %d; loop %d iterations (%d catch-up steps), %.0f%% of wall in ppoll",
+		m.LagOver[0], m.LagOver[1], m.LagOver[2], m.LagOver[3], m.Timers, m.Loops, m.CatchUpSteps,
 		100*float64(m.PollTime)/float64(max(m.PollTime+m.BusyTime, 1)))
 	if m.RealtimeErr != "" {
 		detail += "; loop not real-time: " + m.RealtimeErr
@@ -412,6 +412,7 @@ func sumFidelity(fs []AgentFidelity) AgentFidelity {
 		s.Malformed += f.Malformed
 		s.RxFrames += f.RxFrames
 		s.Loops += f.Loops
+		s.CatchUpSteps += f.CatchUpSteps
 		s.PollWakes += f.PollWakes
 		s.PollTimeout += f.PollTimeout
 		s.PollTime += f.PollTime

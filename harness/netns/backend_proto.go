@@ -106,6 +106,8 @@ type AgentFidelity struct {
 	// LagOver[i] counts timers that fired later than clock.LagBuckets[i].
 	LagOver [4]uint64 `json:"lag_over"`
 	// RealtimeErr is why the loop thread is not SCHED_FIFO when Realtime was asked for ("" when it is).
-	RealtimeErr string `json:"realtime_err,omitempty"`
-	Realtime    bool   `json:"realtime,omitempty"`
+	// CatchUpSteps counts steps taken to catch up after the loop woke late (agent catchUp).
+	CatchUpSteps uint64 `json:"catch_up_steps,omitempty"`
+	RealtimeErr  string `json:"realtime_err,omitempty"`
+	Realtime     bool   `json:"realtime,omitempty"`
 }

@@ -164,6 +164,9 @@ type agent struct {
 	flows   int // flows this agent starts
 	rx      pkt.Packet
 	stopped bool
+	// step is how far one catch-up step advances (catchUp): a quarter of the shortest link delay here,
+	// so a frame is processed at most that much before or after its arrival time after a stall.
+	step clock.Time
 }
 
 func newAgent(s *netns.AgentSetup) (*agent, error) {
@@ -238,6 +241,12 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 		}
 	}
 	a.fds = append(a.fds, unix.PollFd{Fd: int32(w.fd), Events: unix.POLLIN})
+	a.step = minCatchUpStep
+	for i, p := range a.ports {
+		if d := p.link.delay / 4; i == 0 || d < a.step {
+			a.step = max(d, minCatchUpStep)
+		}
+	}
 	byNode := map[int]*device{}
 	for _, d := range a.devs {
 		byNode[d.node] = d
@@ -251,6 +260,9 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 	}
 	return a, nil
 }
+
+// minCatchUpStep keeps catch-up steps above the cost of one pass over the ports (a recvmmsg each).
+const minCatchUpStep = 10 * clock.Microsecond
 
 func (a *agent) requestStop() {
 	a.stop.Store(true)
