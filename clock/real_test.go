@@ -92,3 +92,26 @@ func BenchmarkRealTimerLag(b *testing.B) {
 	b.ReportMetric(float64(lag.Mean())/1e6, "lag-mean-us")
 	b.ReportMetric(float64(lag.Max)/1e6, "lag-max-us")
 }
+
+// A loop catching up after a stall fires timers one step at a time and reads frames at the step's
+// time: RunDueUntil must leave later overdue timers alone, and AdvanceTo must not pass the wall clock.
+func TestRealCatchUpSteps(t *testing.T) {
+	r := NewReal(MonotonicNanos())
+	var fired []Time
+	for _, at := range []Time{10 * Microsecond, 20 * Microsecond, 30 * Microsecond} {
+		r.AfterFunc(at, func() { fired = append(fired, r.Now()) })
+	}
+	r.SleepUntil(40 * Microsecond) // all three are overdue now
+	if n := r.RunDueUntil(25 * Microsecond); n != 2 {
+		t.Fatalf("RunDueUntil(25us) fired %d timers, want the 2 due by then", n)
+	}
+	if got := r.AdvanceTo(25 * Microsecond); got != 25*Microsecond {
+		t.Fatalf("AdvanceTo(25us) = %v, want 25us", got)
+	}
+	if n := r.RunDue(); n != 1 || fired[2] != 30*Microsecond {
+		t.Fatalf("RunDue fired %d, third at %v; want 1 at its 30us deadline", n, fired)
+	}
+	if got, wall := r.AdvanceTo(Second), r.Wall(); got > wall {
+		t.Fatalf("AdvanceTo(1s) = %v, past the wall clock %v", got, wall)
+	}
+}
