@@ -485,7 +485,9 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 		out := make([]AgentPort, len(g.Nodes[node].Ports))
 		for i, li := range g.Nodes[node].Ports {
 			lk := g.Links[li]
-			out[i] = AgentPort{Ifname: PortName(i), RateBps: lk.RateBps / dl.D, Delay: dl.LinkDelay[li]}
+			peer := g.Peer(node, i)
+			out[i] = AgentPort{Ifname: PortName(i), RateBps: lk.RateBps / dl.D, Delay: dl.LinkDelay[li],
+				PeerNode: peer.Node, PeerPort: peer.Port}
 		}
 		return out
 	}

@@ -67,6 +67,10 @@ type AgentPort struct {
 	Ifname  string     `json:"ifname"`
 	RateBps float64    `json:"rate_bps"` // dilated; the fidelity monitor's yardstick
 	Delay   clock.Time `json:"delay"`    // dilated propagation delay, applied by the sender
+	// PeerNode and PeerPort name the other end of the link, so an agent hosting both ends knows when a
+	// frame it reads is one it wrote (and when it was due to arrive).
+	PeerNode int `json:"peer_node"`
+	PeerPort int `json:"peer_port"`
 }
 
 // AgentFlow is a flow a NIC of this agent starts.

@@ -49,6 +49,67 @@ type port struct {
 	due   []clock.Time
 	bufs  [][]byte // reused encode buffers
 	nbufs int
+
+	// peer is the other end of this port's link when this agent hosts it too. expect holds, in order,
+	// the frames the peer wrote toward this port and when each was due to arrive (see arrival).
+	peer   *port
+	expect []expected
+	ehead  int
+}
+
+// expected is a frame written by this agent that its own peer port will read: its length, a hash of
+// its headers, and its arrival time on the emulated link.
+type expected struct {
+	due  clock.Time
+	n    int
+	hash uint64
+}
+
+// expectWindow is how far arrival looks past the head of expect for a match: frames the kernel lost
+// (a full socket buffer) are skipped, anything else is a frame this agent did not write.
+const expectWindow = 64
+
+// frameHash hashes a frame's first bytes (Ethernet, IPv4 with the source route, UDP, BTH: what tells
+// one frame of a flow from the next) with FNV-1a.
+func frameHash(b []byte) uint64 {
+	h := uint64(14695981039346656037)
+	for _, c := range b[:min(len(b), 96)] {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return h
+}
+
+// sent records frames written toward peer (which this agent also hosts) with their arrival times.
+func (p *port) sent(frames [][]byte, due []clock.Time) {
+	if p.peer == nil {
+		return
+	}
+	q := p.peer
+	if q.ehead == len(q.expect) {
+		q.expect, q.ehead = q.expect[:0], 0
+	}
+	for i, f := range frames {
+		q.expect = append(q.expect, expected{due: due[i], n: len(f), hash: frameHash(f)})
+	}
+}
+
+// arrival returns when frame, just read on p, was due to arrive: its peer's scheduled departure plus
+// the link delay, if this agent wrote it. Emulated time then follows the schedule the frame left on,
+// not how promptly the loop got to it; a loop that woke late would otherwise slip every later departure
+// of the port the frame joins by that lateness, for good, on a path with no slack. ok is false for a
+// frame from another agent or the kernel, which is taken at the wall time.
+func (p *port) arrival(frame []byte) (clock.Time, bool) {
+	if p.ehead == len(p.expect) {
+		return 0, false
+	}
+	n, h := len(frame), frameHash(frame)
+	for i := p.ehead; i < len(p.expect) && i < p.ehead+expectWindow; i++ {
+		if e := p.expect[i]; e.n == n && e.hash == h {
+			p.ehead = i + 1
+			return e.due, true
+		}
+	}
+	return 0, false
 }
 
 // link is one direction of a cable on the sending side: the egress port has serialized the frame (in
@@ -121,6 +182,7 @@ func (p *port) flush(a *agent) error {
 		return nil
 	}
 	n, err := p.sock.Send(p.out)
+	p.sent(p.out[:n], p.due[:n])
 	left := a.clk.Wall()
 	for i := 0; i < n; i++ {
 		late := left - p.due[i]
@@ -241,6 +303,13 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 		}
 	}
 	a.fds = append(a.fds, unix.PollFd{Fd: int32(w.fd), Events: unix.POLLIN})
+	for _, p := range a.ports {
+		for _, q := range a.ports {
+			if q.dev.node == p.cfg.PeerNode && q.index == p.cfg.PeerPort {
+				p.peer = q
+			}
+		}
+	}
 	a.step = minCatchUpStep
 	for i, p := range a.ports {
 		if d := p.link.delay / 4; i == 0 || d < a.step {

@@ -146,8 +146,9 @@ func (a *agent) catchUp() error {
 	}
 }
 
-// receive hands every waiting frame of p to its engine, at the wall time (sync) or, while catching
-// up, at the logical time the loop has reached. A frame that does not decode is counted as
+// receive hands every waiting frame of p to its engine: a frame this agent wrote at its scheduled
+// arrival time (port.arrival), any other at the wall time (sync) or, while catching up, at the logical
+// time the loop has reached. A frame that does not decode is counted as
 // malformed and dropped: the wire is shared with the kernel and with anyone running tcpdump -w and
 // tcpreplay into the lab, so garbage must never reach an engine or crash the agent.
 func (a *agent) receive(p *port, sync bool) error {
@@ -171,7 +172,9 @@ func (a *agent) receive(p *port, sync bool) error {
 		if pk.Route != nil {
 			pk.Route = bytes.Clone(pk.Route)
 		}
-		if sync {
+		if at, ok := p.arrival(frame); ok {
+			a.clk.AdvanceTo(at)
+		} else if sync {
 			a.clk.Sync()
 		}
 		p.dev.eng.Receive(p.index, pk)
