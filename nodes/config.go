@@ -102,6 +102,11 @@ type Config struct {
 	PortFC      PortFCConfig   `json:"portfc,omitzero"`
 	PFCStar     PFCStarConfig  `json:"pfcstar,omitzero"` // relays raise the tag (FIFOLayout)
 	RelayPFC    RelayPFCConfig `json:"relay_pfc,omitzero"`
+
+	// PathSelect is how a flow with candidate routes (Flow.Paths) chooses among them while it runs:
+	// "" keeps Route, "telemetry" and "ugal" choose from measured path delays (telemetry.go).
+	PathSelect string          `json:"path_select,omitempty"`
+	Telemetry  TelemetryConfig `json:"telemetry,omitzero"`
 }
 
 // Defaults, exported so reports can print them.
@@ -215,6 +220,9 @@ func (cfg Config) WithDefaults() (Config, error) {
 		return c, fmt.Errorf("nodes: config.dcqcn: parameters out of range: %+v", *d)
 	}
 	if err := c.checkFlowControl(); err != nil {
+		return c, err
+	}
+	if err := c.checkPathSelect(); err != nil { // telemetry.go
 		return c, err
 	}
 	for h, ports := range c.FIB {

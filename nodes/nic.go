@@ -31,6 +31,9 @@ type Flow struct {
 	// table) picks: a flow keeps its NIC queue.
 	Then  []uint8
 	After int64
+	// Paths, when set, are candidate source routes the NIC may move the flow between (Config.PathSelect);
+	// Paths[0] must be Route, and all must leave by the same port.
+	Paths [][]uint8
 	Ideal clock.Time // standalone FCT the lab computed (IdealFCT), copied into the record
 	Class string
 	Prio  uint8 // 0 = Config.DataPrio
@@ -50,6 +53,8 @@ type Stats struct {
 	Relayed                      uint64
 	NoRoute                      uint64
 	Unknown                      uint64 // ACK/NACK/CNP for a flow this NIC does not (any longer) send
+	TxProbe, RxProbe             uint64 // path test messages and replies (telemetry.go)
+	Reroutes                     uint64 // flows moved to another candidate path
 }
 
 // FlowState is a snapshot of a sending QP, for tests and monitors.
@@ -62,6 +67,9 @@ type FlowState struct {
 	Timeouts                uint64
 	Retransmits             int64
 	Done                    bool
+	// Path is the index of the candidate route (Flow.Paths) the flow sends on, Reroutes how often it
+	// moved; 0 for flows without candidates.
+	Path, Reroutes int
 }
 
 // NIC is one host's network interface: sender QPs, receiver state, egress ports, relay.
@@ -182,6 +190,9 @@ func (n *NIC) FlowState(id uint32) (FlowState, bool) {
 	}
 	s := FlowState{SndUna: q.sndUna, SndNxt: q.sndNxt, SndHigh: q.sndHigh, Packets: q.npkts, MaxInFlight: q.maxInFlight,
 		RateBps: q.rate, TargetBps: q.lineRate, Timeouts: q.timeouts, Retransmits: q.rec.Retransmits, Done: q.done}
+	if q.sel != nil {
+		s.Path, s.Reroutes = q.sel.cur, q.sel.reroutes
+	}
 	if q.cc != nil {
 		q.cc.catchUp(n.clk.Now())
 		s.TargetBps, s.Alpha = q.cc.target, q.cc.alpha
@@ -258,8 +269,10 @@ func (n *NIC) Receive(port int, p *pkt.Packet) {
 		} else if q == nil {
 			n.stats.Unknown++
 		}
+	case pkt.Probe:
+		n.onProbe(p) // telemetry.go
 	default:
-		// Probes and kernel frames have no NIC-side meaning here.
+		// Kernel frames have no NIC-side meaning here.
 	}
 }
 

@@ -55,7 +55,8 @@ type qp struct {
 	rtoFire    func()
 	timeouts   uint64
 
-	cc *dcqcn
+	cc  *dcqcn
+	sel *pathSel // choice among Flow.Paths (telemetry.go); nil without candidates
 
 	rec  records.Flow
 	done bool
@@ -87,6 +88,9 @@ func (n *NIC) StartFlow(f Flow) error {
 	if len(f.Then) > 0 && (int(f.Then[0]) != port || f.After < 0) {
 		return fmt.Errorf("nodes: h%d: flow %d: second route leaves by port %d after %d bytes, want port %d and a non-negative offset",
 			n.cfg.Host, f.ID, f.Then[0], f.After, port)
+	}
+	if err := n.checkPaths(&f, port); err != nil {
+		return err
 	}
 	prio := f.Prio
 	if prio == 0 {
@@ -139,6 +143,9 @@ func (n *NIC) StartFlow(f Flow) error {
 	l.qps = append(l.qps, q)
 	n.qps[f.ID] = q
 	n.active++
+	if n.cfg.PathSelect != "" && len(f.Paths) > 1 {
+		q.sel = n.newPathSel(q, f.Paths)
+	}
 	l.refill()
 	return nil
 }
@@ -207,6 +214,9 @@ func (q *qp) send(psn uint32) {
 		q.armRTO()
 	}
 	n.stats.TxData++
+	if q.sel != nil {
+		q.sel.sent()
+	}
 	q.lane.queued++
 	q.lane.queuedBytes += int(size)
 	n.enqueue(q.port, q.lane.q, p)
@@ -216,10 +226,14 @@ func (q *qp) send(psn uint32) {
 // exactly as HPCC's ChangeRate shifts nextAvail (by the difference in the last packet's spacing).
 // Pacing at line rate would only duplicate the port's own serialization: skip it, and its timer.
 func (q *qp) readyAt() clock.Time {
-	if q.rate >= q.lineRate || q.lastSize == 0 {
-		return 0
+	var t clock.Time
+	if q.rate < q.lineRate && q.lastSize != 0 {
+		t = q.sentAt + clock.TxTime(int(q.lastSize), q.rate)
 	}
-	return q.sentAt + clock.TxTime(int(q.lastSize), q.rate)
+	if q.sel != nil && q.sel.idleUntil > t {
+		t = q.sel.idleUntil // a go-back-N reroute waits out the old path (telemetry.go)
+	}
+	return t
 }
 
 // rto is the current timeout: IRN picks RTO_low while few packets are outstanding (a tail loss gets no
@@ -286,6 +300,9 @@ func (n *NIC) onAck(p *pkt.Packet, nack bool) {
 		return
 	}
 	now := n.clk.Now()
+	if q.sel != nil && !nack {
+		q.sel.acked(p)
+	}
 	cum := p.PSN
 	if cum > q.sndHigh { // cannot acknowledge what was never sent; ignore the excess
 		cum = q.sndHigh
@@ -352,6 +369,9 @@ func (n *NIC) complete(q *qp) {
 	}
 	if q.cc != nil {
 		q.cc.stop()
+	}
+	if q.sel != nil {
+		q.sel.stop()
 	}
 	q.rec.Finish = n.clk.Now()
 	q.rec.Completed = true

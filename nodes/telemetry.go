@@ -1,0 +1,330 @@
+package nodes
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/pkt"
+)
+
+// Path selection among a flow's candidate source routes (Flow.Paths), per connection at the sending NIC,
+// from measured forward queueing delay (dragonfly-telemetry.md §2.2-2.3):
+//
+//   - Switches add queueing delay to a field of the frame (switchsw): data frames their residence, path
+//     test messages (PTMs, Probe frames) the data backlog they bypass in the strict queue.
+//   - The receiver answers a PTM with a path test reply (PTR: Probe with Last set) carrying the PTM's
+//     forward delay, and reflects each data frame's delay in the ACK it triggers (piggybacking).
+//   - "telemetry": the flow starts on Paths[0] (minimal) and probes it and Initial random alternatives;
+//     the first round ends Wait x R after it began, R being the first reply's round trip, or when all
+//     replies are in. Afterwards one PTM goes out every Every data packets, round-robin over all
+//     candidates. The flow moves to a path whose delay is below Ratio x the current one and MTUs MTU
+//     times less (BETTER). Go-back-N and lossless transports first idle for the delay difference so the
+//     new path's packets do not overtake the old path's; IRN (selective repeat, the paper's LERP) does
+//     not wait.
+//   - "ugal": one round at flow start between Paths[0] and one random non-minimal candidate; the flow
+//     takes the non-minimal one if minimal's delay exceeds it by more than Threshold (UGAL's rule, with
+//     path delay standing for queue length x hops), and keeps its choice.
+//
+// A reroute restarts congestion control as for a new connection (the paper's slow start; DCQCN starts at
+// line rate).
+
+// Path-selection policies (Config.PathSelect).
+const (
+	SelectTelemetry = "telemetry"
+	SelectUGAL      = "ugal"
+)
+
+// ProbePort is the UDP destination port of PTMs and PTRs (wire.ProbePort).
+const ProbePort = 4792
+
+// TelemetryConfig holds the path-selection constants; zero fields take the paper's values.
+type TelemetryConfig struct {
+	Ratio   float64 `json:"ratio,omitempty"`   // Δ1 (0.8)
+	MTUs    int     `json:"mtus,omitempty"`    // Δ2, in transmission times of one MTU frame (75)
+	Every   int     `json:"every,omitempty"`   // Δ3: data packets between PTMs (100); there is no window to compare
+	Initial int     `json:"initial,omitempty"` // alternatives probed at flow start, "a few" (3)
+	Wait    float64 `json:"wait,omitempty"`    // the first round lasts Wait x the first reply's RTT (3)
+	// Threshold is UGAL's bias T; 0: MTUs MTU times, the margin telemetry demands too.
+	Threshold clock.Time `json:"threshold_ps,omitempty"`
+}
+
+// Paper values (dragonfly-telemetry.md §2.3); Initial is ours, the paper says "a few".
+const (
+	DefaultTelemetryRatio   = 0.8
+	DefaultTelemetryMTUs    = 75
+	DefaultTelemetryEvery   = 100
+	DefaultTelemetryInitial = 3
+	DefaultTelemetryWait    = 3
+)
+
+func (c *Config) checkPathSelect() error {
+	switch c.PathSelect {
+	case "", SelectTelemetry, SelectUGAL:
+	default:
+		return fmt.Errorf("nodes: config.path_select %q: want telemetry, ugal or empty", c.PathSelect)
+	}
+	t := &c.Telemetry
+	if t.Ratio < 0 || t.Ratio > 1 || t.MTUs < 0 || t.Every < 0 || t.Initial < 0 || t.Wait < 0 || t.Threshold < 0 {
+		return fmt.Errorf("nodes: config.telemetry: parameters out of range: %+v", *t)
+	}
+	if t.Wait > 0 && t.Wait < 1 {
+		return fmt.Errorf("nodes: config.telemetry.wait %g: the round cannot end before its first reply (want >= 1)", t.Wait)
+	}
+	if t.Ratio == 0 {
+		t.Ratio = DefaultTelemetryRatio
+	}
+	if t.MTUs == 0 {
+		t.MTUs = DefaultTelemetryMTUs
+	}
+	if t.Every == 0 {
+		t.Every = DefaultTelemetryEvery
+	}
+	if t.Initial == 0 {
+		t.Initial = DefaultTelemetryInitial
+	}
+	if t.Wait == 0 {
+		t.Wait = DefaultTelemetryWait
+	}
+	return nil
+}
+
+// checkPaths rejects candidate routes a flow could not switch between: each must leave by the flow's
+// port (the QP keeps its NIC queue) and Route must be the first.
+func (n *NIC) checkPaths(f *Flow, port int) error {
+	if len(f.Paths) == 0 {
+		return nil
+	}
+	if len(f.Route) == 0 || !sameRoute(f.Route, f.Paths[0]) {
+		return fmt.Errorf("nodes: h%d: flow %d: Route must be Paths[0] (the path a flow starts on)", n.cfg.Host, f.ID)
+	}
+	for i, r := range f.Paths {
+		if len(r) == 0 || int(r[0]) != port {
+			return fmt.Errorf("nodes: h%d: flow %d: candidate path %d leaves by port %v, want %d", n.cfg.Host, f.ID, i, r, port)
+		}
+	}
+	return nil
+}
+
+func sameRoute(a, b []uint8) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// pathSel is one flow's path-selection state.
+type pathSel struct {
+	q      *qp
+	cfg    *TelemetryConfig
+	policy string
+	paths  [][]uint8
+	rng    *rand.Rand
+	tMTU   clock.Time
+
+	cur      int
+	curDelay clock.Time
+	curFrom  uint32 // first PSN sent on cur: ACK samples of earlier PSNs measured an older path
+	reroutes int
+
+	seq     uint32
+	pending map[uint32]int // outstanding PTM sequence -> candidate
+
+	// The opening round (both policies): replies by candidate, until the round closes.
+	round      map[uint32]bool
+	roundDelay map[int]clock.Time
+	t0         clock.Time
+	timer      clock.Timer
+	ugalAlt    int
+
+	sinceProbe int
+	rr         int
+	idleUntil  clock.Time
+	settled    bool // UGAL decided: no more probes
+}
+
+func (n *NIC) newPathSel(q *qp, paths [][]uint8) *pathSel {
+	c := &n.cfg.Telemetry
+	s := &pathSel{q: q, cfg: c, policy: n.cfg.PathSelect, paths: paths, pending: map[uint32]int{},
+		rng:  rand.New(rand.NewPCG(n.cfg.Seed^0x7e1e, uint64(q.id))),
+		tMTU: clock.TxTime(pkt.DataSize(int(q.mtu), len(paths[0])), q.lineRate)}
+	s.open()
+	return s
+}
+
+// open sends the opening round: the current path plus alternatives drawn at random.
+func (s *pathSel) open() {
+	alts := s.rng.Perm(len(s.paths) - 1)
+	k := min(s.cfg.Initial, len(alts))
+	if s.policy == SelectUGAL {
+		k = 1
+	}
+	s.round, s.roundDelay, s.t0 = map[uint32]bool{}, map[int]clock.Time{}, s.q.n.clk.Now()
+	s.round[s.probe(s.cur)] = true
+	for _, a := range alts[:k] {
+		s.ugalAlt = a + 1
+		s.round[s.probe(a+1)] = true
+	}
+}
+
+// probe sends a PTM on candidate i and returns its sequence number.
+func (s *pathSel) probe(i int) uint32 {
+	q, n := s.q, s.q.n
+	r := s.paths[i]
+	seq := s.seq
+	s.seq++
+	s.pending[seq] = i
+	n.stats.TxProbe++
+	n.enqueue(q.port, n.control[q.port], &pkt.Packet{Kind: pkt.Probe, Size: int32(pkt.ProbeSize + pkt.RouteOptionBytes(len(r))),
+		Segs: 1, Src: n.cfg.Host, Dst: q.dst, Flow: q.id, SPort: q.sport, DPort: ProbePort, Proto: ProtoUDP, Prio: q.prio,
+		PSN: seq, SentAt: n.clk.Now(), Route: r, Hop: 1, InPort: -1})
+	return seq
+}
+
+// better is the paper's BETTER(alt, cur).
+func (s *pathSel) better(alt, cur clock.Time) bool {
+	return float64(alt) < s.cfg.Ratio*float64(cur) && cur-alt > clock.Time(s.cfg.MTUs)*s.tMTU
+}
+
+// reply handles a PTR: seq's forward queueing delay.
+func (s *pathSel) reply(seq uint32, delay clock.Time) {
+	i, ok := s.pending[seq]
+	if !ok {
+		return
+	}
+	delete(s.pending, seq)
+	if s.round != nil && s.round[seq] {
+		first := len(s.roundDelay) == 0
+		s.roundDelay[i] = delay
+		if len(s.roundDelay) == len(s.round) {
+			s.close()
+		} else if first {
+			now := s.q.n.clk.Now()
+			s.timer = s.q.n.clk.AfterFunc(clock.Time(s.cfg.Wait*float64(now-s.t0))-(now-s.t0), s.close)
+		}
+		return
+	}
+	if s.settled {
+		return
+	}
+	if i == s.cur {
+		s.curDelay = delay
+	} else if s.better(delay, s.curDelay) {
+		s.reroute(i, delay)
+	}
+}
+
+// close ends the opening round with the replies that arrived.
+func (s *pathSel) close() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	got := s.roundDelay
+	s.round, s.roundDelay = nil, nil
+	if d, ok := got[s.cur]; ok {
+		s.curDelay = d
+	}
+	if s.policy == SelectUGAL {
+		s.settled = true
+		dMin, okMin := got[0]
+		dVal, okVal := got[s.ugalAlt]
+		t := s.cfg.Threshold
+		if t == 0 {
+			t = clock.Time(s.cfg.MTUs) * s.tMTU
+		}
+		if okMin && okVal && s.ugalAlt != 0 && dMin > dVal+t {
+			s.reroute(s.ugalAlt, dVal)
+		}
+		return
+	}
+	best, bestDelay := -1, clock.Time(0)
+	for i, d := range got {
+		if i != s.cur && (best < 0 || d < bestDelay || d == bestDelay && i < best) {
+			best, bestDelay = i, d
+		}
+	}
+	if best >= 0 && s.better(bestDelay, s.curDelay) {
+		s.reroute(best, bestDelay)
+	}
+}
+
+// sent counts a data packet toward the next PTM.
+func (s *pathSel) sent() {
+	if s.settled || s.round != nil {
+		return
+	}
+	if s.sinceProbe++; s.sinceProbe >= s.cfg.Every {
+		s.sinceProbe = 0
+		s.probe(s.rr)
+		s.rr = (s.rr + 1) % len(s.paths)
+	}
+}
+
+// acked takes the delay an ACK reflects, if the packet that triggered it went on the current path.
+func (s *pathSel) acked(p *pkt.Packet) {
+	if p.PSN > s.curFrom {
+		s.curDelay = p.ProbeDelay
+	}
+}
+
+func (s *pathSel) reroute(i int, delay clock.Time) {
+	q, n := s.q, s.q.n
+	if t := n.cfg.Transport; t == GBN || t == Lossless {
+		if wait := s.curDelay - delay; wait > 0 {
+			s.idleUntil = n.clk.Now() + wait
+		}
+	}
+	s.cur, s.curDelay, s.curFrom = i, delay, q.sndNxt
+	q.route = s.paths[i]
+	// The new path starts like a new connection (the paper's slow start on reroute): the rate the old
+	// path's congestion forced says nothing about the new one. DCQCN's start is line rate.
+	if q.cc != nil {
+		q.cc.stop()
+		q.cc = newDCQCN(q)
+		q.rate = q.lineRate
+	}
+	s.reroutes++
+	n.stats.Reroutes++
+}
+
+func (s *pathSel) stop() {
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+}
+
+// onProbe answers a PTM addressed here with a PTR back to its sender, or hands a PTR to its flow.
+func (n *NIC) onProbe(p *pkt.Packet) {
+	n.stats.RxProbe++
+	if p.Last {
+		if q := n.qps[p.Flow]; q != nil && q.sel != nil {
+			q.sel.reply(p.PSN, p.ProbeDelay)
+		}
+		return
+	}
+	r := &pkt.Packet{Kind: pkt.Probe, Segs: 1, Src: n.cfg.Host, Dst: p.Src, Flow: p.Flow, SPort: p.SPort,
+		DPort: ProbePort, Proto: ProtoUDP, Prio: n.cfg.ControlPrio, PSN: p.PSN, Last: true, SentAt: p.SentAt,
+		ProbeDelay: p.ProbeDelay, InPort: -1}
+	size := pkt.ProbeSize
+	port := -1
+	if rt := n.ackRoutes[p.Flow]; len(rt) > 0 {
+		port = int(rt[0])
+		r.Route, r.Hop = rt, 1
+		size += pkt.RouteOptionBytes(len(rt))
+	} else {
+		port = n.fibPort(p.Src, mix32(uint64(p.Flow)^n.cfg.Seed<<32^0x5bd1e995))
+	}
+	r.Size = int32(size)
+	if port < 0 || port >= len(n.ports) {
+		n.drop(r, "no-route")
+		return
+	}
+	n.enqueue(port, n.control[port], r)
+}
