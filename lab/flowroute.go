@@ -33,5 +33,5 @@ func (l *Lab) flowRouted(fr route.FlowRouter, f traffic.Flow) (FlowPlan, error) 
 // NICFlow is the flow as its source NIC is asked to send it.
 func (fp *FlowPlan) NICFlow() nodes.Flow {
 	return nodes.Flow{ID: fp.ID, Dst: int32(fp.Dst), Size: fp.Size, Route: fp.Route, Then: fp.Then, After: fp.ThenAfter,
-		Ideal: fp.Ideal, Class: fp.Class}
+		Paths: fp.Paths, Ideal: fp.Ideal, Class: fp.Class}
 }

@@ -54,8 +54,11 @@ type FlowPlan struct {
 	// Then is the source route past ThenAfter bytes (HYBRID's VLB part, nodes.Flow.Then); nil: none.
 	Then      []uint8
 	ThenAfter int64
-	Path      route.Path // the path the ideal FCT was computed on
-	Ideal     clock.Time
+	// Paths are the candidate source routes the NIC chooses among at run time (route.Adaptive: ugal,
+	// telemetry); Paths[0] is Route. Nil otherwise.
+	Paths [][]uint8
+	Path  route.Path // the path the ideal FCT was computed on
+	Ideal clock.Time
 }
 
 // Build resolves s (defaults, validation) and assembles the lab.
@@ -231,7 +234,8 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 		link := g.LinkAt(n, p)
 		c.Ports = append(c.Ports, nodes.PortConfig{RateBps: link.RateBps, Delay: link.Delay})
 	}
-	l.hostFC(n, &c) // fc.go
+	l.hostFC(n, &c)      // fc.go
+	l.hostPathSelect(&c) // adaptive.go
 	return c
 }
 

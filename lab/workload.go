@@ -50,6 +50,9 @@ func (l *Lab) schedule() error {
 		if route.ServerCentric(g) || len(f.Via) > 0 || len(f.Path) > 0 || !tableRouted(l.Router) {
 			fp.Route = p.Route()
 		}
+		if err := l.adaptivePaths(&fp); err != nil { // adaptive.go
+			return err
+		}
 		mtu := s.Host.MTU
 		fp.Ideal = nodes.IdealFCT(f.Size, mtu, len(fp.Route), p.Rates(g), p.Delays(g))
 		l.Flows = append(l.Flows, fp)

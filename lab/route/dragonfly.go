@@ -41,6 +41,19 @@ func init() {
 		}
 		return d, nil
 	})
+	// minimal is Dragonfly MIN routing, the paper's ShortestPath baseline: always the direct global link.
+	// It differs from `shortest` (ECMP over hop-count-shortest paths), which on a Dragonfly also takes
+	// two-global-hop paths through a third group when they are no longer than local-global-local.
+	Register("minimal", func(g *topo.Graph, params map[string]string) (Router, error) {
+		if err := CheckParams("minimal", params); err != nil {
+			return nil, err
+		}
+		d, err := NewDragonfly("minimal", g)
+		if err != nil {
+			return nil, err
+		}
+		return minimalRouter{d}, nil
+	})
 	Register("telemetry", func(g *topo.Graph, params map[string]string) (Router, error) {
 		if err := CheckParams("telemetry", params); err != nil {
 			return nil, err
@@ -186,4 +199,16 @@ func (d *Dragonfly) path(src, dst int, sws ...int) (Path, error) {
 	}
 	nodes = append(nodes, d.g.Hosts[dst])
 	return Explicit(d.g, nodes)
+}
+
+// minimalRouter offers only the MIN path; it is static (not Adaptive).
+type minimalRouter struct{ d *Dragonfly }
+
+func (m minimalRouter) Name() string { return "minimal" }
+func (m minimalRouter) Paths(src, dst int) ([]Path, error) {
+	ps, err := m.d.Paths(src, dst)
+	if err != nil {
+		return nil, err
+	}
+	return ps[:1], nil
 }

@@ -74,6 +74,44 @@ func TestDragonflyCandidates(t *testing.T) {
 	}
 }
 
+func TestDragonflyMinimalIsOneGlobalHop(t *testing.T) {
+	g := topo.MustBuild("dragonfly", "p=2", "a=4", "h=2")
+	m, err := New("minimal", g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.(Adaptive); ok {
+		t.Fatal("minimal must be static")
+	}
+	sh, err := New("shortest", g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twoGlobal := 0
+	for dst := 8; dst < 72; dst++ {
+		ps, err := m.Paths(0, dst)
+		if err != nil || len(ps) != 1 {
+			t.Fatalf("h0->h%d: %v %v", dst, ps, err)
+		}
+		if n, _ := globalHops(g, ps[0]); n != 1 {
+			t.Fatalf("minimal %s: %d global hops", ps[0].Format(g), n)
+		}
+		all, err := sh.Paths(0, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range all {
+			if n, _ := globalHops(g, p); n == 2 {
+				twoGlobal++
+			}
+		}
+	}
+	// Why minimal exists: hop-count ECMP also goes through third groups.
+	if twoGlobal == 0 {
+		t.Fatal("shortest never takes two global hops on D1; minimal would be redundant")
+	}
+}
+
 func TestDragonflyRefusesOtherFamiliesAndKeys(t *testing.T) {
 	if _, err := New("telemetry", topo.MustBuild("ring", "n=4"), nil); err == nil || !strings.Contains(err.Error(), "dragonfly") {
 		t.Fatalf("ring: %v", err)
