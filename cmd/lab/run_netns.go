@@ -42,5 +42,5 @@ func runNetns(ctx context.Context, l *lab.Lab, out string) (*records.Log, backen
 	}
 	fid := res.Fidelity
 	return log, backendResult{End: res.End, Dilation: res.Dilation, Events: res.Monitor.Timers, AllDone: res.AllDone,
-		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid}, nil
+		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid, Deadlock: res.Deadlock}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/pkt"
@@ -90,9 +91,13 @@ type RunResult struct {
 	AllDone, TimedOut, Cancelled bool
 	Fidelity                     report.Fidelity
 	Monitor                      AgentFidelity // all agents summed; Max fields are the maximum
-	Lab                          string
-	Agents                       int
-	Wall                         time.Duration
+	// Deadlock is the run-time deadlock monitor's verdict (engine time). DeadlockWatched says whether
+	// the monitor ran: it needs one agent hosting every device (the default).
+	Deadlock        report.DeadlockVerdict
+	DeadlockWatched bool
+	Lab             string
+	Agents          int
+	Wall            time.Duration
 }
 
 type agentProc struct {
@@ -305,6 +310,12 @@ wait:
 	log := &records.Log{}
 	var fids []AgentFidelity
 	for _, m := range got {
+		if m.Deadlock != nil {
+			res.DeadlockWatched = true
+			if m.Deadlock.Detected && !res.Deadlock.Detected {
+				res.Deadlock = *m.Deadlock
+			}
+		}
 		log.Merge(m.Log)
 		if m.Fidelity != nil {
 			fids = append(fids, *m.Fidelity)
@@ -480,6 +491,9 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 	setups := make([]*AgentSetup, n)
 	for i := range setups {
 		setups[i] = &AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: dataFrameBytes(l)}
+	}
+	if n == 1 && len(dl.Kernel) == 0 {
+		setups[0].Monitor = &AgentMonitor{Graph: g, FlowControl: l.Spec.Switch.FlowControl, Config: monitor.Dilated(dl.D)}
 	}
 	ports := func(node int) []AgentPort {
 		out := make([]AgentPort, len(g.Nodes[node].Ports))

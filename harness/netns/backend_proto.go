@@ -2,8 +2,11 @@ package netns
 
 import (
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/monitor"
+	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/records"
+	"github.com/fabriclab/fabriclab/report"
 	"github.com/fabriclab/fabriclab/switchsw"
 )
 
@@ -33,7 +36,9 @@ type AgentMsg struct {
 	Log      *records.Log   `json:"log,omitempty"`
 	Fidelity *AgentFidelity `json:"fidelity,omitempty"`
 	Now      clock.Time     `json:"now,omitempty"` // records: the agent clock when it stopped
-	Err      string         `json:"err,omitempty"`
+	// Deadlock is the run-time monitor's verdict (records; only from an agent that ran the monitor).
+	Deadlock *report.DeadlockVerdict `json:"deadlock,omitempty"`
+	Err      string                  `json:"err,omitempty"`
 }
 
 // AgentSetup is what one agent hosts.
@@ -50,6 +55,17 @@ type AgentSetup struct {
 	// PcapDir receives <device>-p<port>.pcap for every port in Pcap.
 	PcapDir string     `json:"pcap_dir,omitempty"`
 	Pcap    []PcapPort `json:"pcap,omitempty"`
+	// Monitor, when set, makes the agent run the deadlock monitor over its devices; the backend sets
+	// it when one agent hosts every device, since a wait-for cycle may cross any of them.
+	Monitor *AgentMonitor `json:"monitor,omitempty"`
+}
+
+// AgentMonitor is what the run-time deadlock monitor (package monitor) needs: the topology for the
+// wait-for edges, the flow-control mode for the queues' priorities, and the dilated timing.
+type AgentMonitor struct {
+	Graph       *topo.Graph    `json:"graph"`
+	FlowControl string         `json:"flow_control"`
+	Config      monitor.Config `json:"config"`
 }
 
 // AgentDevice is one switch or NIC engine and its ports.

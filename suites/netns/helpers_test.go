@@ -54,7 +54,7 @@ func runNetns(yaml string, opts netns.RunOptions) *nsRun {
 	log, res, err := netns.Run(context.Background(), l, opts)
 	Expect(err).NotTo(HaveOccurred())
 	fid := res.Fidelity
-	sum, err := report.WriteRunDir(dir, log, report.Meta{Dilation: res.Dilation, Duration: res.End, Graph: l.Graph, Fidelity: &fid})
+	sum, err := report.WriteRunDir(dir, log, report.Meta{Dilation: res.Dilation, Duration: res.End, Graph: l.Graph, Fidelity: &fid, Deadlock: res.Deadlock})
 	Expect(err).NotTo(HaveOccurred())
 	GinkgoWriter.Printf("netns %s: D=%g, %d agents, wall %v; fidelity %v: %s\n", l.Spec.Name, res.Dilation, res.Agents, res.Wall, fid.Faithful, fid.Reason)
 	return &nsRun{lab: l, log: log, res: res, sum: sum, dir: dir}
@@ -89,7 +89,7 @@ func runVirtual(yaml string) *report.Summary {
 	f, err := virtual.New(l)
 	Expect(err).NotTo(HaveOccurred())
 	res := f.Run(context.Background())
-	return report.Summarize(f.Log, report.Meta{Dilation: 1, Duration: res.End, Graph: l.Graph})
+	return report.Summarize(f.Log, report.Meta{Dilation: 1, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock})
 }
 
 // within reports |a-b|/b.

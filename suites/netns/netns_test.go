@@ -154,3 +154,79 @@ duration: 5ms`, netns.RunOptions{})
 		Expect(netns.Down("nskill")).To(MatchError(ContainSubstring("no state file")))
 	})
 })
+
+// ring is the PortFC paper's NDC(2,1) deadlock ring (lab/experiments/portfc-ring.yaml, docs/portfc.md
+// §7 claim 1) at D=5000: two-hop background flows, then four four-hop loop flows from 1 ms. The
+// baselines queue at relays under ingress PFC, the configuration that deadlocks.
+func ring(fc string) string {
+	return `
+name: ns-ring-` + fc + `
+dilation: 5000
+topology: {family: ndc, n: 2, k: 1, link: {rate: 100Gbps, delay: 1us}}
+switch: {flow_control: ` + fc + `, buffer: 5MB, xoff: 6bdp, xon: 4bdp, ecn: {kmin: 100KB, kmax: 400KB, pmax: 0.2}}
+host: {transport: lossless, cc: dcqcn, mtu: 1000}
+routing: {algorithm: bcube}
+workload:
+  - {kind: flows, name: background, list: [{src: h0, dst: h1, size: 10MB, at: 0s}, {src: h1, dst: h3, size: 10MB, at: 0s},
+      {src: h3, dst: h2, size: 10MB, at: 0s}, {src: h2, dst: h0, size: 10MB, at: 0s}]}
+  - {kind: flows, name: loop, list: [{src: h0, dst: h3, size: 5MB, at: 1ms, via: [h1]}, {src: h1, dst: h2, size: 5MB, at: 1ms, via: [h3]},
+      {src: h3, dst: h0, size: 5MB, at: 1ms, via: [h2]}, {src: h2, dst: h1, size: 5MB, at: 1ms, via: [h0]}]}
+duration: 6ms`
+}
+
+var _ = Describe("netns backend: deadlock and PortFC on real frames", Label("netns", "portfc"), func() {
+	It("the run-time monitor names the PFC ring's cycle, as on the virtual backend", func() {
+		spec := strings.Replace(ring("pfc"), "flow_control: pfc,", "flow_control: pfc, relay_pfc: ingress,", 1)
+		v := runVirtual(spec)
+		Expect(v.Deadlock.Detected).To(BeTrue(), "the virtual backend should deadlock this ring")
+		r := runFaithful(spec, netns.RunOptions{})
+		GinkgoWriter.Printf("netns deadlock %v at %.3g s, cycle %v; virtual at %.3g s, cycle %v\n",
+			r.sum.Deadlock.Detected, r.sum.Deadlock.AtS, r.sum.Deadlock.Cycle, v.Deadlock.AtS, v.Deadlock.Cycle)
+		Expect(r.sum.Deadlock.Detected).To(BeTrue())
+		Expect(r.sum.Deadlock.Cycle).To(ConsistOf(v.Deadlock.Cycle))
+		Expect(r.sum.Drops.Lossless).To(BeZero())
+	})
+
+	It("PortFC carries the same ring to completion, losslessly, without retransmissions", func() {
+		r := runFaithful(ring("portfc"), netns.RunOptions{})
+		Expect(r.sum.Deadlock.Detected).To(BeFalse())
+		Expect(r.sum.Flows.Completed).To(Equal(r.sum.Flows.Total))
+		Expect(r.sum.Drops.Lossless + r.sum.Drops.Lossy).To(BeZero())
+		Expect(r.sum.Retransmissions).To(BeZero())
+	})
+
+	It("PortFC keeps an 8->1 incast lossless and retransmission-free, with PortFC frames on the wire", func() {
+		// PortFC thresholds are static: the spec refuses alpha with portfc.
+		spec := strings.Replace(incast("portfc", "lossless"), ", alpha: 0.125", "", 1)
+		r := runFaithful(spec, netns.RunOptions{Pcap: "all"})
+		v := runVirtual(spec)
+		GinkgoWriter.Printf("portfc incast: pauses sent %d (virtual %d), FCT avg %.4g s (virtual %.4g s)\n",
+			r.sum.Pauses.Sent, v.Pauses.Sent, r.sum.FCT.Avg, v.FCT.Avg)
+		Expect(r.sum.Flows.Completed).To(Equal(8))
+		Expect(r.sum.Drops.Lossless + r.sum.Drops.Lossy).To(BeZero())
+		Expect(r.sum.Retransmissions).To(BeZero())
+		Expect(r.sum.Pauses.Sent).To(BeNumerically(">", 0))
+		Expect(within(r.sum.FCT.Avg, v.FCT.Avg)).To(BeNumerically("<", 0.05))
+		n := 0
+		pcaps, _ := filepath.Glob(filepath.Join(r.dir, "pcap", "*.pcap"))
+		for _, path := range pcaps {
+			f, err := os.Open(path)
+			Expect(err).NotTo(HaveOccurred())
+			rd, err := pcapgo.NewReader(f)
+			Expect(err).NotTo(HaveOccurred())
+			for {
+				data, _, err := rd.ReadPacketData()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				Expect(err).NotTo(HaveOccurred())
+				if gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default).Layer(wire.LayerTypePortFC) != nil {
+					n++
+				}
+			}
+			f.Close()
+		}
+		GinkgoWriter.Printf("PortFC frames in the captures: %d\n", n)
+		Expect(n).To(BeNumerically(">", 0))
+	})
+})

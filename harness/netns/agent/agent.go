@@ -81,7 +81,12 @@ func Main(in io.Reader, out io.Writer) int {
 		return 1
 	}
 	log, fid, now := a.finish()
-	if err := c.send(netns.AgentMsg{Type: "records", Log: log, Fidelity: fid, Now: now}); err != nil {
+	msg := netns.AgentMsg{Type: "records", Log: log, Fidelity: fid, Now: now}
+	if a.mon != nil {
+		v := a.mon.Verdict()
+		msg.Deadlock = &v
+	}
+	if err := c.send(msg); err != nil {
 		return 1
 	}
 	return 0

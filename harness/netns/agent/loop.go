@@ -9,7 +9,9 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
@@ -226,6 +228,8 @@ type agent struct {
 	flows   int // flows this agent starts
 	rx      pkt.Packet
 	stopped bool
+	// mon is the run-time deadlock monitor when this agent hosts the whole lab (setup.Monitor).
+	mon *monitor.Monitor
 	// step is how far one catch-up step advances (catchUp): a quarter of the shortest link delay here,
 	// so a frame is processed at most that much before or after its arrival time after a stall.
 	step clock.Time
@@ -330,6 +334,25 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 	return a, nil
 }
 
+// watch starts the deadlock monitor on the agent clock: the same package and rule the virtual backend
+// uses, fed snapshots of this agent's engines (which are all of the lab's, see AgentSetup.Monitor).
+func (a *agent) watch() {
+	m := a.setup.Monitor
+	if m == nil || m.Graph == nil {
+		return
+	}
+	a.mon = monitor.New(m.Graph, m.Config)
+	devs := map[int]monitor.Device{}
+	for _, d := range a.devs {
+		if md, ok := d.eng.(monitor.Device); ok {
+			devs[d.node] = md
+		}
+	}
+	g := m.Graph
+	prio := monitor.LabPrio(m.FlowControl, func(dev int) bool { return g.Nodes[dev].Kind == topo.Host })
+	a.mon.Every(a.clk, func() monitor.Snapshot { return monitor.Sample(a.clk.Now(), devs, prio) }, nil, nil)
+}
+
 // minCatchUpStep keeps catch-up steps above the cost of one pass over the ports (a recvmmsg each).
 const minCatchUpStep = 10 * clock.Microsecond
 
@@ -343,5 +366,6 @@ func (a *agent) violation(s string) { a.log.Violations = append(a.log.Violations
 // run is the event loop. It returns when stop is requested or the clock passes end.
 func (a *agent) run(epoch int64, end clock.Time, done func()) error {
 	a.clk.SetEpoch(epoch) // the engines hold this clock already; nothing has read it yet
+	a.watch()
 	return a.loop(end, done)
 }

@@ -48,6 +48,10 @@ func (a *agent) loop(end clock.Time, done func()) error {
 				done()
 			}
 		}
+		if !sentDone && a.mon != nil && a.mon.Detected() {
+			sentDone = true // a deadlock never resolves: the rest of the run would only wait for its end
+			done()
+		}
 		wall := a.clk.Wall()
 		if wall > end {
 			if !sentDone {
