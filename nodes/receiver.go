@@ -112,8 +112,8 @@ func (n *NIC) sendCtl(kind pkt.Kind, p *pkt.Packet, rx *rxQP, sack uint32, size 
 	c := &pkt.Packet{Kind: kind, Segs: 1, Src: n.cfg.Host, Dst: p.Src, Flow: p.Flow, SPort: p.SPort,
 		DPort: RoCEv2Port, Proto: ProtoUDP, Prio: n.cfg.ControlPrio, PSN: rx.expected, SackPSN: sack,
 		SentAt: n.clk.Now(), InPort: -1,
-		// The data frame's accumulated queueing delay, reflected for telemetry path selection. Only the
-		// engines see it: the wire ACK has no field for it (wire.Encode), so on netns it reads 0.
+		// The data frame's accumulated queueing delay, reflected for telemetry path selection (on the
+		// wire: the ACK's MSN, to 16 ns).
 		ProbeDelay: p.ProbeDelay}
 	port := -1
 	if r := n.ackRoutes[p.Flow]; len(r) > 0 {
