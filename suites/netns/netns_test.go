@@ -89,27 +89,7 @@ var _ = Describe("netns backend: the engines on real frames", Label("netns"), fu
 		Expect(within(r.sum.ThroughputBps, v.ThroughputBps)).To(BeNumerically("<", 0.05))
 
 		// The pauses are real 802.1Qbb frames: gopacket finds them in the captures.
-		pcaps, _ := filepath.Glob(filepath.Join(r.dir, "pcap", "*.pcap"))
-		Expect(pcaps).NotTo(BeEmpty())
-		pfc := 0
-		for _, path := range pcaps {
-			f, err := os.Open(path)
-			Expect(err).NotTo(HaveOccurred())
-			rd, err := pcapgo.NewReader(f)
-			Expect(err).NotTo(HaveOccurred())
-			for {
-				data, _, err := rd.ReadPacketData()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				Expect(err).NotTo(HaveOccurred())
-				p := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
-				if p.Layer(wire.LayerTypePFC) != nil {
-					pfc++
-				}
-			}
-			f.Close()
-		}
+		pfc := countInCaptures(r.dir, wire.LayerTypePFC)
 		GinkgoWriter.Printf("PFC frames in the captures: %d\n", pfc)
 		Expect(pfc).To(BeNumerically(">", 0))
 	})
@@ -207,26 +187,34 @@ var _ = Describe("netns backend: deadlock and PortFC on real frames", Label("net
 		Expect(r.sum.Retransmissions).To(BeZero())
 		Expect(r.sum.Pauses.Sent).To(BeNumerically(">", 0))
 		Expect(within(r.sum.FCT.Avg, v.FCT.Avg)).To(BeNumerically("<", 0.05))
-		n := 0
-		pcaps, _ := filepath.Glob(filepath.Join(r.dir, "pcap", "*.pcap"))
-		for _, path := range pcaps {
-			f, err := os.Open(path)
-			Expect(err).NotTo(HaveOccurred())
-			rd, err := pcapgo.NewReader(f)
-			Expect(err).NotTo(HaveOccurred())
-			for {
-				data, _, err := rd.ReadPacketData()
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				Expect(err).NotTo(HaveOccurred())
-				if gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default).Layer(wire.LayerTypePortFC) != nil {
-					n++
-				}
-			}
-			f.Close()
-		}
+		n := countInCaptures(r.dir, wire.LayerTypePortFC)
 		GinkgoWriter.Printf("PortFC frames in the captures: %d\n", n)
 		Expect(n).To(BeNumerically(">", 0))
 	})
 })
+
+// countInCaptures counts the frames of a run's pcaps (DIR/pcap/*.pcap) in which gopacket finds layer t,
+// failing the spec if there are no captures or one does not read.
+func countInCaptures(dir string, t gopacket.LayerType) int {
+	pcaps, _ := filepath.Glob(filepath.Join(dir, "pcap", "*.pcap"))
+	ExpectWithOffset(1, pcaps).NotTo(BeEmpty())
+	n := 0
+	for _, path := range pcaps {
+		f, err := os.Open(path)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		rd, err := pcapgo.NewReader(f)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		for {
+			data, _, err := rd.ReadPacketData()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			ExpectWithOffset(1, err).NotTo(HaveOccurred())
+			if gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default).Layer(t) != nil {
+				n++
+			}
+		}
+		f.Close()
+	}
+	return n
+}
