@@ -76,6 +76,8 @@ type xpResult struct {
 	schedule  string  // the flows' (id, src, dst, size, start), to check both routings saw the same
 	wall      time.Duration
 	err       error
+	// violations: lossless drops, frames the wire cannot carry, flows that did not start.
+	violations []string
 }
 
 func xpRun(alg string, tors, seed int, arrivals string) xpResult {
@@ -100,6 +102,7 @@ func xpRun(alg string, tors, seed int, arrivals string) xpResult {
 	run := f.Run(context.Background())
 	sum := report.Summarize(f.Log, report.Meta{Dilation: 1, Duration: run.End, Graph: l.Graph})
 	res.flows, res.completed, res.avgFCT = sum.Flows.Total, sum.Flows.Completed, sum.FCT.Avg
+	res.violations = sum.Violations
 	var b strings.Builder
 	links := 0
 	for _, fp := range l.Flows {
@@ -161,6 +164,7 @@ var _ = Describe("Expander VLB/ECMP crossover (expander thesis §7 claim 5)", La
 		for _, r := range rs {
 			Expect(r.err).NotTo(HaveOccurred(), "%s, %d ToRs, seed %d", r.alg, r.tors, r.seed)
 			Expect(r.completed).To(Equal(r.flows), "%s, %d ToRs, seed %d: every flow completes", r.alg, r.tors, r.seed)
+			Expect(r.violations).To(BeEmpty(), "%s, %d ToRs, seed %d", r.alg, r.tors, r.seed)
 			Expect(r.flows).To(BeNumerically(">=", 100), "%s, %d ToRs, seed %d: enough flows for an average", r.alg, r.tors, r.seed)
 			sum[fmt.Sprintf("%s/%d", r.alg, r.tors)] += r.avgFCT
 			fmt.Fprintf(&table, "%-8s %5d %4d %6d %12.1f %6.2f %7s\n", r.alg, r.tors, r.seed, r.flows, r.avgFCT*1e6, r.hops, r.wall.Round(100*time.Millisecond))
