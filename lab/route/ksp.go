@@ -1,10 +1,13 @@
 package route
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/graph"
+	"gonum.org/v1/gonum/graph/iterator"
 	"gonum.org/v1/gonum/graph/path"
 	"gonum.org/v1/gonum/graph/simple"
 
@@ -26,7 +29,7 @@ func init() {
 }
 
 // switchGraph is the unweighted simple graph of switch positions gonum's path algorithms run on.
-func (f *Fabric) switchGraph() *simple.UndirectedGraph {
+func (f *Fabric) switchGraph() graph.Graph {
 	g := simple.NewUndirectedGraph()
 	for i := range f.Sw {
 		g.AddNode(simple.Node(i))
@@ -38,7 +41,22 @@ func (f *Fabric) switchGraph() *simple.UndirectedGraph {
 			}
 		}
 	}
-	return g
+	return orderedGraph{g}
+}
+
+// orderedGraph lists a node's neighbours in ID order. simple.UndirectedGraph keeps them in a map, and
+// Yen's algorithm breaks ties between equal-length paths by the order it meets them: without this the
+// same spec chose different k shortest paths from run to run (a DF-KSP all-to-all on FC+ gave three
+// different fct.txt in three runs).
+type orderedGraph struct{ *simple.UndirectedGraph }
+
+func (g orderedGraph) From(id int64) graph.Nodes {
+	ns := graph.NodesOf(g.UndirectedGraph.From(id))
+	if len(ns) == 0 {
+		return graph.Empty
+	}
+	slices.SortFunc(ns, func(a, b graph.Node) int { return cmp.Compare(a.ID(), b.ID()) })
+	return iterator.NewOrderedNodes(ns)
 }
 
 // Yen returns up to k shortest loopless switch paths from a to b, shortest first.

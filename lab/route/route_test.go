@@ -1,6 +1,7 @@
 package route
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"sort"
@@ -515,6 +516,35 @@ func TestBuiltTopologies(t *testing.T) {
 		}
 		if len(ps) != c.paths || ps[0].Hops() != c.hops {
 			t.Errorf("fat-tree h%d->h%d: %d paths of %d hops, want %d of %d", c.src, c.dst, len(ps), ps[0].Hops(), c.paths, c.hops)
+		}
+	}
+}
+
+// Equal-length paths are many on a random regular graph, and which k of them Yen returns must not depend
+// on map order: the same spec has to give the same routes, run after run.
+func TestKSPIsDeterministic(t *testing.T) {
+	g := topo.MustBuild("fcplus", "switches=8", "s=6", "seed=1", "hosts_per_switch=2")
+	for _, alg := range []struct{ name, k, nlp string }{{"ksp", "4", ""}, {"dfksp", "4", "2"}} {
+		var first string
+		for i := 0; i < 5; i++ {
+			params := map[string]string{"k": alg.k}
+			if alg.nlp != "" {
+				params["lossless_priorities"] = alg.nlp
+			}
+			r, err := New(alg.name, g, params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pairs, err := PairPaths(g, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fmt.Sprint(pairs)
+			if i == 0 {
+				first = got
+			} else if got != first {
+				t.Fatalf("%s: build %d chose other paths than build 0", alg.name, i)
+			}
 		}
 	}
 }
