@@ -103,6 +103,9 @@ func Build(s *spec.Spec) (*Lab, error) {
 	if err := l.schedule(); err != nil {
 		return nil, err
 	}
+	if err := l.classTurns(); err != nil { // classes.go
+		return nil, err
+	}
 	return l, nil
 }
 

@@ -54,6 +54,16 @@ type Config struct {
 	Seed int64 `json:"seed"`
 	// SampleEvery > 0 records each port's queue occupancy at this period.
 	SampleEvery clock.Time `json:"sample_every,omitempty"`
+	// ClassUp lists the turns (in-port, out-port) at which a data frame moves up one priority: DF-KSP's
+	// down-then-up turns in the virtual layers (fcplus.md §3.4), which the switch can tell from the two
+	// ports alone. Ingress accounting and the pause sent upstream keep the arrival priority.
+	ClassUp []Turn `json:"class_up,omitempty"`
+}
+
+// Turn is an (in-port, out-port) pair of a switch.
+type Turn struct {
+	In  uint8 `json:"in"`
+	Out uint8 `json:"out"`
 }
 
 // PortSet is a set of egress ports. It is a byte slice for compactness but reads and writes JSON as a
@@ -166,6 +176,11 @@ func resolve(cfg Config) (resolved, error) {
 	}
 	if e := c.ECN; e.Enabled && (e.KMinBytes < 0 || e.KMaxBytes <= e.KMinBytes || e.PMax <= 0 || e.PMax > 1) {
 		return r, fmt.Errorf("switch %d: ecn: want 0 <= kmin < kmax and 0 < pmax <= 1, got %d %d %g", c.Device, e.KMinBytes, e.KMaxBytes, e.PMax)
+	}
+	for i, t := range c.ClassUp {
+		if int(t.In) >= len(c.Ports) || int(t.Out) >= len(c.Ports) || t.In == t.Out {
+			return r, fmt.Errorf("switch %d: class_up[%d]: turn %d->%d is not between two different ports of %d", c.Device, i, t.In, t.Out, len(c.Ports))
+		}
 	}
 	for dst, set := range c.FIB {
 		for _, port := range set {

@@ -83,6 +83,7 @@ type Switch struct {
 	red      *rand.Rand
 	flowRand *rand.Rand
 	flowlets []flowlet
+	classUp  []bool // [in*ports+out]: the turn raises a data frame's class (Config.ClassUp)
 
 	meta []metaRing      // [port*nall+q]
 	qc   []queueCounters // [port*nall+q]
@@ -135,6 +136,12 @@ func New(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log) (*S
 	s.flowRand = rand.New(rand.NewPCG(uint64(r.Seed)^0x9e3779b97f4a7c15, uint64(int64(r.Device))))
 	if r.FlowletGap > 0 {
 		s.flowlets = make([]flowlet, 1<<flowletBits)
+	}
+	if len(r.ClassUp) > 0 {
+		s.classUp = make([]bool, n*n)
+		for _, t := range r.ClassUp {
+			s.classUp[int(t.In)*n+int(t.Out)] = true
+		}
 	}
 	s.fc, err = fc.New((*device)(s), r.FlowControl)
 	if err != nil {
@@ -212,6 +219,9 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 	prio := int(p.Prio)
 	if prio >= s.cfg.Prios {
 		prio = s.cfg.Prios - 1
+	}
+	if s.classUp != nil && s.classUp[port*len(s.ports)+out] && int(p.Prio) < s.cfg.Prios-1 {
+		p.Prio++ // queued, sent and paused downstream in the next class; admitted here in the old one
 	}
 	q, class := s.fc.Classify(out, p)
 	if q < 0 || q >= s.nq {

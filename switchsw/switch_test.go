@@ -607,3 +607,43 @@ func TestConfigIsPlainJSON(t *testing.T) {
 		t.Fatalf("JSON round trip changed the config:\n%+v\n%+v", cfg, back)
 	}
 }
+
+// A class-up turn moves a frame one priority up on the way out and nowhere else; the ingress group that
+// pauses the sender stays the arrival priority's.
+func TestClassUpTurn(t *testing.T) {
+	cfg := baseConfig(3)
+	cfg.FlowControl = fc.Config{Mode: "pfc"}
+	cfg.ClassUp = []Turn{{In: 0, Out: 2}}
+	st := newStar(t, cfg)
+	st.hosts[0].eg.Enqueue(3, data(0, 2, 1, 0, 500)) // turn 0 -> 2: raised
+	st.hosts[0].eg.Enqueue(3, data(0, 1, 2, 0, 500)) // 0 -> 1: not a turn
+	st.hosts[1].eg.Enqueue(3, data(1, 2, 3, 0, 500)) // 1 -> 2: not a turn
+	st.clk.RunUntil(clock.Millisecond)
+	prio := func(h int) []uint8 {
+		var ps []uint8
+		for _, p := range st.hosts[h].got {
+			ps = append(ps, p.Prio)
+		}
+		return ps
+	}
+	if got := prio(2); len(got) != 2 || !(got[0] == 4 && got[1] == 3 || got[0] == 3 && got[1] == 4) {
+		t.Fatalf("host 2 got priorities %v, want one raised to 4 (from port 0) and one kept at 3 (from port 1)", got)
+	}
+	for _, p := range st.hosts[2].got {
+		if (p.Flow == 1) != (p.Prio == 4) {
+			t.Fatalf("flow %d arrived with priority %d", p.Flow, p.Prio)
+		}
+	}
+	if got := prio(1); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("host 1 got priorities %v, want [3]", got)
+	}
+	if st.sw.Port(2).Stats(4).Dequeued != 1 || st.sw.Port(2).Stats(3).Dequeued != 1 {
+		t.Fatalf("port 2 dequeued %d frames from queue 4 and %d from queue 3, want 1 and 1",
+			st.sw.Port(2).Stats(4).Dequeued, st.sw.Port(2).Stats(3).Dequeued)
+	}
+	bad := baseConfig(3)
+	bad.ClassUp = []Turn{{In: 1, Out: 1}}
+	if _, err := New(bad, clock.NewVirtual(), nil, nil); err == nil || !strings.Contains(err.Error(), "class_up[0]") {
+		t.Fatalf("a U-turn class_up was accepted or the error does not name the field: %v", err)
+	}
+}

@@ -1,0 +1,81 @@
+package routing_test
+
+import (
+	"context"
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/fabriclab/fabriclab/harness/virtual"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
+	"github.com/fabriclab/fabriclab/nodes"
+	"github.com/fabriclab/fabriclab/report"
+)
+
+// DF-KSP with two lossless priorities on FC+ (fcplus.md §3.4): a path moves up one class where it turns
+// down-then-up in the virtual layers, and the switch applies that from (in-port, out-port) alone.
+var _ = Describe("DF-KSP lossless classes in the switches", Label("routing", "smoke"), func() {
+	It("raises the class at the down-up turns: each switch sends exactly the class-1 frames the paths say", func() {
+		s, err := spec.Parse([]byte(`
+name: dfksp-classes
+topology: {family: fcplus, switches: 8, s: 6, seed: 1, hosts_per_switch: 2}
+switch: {flow_control: pfc}
+host: {transport: lossless}
+routing: {algorithm: dfksp, k: 4, lossless_priorities: 2}
+workload: [{kind: all-to-all, size: 200KB, at: 0s}]
+duration: 10ms
+`))
+		Expect(err).NotTo(HaveOccurred())
+		l, err := lab.Build(s)
+		Expect(err).NotTo(HaveOccurred())
+		rising := 0 // flows whose path changes class somewhere
+		for _, f := range l.Flows {
+			if f.Path.Prio[len(f.Path.Prio)-1] > 0 {
+				rising++
+			}
+		}
+		withTurns := map[int]bool{}
+		for _, sw := range l.Switches {
+			if len(sw.Config.ClassUp) > 0 {
+				withTurns[sw.Node] = true
+				Expect(sw.Config.Lossless[nodes.DefaultDataPrio+1]).To(BeTrue(), "class 1 must be lossless")
+			}
+		}
+		Expect(rising).To(BeNumerically(">", 0), "no path of this workload turns down-then-up: the spec tests nothing")
+		Expect(withTurns).NotTo(BeEmpty())
+
+		f, err := virtual.New(l)
+		Expect(err).NotTo(HaveOccurred())
+		res := f.Run(context.Background())
+		sum := report.Summarize(f.Log, report.Meta{Dilation: 1, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock})
+		// Every data packet of a flow leaves each switch of its path in the class the path gives that hop
+		// (lossless transport: no retransmission adds packets), so the class-1 frames each switch sends
+		// are known exactly from the paths.
+		want := map[int]uint64{}
+		for _, fl := range l.Flows {
+			npkts := uint64((fl.Size + nodes.DefaultMTU - 1) / nodes.DefaultMTU)
+			for i := 1; i < len(fl.Path.Ports); i++ {
+				if fl.Path.Prio[i] == 1 {
+					want[fl.Path.Nodes[i]] += npkts
+				}
+			}
+		}
+		got := map[int]uint64{}
+		for n, sw := range f.Switches {
+			for p := 0; p < sw.NumPorts(); p++ {
+				if c := sw.Port(p).Stats(nodes.DefaultDataPrio + 1).Dequeued; c > 0 {
+					got[n] += c
+				}
+			}
+		}
+		AddReportEntry("classes", fmt.Sprintf("%d of %d flows rise a class; %d of %d switches have a class-up turn; class-1 frames per switch %v; flows %d/%d, lossless drops %d",
+			rising, len(l.Flows), len(withTurns), len(l.Switches), got, sum.Flows.Completed, sum.Flows.Total, sum.Drops.Lossless))
+		Expect(sum.Flows.Completed).To(Equal(sum.Flows.Total))
+		Expect(sum.Drops.Lossless).To(BeZero())
+		Expect(sum.Retransmissions).To(BeZero())
+		Expect(sum.Deadlock.Detected).To(BeFalse())
+		Expect(got).To(Equal(want), "class-1 frames sent per switch (graph node -> frames), measured vs from the paths")
+	})
+})
