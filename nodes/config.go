@@ -107,6 +107,7 @@ type Config struct {
 	// "" keeps Route, "telemetry" and "ugal" choose from measured path delays (telemetry.go).
 	PathSelect string          `json:"path_select,omitempty"`
 	Telemetry  TelemetryConfig `json:"telemetry,omitzero"`
+	ATE        ATEConfig       `json:"ate,omitzero"` // PathSelect "ate": first-hop choice at flow start (ate.go)
 }
 
 // Defaults, exported so reports can print them.
@@ -223,6 +224,9 @@ func (cfg Config) WithDefaults() (Config, error) {
 		return c, err
 	}
 	if err := c.checkPathSelect(); err != nil { // telemetry.go
+		return c, err
+	}
+	if err := c.checkATE(); err != nil { // ate.go
 		return c, err
 	}
 	for h, ports := range c.FIB {

@@ -97,6 +97,7 @@ type NIC struct {
 	flushed  bool
 
 	ingress *ingressPFC // relay_pfc "ingress": PFC on relayed bytes per (ingress port, priority)
+	ate     *ateState   // PathSelect "ate" (ate.go); made at the first flow with a choice
 }
 
 // New builds a NIC with the default queue layout and PFC handling. links[i] carries port i's frames

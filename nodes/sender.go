@@ -75,6 +75,9 @@ func (n *NIC) StartFlow(f Flow) error {
 	if f.Size < 0 {
 		return fmt.Errorf("nodes: flow %d: negative size %d", f.ID, f.Size)
 	}
+	if n.cfg.PathSelect == SelectATE {
+		n.ateChoose(&f) // ate.go: the route is chosen once, before the flow's port is known
+	}
 	port := -1
 	if len(f.Route) > 0 {
 		port = int(f.Route[0])

@@ -60,9 +60,9 @@ const (
 
 func (c *Config) checkPathSelect() error {
 	switch c.PathSelect {
-	case "", SelectTelemetry, SelectUGAL:
+	case "", SelectTelemetry, SelectUGAL, SelectATE: // ate: ate.go
 	default:
-		return fmt.Errorf("nodes: config.path_select %q: want telemetry, ugal or empty", c.PathSelect)
+		return fmt.Errorf("nodes: config.path_select %q: want telemetry, ugal, ate or empty", c.PathSelect)
 	}
 	t := &c.Telemetry
 	if t.Ratio < 0 || t.Ratio > 1 || t.MTUs < 0 || t.Every < 0 || t.Initial < 0 || t.Wait < 0 || t.Threshold < 0 {
