@@ -40,6 +40,9 @@ func (l *Lab) hostPathSelect(c *nodes.Config) {
 		return
 	}
 	c.PathSelect = a.PathSelect()
+	if r, ok := l.Router.(*route.ATE); ok {
+		l.hostATE(r, c) // ate.go
+	}
 	if d, ok := l.Router.(*route.Dragonfly); ok && d.ThresholdBytes > 0 && len(c.Ports) > 0 {
 		c.Telemetry.Threshold = clock.TxTime(int(d.ThresholdBytes), c.Ports[0].RateBps)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
 const dragonflyLab = `
@@ -64,5 +65,43 @@ func TestAdaptiveRoutersGiveNICsTheirCandidates(t *testing.T) {
 	if _, err := buildLab(t, strings.Replace(fmt.Sprintf(dragonflyLab, "telemetry", ""), "family: dragonfly, p: 2, a: 4, h: 2", "family: ring, n: 4", 1)); err == nil ||
 		!strings.Contains(err.Error(), "routing.algorithm") {
 		t.Fatalf("telemetry on a ring: %v", err)
+	}
+}
+
+func TestATEGivesRailNDCFlowsFirstHopCandidates(t *testing.T) {
+	const railLab = `
+name: rail
+topology: {family: ndc, n: 4, k: 1, rail: true, hbd_rate: 400Gbps, link: {rate: 100Gbps, delay: 1us}}
+switch: {flow_control: pfc}
+host: {transport: lossless}
+routing: {algorithm: ate%s}
+workload:
+  - kind: flows
+    list:
+      - {src: h0, dst: h5, size: 1MB}
+      - {src: h0, dst: h1, size: 1MB}
+duration: 1ms
+`
+	l, err := buildLab(t, fmt.Sprintf(railLab, ", p: 0.8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	four, two := l.Flows[0], l.Flows[1]
+	if len(four.Paths) != 2 || four.Paths[0][0] == four.Paths[1][0] || two.Paths != nil {
+		t.Fatalf("candidates: 4-hop %v, 2-hop %v", four.Paths, two.Paths)
+	}
+	c := l.Hosts[0].Config
+	// B_H: 400 Gb/s x (2 x 4 x 1 us + one 1000 B frame serialized on each hop: 2 at 400, 2 at 100 Gb/s).
+	rtt := 8*clock.Microsecond + 2*clock.TxTime(1000+66, 400e9) + 2*clock.TxTime(1000+66, 100e9)
+	want := int64(400e9 / 8 * rtt.Seconds())
+	if c.PathSelect != "ate" || c.ATE.P != 0.8 || c.ATE.HBDPort != 0 || c.ATE.CapacityBytes < want-400 || c.ATE.CapacityBytes > want+400 {
+		t.Fatalf("host ATE config %+v, want p 0.8, HBD port 0, B_H ~ %d B", c.ATE, want)
+	}
+	if _, err := spec.Parse([]byte(fmt.Sprintf(railLab, ", p: 1.5"))); err == nil || !strings.Contains(err.Error(), "routing.p") {
+		t.Fatalf("p 1.5: %v", err)
+	}
+	if _, err := buildLab(t, strings.Replace(fmt.Sprintf(railLab, ""), "family: ndc, n: 4, k: 1, rail: true, hbd_rate: 400Gbps", "family: fattree, k: 4", 1)); err == nil ||
+		!strings.Contains(err.Error(), "routing.algorithm") || !strings.Contains(err.Error(), "NDC") {
+		t.Fatalf("ate on a fat-tree: %v", err)
 	}
 }

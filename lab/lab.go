@@ -132,6 +132,9 @@ func routingParams(s *spec.Spec) map[string]string {
 	if r.Threshold.Bytes > 0 || r.Threshold.BDPs > 0 {
 		m["threshold"] = strconv.FormatInt(r.Threshold.Resolve(0), 10)
 	}
+	if r.P > 0 { // ate (lab/route/ate.go)
+		m["p"] = strconv.FormatFloat(r.P, 'g', -1, 64)
+	}
 	return m
 }
 

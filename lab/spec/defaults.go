@@ -49,6 +49,7 @@ var (
 	DefaultLosslessPriorities = 1              // fcplus.md: FC+(1L)
 	DefaultTrials             = 10             // fibre-channel.md §2.3: best of 10 up*/down* trials
 	DefaultHybridThreshold    = Bytes(100_000) // expander-thesis.md §2.4: HYBRID Q = 100 KB
+	DefaultATEP               = 0.9            // portfc.md §3.8: ATE's p, "generally set to 0.9"
 
 	DefaultIncastCount = 1
 	DefaultPSRounds    = 1
@@ -218,6 +219,9 @@ func (s *Spec) ApplyDefaults() {
 	}
 	if r.Threshold.IsZero() && r.Algorithm == "hybrid" {
 		r.Threshold = DefaultHybridThreshold
+	}
+	if r.P == 0 && r.Algorithm == "ate" {
+		r.P = DefaultATEP
 	}
 
 	for i := range s.Workload {

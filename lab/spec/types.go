@@ -121,12 +121,13 @@ type DCQCN struct {
 // Routing selects the path computation. Parameters an algorithm does not use are ignored, so one spec
 // can be swept across algorithms.
 type Routing struct {
-	Algorithm          string `yaml:"algorithm,omitempty"`           // Algorithms
-	K                  int    `yaml:"k,omitempty"`                   // ksp, dfksp
-	LosslessPriorities int    `yaml:"lossless_priorities,omitempty"` // dfksp
-	Trials             int    `yaml:"trials,omitempty"`              // updown
-	Seed               int64  `yaml:"seed,omitempty"`                // randomized algorithms; 0: the spec's seed
-	Threshold          Size   `yaml:"threshold,omitempty"`           // hybrid: flows below go ECMP, the rest VLB; ugal: bias
+	Algorithm          string  `yaml:"algorithm,omitempty"`           // Algorithms
+	K                  int     `yaml:"k,omitempty"`                   // ksp, dfksp
+	LosslessPriorities int     `yaml:"lossless_priorities,omitempty"` // dfksp
+	Trials             int     `yaml:"trials,omitempty"`              // updown
+	Seed               int64   `yaml:"seed,omitempty"`                // randomized algorithms; 0: the spec's seed
+	Threshold          Size    `yaml:"threshold,omitempty"`           // hybrid: flows below go ECMP, the rest VLB; ugal: bias
+	P                  float64 `yaml:"p,omitempty"`                   // ate: asymmetric threshold, the HBD share before spilling to the ND
 }
 
 // Workload is one traffic source. Kind selects which fields apply (WorkloadFields); a field of another
@@ -213,7 +214,7 @@ var (
 	FlowControls  = []string{"lossy", "pfc", "pfcstar", "portfc"}
 	Transports    = []string{"lossless", "gbn", "irn", "kernel-tcp"}
 	CCs           = []string{"none", "dcqcn", "cubic", "dctcp"}
-	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "telemetry", "minimal", "free"}
+	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "telemetry", "minimal", "ate", "free"}
 	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "trace"}
 	// CDFs are the built-in flow-size distributions (anchors.md §6, expander-thesis.md §3.3); a cdf may
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).

@@ -292,6 +292,9 @@ func (s *Spec) validateRouting(c *checker) {
 		c.add("routing.trials", "%d must be at least 1", r.Trials)
 	}
 	c.size("routing.threshold", r.Threshold, false)
+	if r.P < 0 || r.P >= 1 || math.IsNaN(r.P) { // ate: 0 < p < 1 (PortFC §III-F); 0 takes the default
+		c.add("routing.p", "%g is not in (0,1) (ate's asymmetric threshold: the HBD share before spilling to the ND)", r.P)
+	}
 }
 
 // validate checks one workload: its kind, that it sets only its kind's fields, and their values.
