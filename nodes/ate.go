@@ -30,6 +30,14 @@ import (
 // queue" the paper says ATE plans by. The measurement is a snapshot of the NIC's own QP state, so it
 // needs no window and no timer.
 //
+// That reading sees nothing at a barrier: when a burst of flows starts together (an MoE stage after
+// its dependencies) nothing is in flight yet, every draw happens at w^H as it was, and ATE is static
+// routing. Algorithm 5's loop reads differently: it assigns flows one at a time and T^H is "the
+// cumulative traffic volume ... directed to" the HBD, so a flow counts once it is assigned. Measure
+// "assigned" is that reading: T^H is every byte of the NIC's HBD-port flows not yet acknowledged, sent
+// or not, against the same B_H, and every flow with a choice takes an Eq. 3 step. It fills the HBD up
+// to about p·B_H of outstanding bytes and sends the rest ND-first.
+//
 // Time step. Eq. 3 is one step per feedback round: a change of w^H shows in T^H only once the flows it
 // placed have sent for a round trip. Applying it at every flow start would compound the same reading
 // over a burst of simultaneous starts (an all-to-all's flows all start at once), driving w^H to 0 or 1
@@ -49,12 +57,24 @@ type ATEConfig struct {
 	HBDPort int `json:"hbd_port"`
 	// CapacityBytes is B_H as bytes in flight: HBD port rate x base RTT of the longest HBD-first path.
 	CapacityBytes int64 `json:"capacity_bytes"`
-	// Interval is the least time between two Eq. 3 updates; 0: CapacityBytes at the HBD port rate.
+	// Interval is the least time between two Eq. 3 updates measuring ATEInFlight; 0: CapacityBytes at
+	// the HBD port rate. Measuring ATEAssigned, every flow with a choice takes a step.
 	Interval clock.Time `json:"interval_ps,omitempty"`
 	// W0 is w^H before the first update; 0: 1 (every flow HBD-first, as static BCube routing, until
 	// the HBD is measured full). Eq. 3 is multiplicative, so it must start above 0.
 	W0 float64 `json:"w0,omitempty"`
+	// Measure is what T^H counts: ATEInFlight ("" too) the bytes sent and not acknowledged, or
+	// ATEAssigned every byte of the HBD flows not yet acknowledged, sent or not: Algorithm 5's loop
+	// counts a flow once it is assigned, which is what lets ATE act inside a burst of flows that start
+	// together (an MoE stage), when nothing has been sent yet.
+	Measure string `json:"measure,omitempty"`
 }
+
+// What T^H counts (ATEConfig.Measure).
+const (
+	ATEInFlight = "inflight"
+	ATEAssigned = "assigned"
+)
 
 func (c *Config) checkATE() error {
 	a := &c.ATE
@@ -67,7 +87,12 @@ func (c *Config) checkATE() error {
 	if a.W0 == 0 {
 		a.W0 = 1
 	}
+	if a.Measure == "" {
+		a.Measure = ATEInFlight
+	}
 	switch {
+	case a.Measure != ATEInFlight && a.Measure != ATEAssigned:
+		return fmt.Errorf("nodes: config.ate.measure %q: want %s or %s", a.Measure, ATEInFlight, ATEAssigned)
 	case !(a.P > 0 && a.P < 1):
 		return fmt.Errorf("nodes: config.ate.p %g: want 0 < p < 1", a.P)
 	case a.HBDPort < 0 || a.HBDPort >= len(c.Ports):
@@ -154,17 +179,24 @@ func (n *NIC) ATE() ATEStats {
 	return s
 }
 
-// hbdInFlight is T^H: bytes the NIC's own active flows on the HBD port sent and have not had
-// acknowledged.
+// hbdInFlight is T^H: bytes the NIC's own active flows on the HBD port sent (or, measuring
+// ATEAssigned, were given) and have not had acknowledged.
 func (n *NIC) hbdInFlight() float64 {
 	var b int64
-	port := n.cfg.ATE.HBDPort
+	port, assigned := n.cfg.ATE.HBDPort, n.cfg.ATE.Measure == ATEAssigned
 	for _, q := range n.qps {
-		if q.done || q.port != port || q.sndHigh <= q.sndUna {
+		if q.done || q.port != port {
 			continue
 		}
-		sent := int64(q.sndHigh) * int64(q.mtu)
-		if q.sndHigh == q.npkts { // the last packet may be short
+		upTo := q.sndHigh
+		if assigned {
+			upTo = q.npkts
+		}
+		if upTo <= q.sndUna {
+			continue
+		}
+		sent := int64(upTo) * int64(q.mtu)
+		if upTo == q.npkts { // the last packet may be short
 			sent -= int64(q.mtu - q.lastPayload)
 		}
 		b += sent - int64(q.sndUna)*int64(q.mtu)
@@ -183,7 +215,9 @@ func (n *NIC) ateChoose(f *Flow) {
 		n.ate = n.newATE()
 	}
 	a, now := n.ate, n.clk.Now()
-	if !a.primed || now-a.last >= n.cfg.ATE.Interval {
+	// Assigned bytes move with every assignment, so Algorithm 5's loop (one step per flow) cannot
+	// compound a stale reading the way a burst of starts on one in-flight snapshot would.
+	if !a.primed || n.cfg.ATE.Measure == ATEAssigned || now-a.last >= n.cfg.ATE.Interval {
 		t := n.hbdInFlight()
 		a.c.Update(t)
 		a.stats.LastT = t

@@ -187,3 +187,38 @@ func TestATEFirstHopFromInFlight(t *testing.T) {
 		t.Fatalf("same seed, w^H %g vs %g", s.W, s2.W)
 	}
 }
+
+// Measuring assigned bytes, a burst of flows started at one instant splits: the HBD takes flows until
+// their bytes reach about p·B_H, the rest go ND-first. Measuring bytes in flight, the same burst sees
+// nothing and stays on the HBD.
+func TestATEBurstAssignedVsInFlight(t *testing.T) {
+	for _, measure := range []string{ATEInFlight, ATEAssigned} {
+		clk := clock.NewVirtual()
+		cfg := Config{Host: 0, Ports: []PortConfig{{RateBps: 400e9}, {RateBps: 100e9}}, Seed: 3,
+			PathSelect: SelectATE, ATE: ATEConfig{CapacityBytes: 100_000, Measure: measure}}
+		links := []egress.Link{&tlink{clk: clk, to: sink{}, noTap: true}, &tlink{clk: clk, to: sink{}, noTap: true}}
+		n, err := New(cfg, clk, links, &records.Log{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hbd, nd := []uint8{0, 3}, []uint8{1, 2}
+		for id := uint32(1); id <= 40; id++ { // 40 x 20 KB = 8 B_H offered at once
+			if err := n.StartFlow(Flow{ID: id, Dst: 9, Size: 20_000, Route: hbd, Paths: [][]uint8{hbd, nd}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := n.ATE()
+		t.Logf("%s: HBD-first %d, ND-first %d, w^H %.3g, %d updates, T^H %.0f B", measure, s.HBDFirst, s.NDFirst, s.W, s.Updates, n.hbdInFlight())
+		switch measure {
+		case ATEInFlight:
+			if s.NDFirst != 0 {
+				t.Fatalf("inflight: %d flows went ND-first with nothing sent yet", s.NDFirst)
+			}
+		case ATEAssigned:
+			// p·B_H = 90 KB: 4-5 flows of 20 KB before the first step below 1, then few more.
+			if s.HBDFirst < 4 || s.HBDFirst > 12 || n.hbdInFlight() > 3*90_000 {
+				t.Fatalf("assigned: HBD-first %d flows (%.0f B), want the HBD filled to about p·B_H = 90 KB", s.HBDFirst, n.hbdInFlight())
+			}
+		}
+	}
+}
