@@ -19,6 +19,9 @@ type ATE struct {
 	g *topo.Graph
 	// P is the asymmetric threshold p (routing.p, the paper's 0.9 by default).
 	P float64
+	// Measure is what the NICs count as T^H (routing.measure, nodes.ATEConfig.Measure): "inflight"
+	// ("" too) or "assigned".
+	Measure string
 }
 
 // DefaultATEP is the paper's "generally set to 0.9".
@@ -28,10 +31,20 @@ func init() {
 	Register("ate", func(g *topo.Graph, params map[string]string) (Router, error) {
 		// seed is accepted because the lab passes the spec's seed to every randomized algorithm; the
 		// draws are the NIC's, from its own seed.
-		if err := CheckParams("ate", params, "p", "seed"); err != nil {
+		if err := CheckParams("ate", params, "p", "measure", "seed"); err != nil {
 			return nil, err
 		}
-		return NewATE(g, params["p"])
+		a, err := NewATE(g, params["p"])
+		if err != nil {
+			return nil, err
+		}
+		switch m := params["measure"]; m {
+		case "", "inflight", "assigned":
+			a.Measure = m
+		default:
+			return nil, fmt.Errorf("routing ate: measure=%q, want inflight (bytes sent, not acknowledged) or assigned (every byte of the flows on the HBD not yet acknowledged)", m)
+		}
+		return a, nil
 	})
 }
 

@@ -12,7 +12,7 @@ var algorithmKeys = map[string][]string{
 	"vlb":    {"seed"},
 	"hybrid": {"threshold", "seed"},
 	"ugal":   {"threshold", "seed"},
-	"ate":    {"p", "seed"},
+	"ate":    {"p", "measure", "seed"},
 }
 
 // SpecParams keeps the keys of all (the spec's routing block, as strings) that algorithm alg reads.
