@@ -100,6 +100,12 @@ duration: 1ms
 	if _, err := spec.Parse([]byte(fmt.Sprintf(railLab, ", p: 1.5"))); err == nil || !strings.Contains(err.Error(), "routing.p") {
 		t.Fatalf("p 1.5: %v", err)
 	}
+	if _, err := spec.Parse([]byte(fmt.Sprintf(railLab, ", measure: rate"))); err == nil || !strings.Contains(err.Error(), "routing.measure") {
+		t.Fatalf("measure rate: %v", err)
+	}
+	if l, err := buildLab(t, fmt.Sprintf(railLab, ", measure: assigned")); err != nil || l.Hosts[3].Config.ATE.Measure != "assigned" || l.Hosts[3].Config.ATE.P != 0.9 {
+		t.Fatalf("measure assigned, default p: %v", err)
+	}
 	if _, err := buildLab(t, strings.Replace(fmt.Sprintf(railLab, ""), "family: ndc, n: 4, k: 1, rail: true, hbd_rate: 400Gbps", "family: fattree, k: 4", 1)); err == nil ||
 		!strings.Contains(err.Error(), "routing.algorithm") || !strings.Contains(err.Error(), "NDC") {
 		t.Fatalf("ate on a fat-tree: %v", err)

@@ -16,7 +16,7 @@ import (
 func (l *Lab) hostATE(r *route.ATE, c *nodes.Config) {
 	g := l.Graph
 	node := g.Hosts[c.Host]
-	c.ATE.P = r.P
+	c.ATE.P, c.ATE.Measure = r.P, r.Measure
 	c.ATE.HBDPort = -1 // no layer-0 switch: nodes rejects the config, naming the port
 	for p := range g.Nodes[node].Ports {
 		s := g.Peer(node, p).Node

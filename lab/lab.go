@@ -135,6 +135,9 @@ func routingParams(s *spec.Spec) map[string]string {
 	if r.P > 0 { // ate (lab/route/ate.go)
 		m["p"] = strconv.FormatFloat(r.P, 'g', -1, 64)
 	}
+	if r.Measure != "" { // ate
+		m["measure"] = r.Measure
+	}
 	return m
 }
 

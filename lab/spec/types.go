@@ -128,6 +128,7 @@ type Routing struct {
 	Seed               int64   `yaml:"seed,omitempty"`                // randomized algorithms; 0: the spec's seed
 	Threshold          Size    `yaml:"threshold,omitempty"`           // hybrid: flows below go ECMP, the rest VLB; ugal: bias
 	P                  float64 `yaml:"p,omitempty"`                   // ate: asymmetric threshold, the HBD share before spilling to the ND
+	Measure            string  `yaml:"measure,omitempty"`             // ate: what T^H counts, ATEMeasures ("": inflight)
 }
 
 // Workload is one traffic source. Kind selects which fields apply (WorkloadFields); a field of another
@@ -215,6 +216,7 @@ var (
 	Transports    = []string{"lossless", "gbn", "irn", "kernel-tcp"}
 	CCs           = []string{"none", "dcqcn", "cubic", "dctcp"}
 	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "telemetry", "minimal", "ate", "free"}
+	ATEMeasures   = []string{"inflight", "assigned"} // nodes.ATEInFlight, nodes.ATEAssigned
 	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "trace"}
 	// CDFs are the built-in flow-size distributions (anchors.md §6, expander-thesis.md §3.3); a cdf may
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).

@@ -295,6 +295,9 @@ func (s *Spec) validateRouting(c *checker) {
 	if r.P < 0 || r.P >= 1 || math.IsNaN(r.P) { // ate: 0 < p < 1 (PortFC §III-F); 0 takes the default
 		c.add("routing.p", "%g is not in (0,1) (ate's asymmetric threshold: the HBD share before spilling to the ND)", r.P)
 	}
+	if r.Measure != "" {
+		c.oneOf("routing.measure", r.Measure, ATEMeasures)
+	}
 }
 
 // validate checks one workload: its kind, that it sets only its kind's fields, and their values.
