@@ -38,6 +38,16 @@ import (
 // or not, against the same B_H, and every flow with a choice takes an Eq. 3 step. It fills the HBD up
 // to about p·B_H of outstanding bytes and sends the rest ND-first.
 //
+// Measure "offered" is the paper's analysis in rates (D, p·B_H, ΔT = D - p·B_H): T^H is the bit rate
+// of flow bytes the NIC put on its HBD port over the last window (Interval, default 10 base RTTs) and
+// B_H the HBD port rate. T^H is then w^H x D with no lag, so Eq. 3 lands on w^H = p·B_H/D in one step
+// (and coincides with Algorithm 5's absolute line 5), but it does not see congestion downstream.
+//
+// Limits measured (suites/routing/ate_test.go): Eq. 3 is an integrator. When T^H cannot follow w^H
+// within a step, as when multi-MB flows already placed hold the HBD for milliseconds (bytes in flight
+// and assigned bytes both), w^H is driven to about 0, and with no HBD-only flows at the node the
+// T^H = 0 skip rule then keeps it there. The paper gives no floor or anti-windup; none is added.
+//
 // Time step. Eq. 3 is one step per feedback round: a change of w^H shows in T^H only once the flows it
 // placed have sent for a round trip. Applying it at every flow start would compound the same reading
 // over a burst of simultaneous starts (an all-to-all's flows all start at once), driving w^H to 0 or 1
@@ -57,8 +67,10 @@ type ATEConfig struct {
 	HBDPort int `json:"hbd_port"`
 	// CapacityBytes is B_H as bytes in flight: HBD port rate x base RTT of the longest HBD-first path.
 	CapacityBytes int64 `json:"capacity_bytes"`
-	// Interval is the least time between two Eq. 3 updates measuring ATEInFlight; 0: CapacityBytes at
-	// the HBD port rate. Measuring ATEAssigned, every flow with a choice takes a step.
+	// Interval is the least time between two Eq. 3 updates measuring ATEInFlight, and the window
+	// measuring ATEOffered; 0: CapacityBytes at the HBD port rate (the base RTT), times
+	// DefaultATEOfferedWindows for ATEOffered. Measuring ATEAssigned, every flow with a choice takes a
+	// step.
 	Interval clock.Time `json:"interval_ps,omitempty"`
 	// W0 is w^H before the first update; 0: 1 (every flow HBD-first, as static BCube routing, until
 	// the HBD is measured full). Eq. 3 is multiplicative, so it must start above 0.
@@ -70,10 +82,15 @@ type ATEConfig struct {
 	Measure string `json:"measure,omitempty"`
 }
 
+// DefaultATEOfferedWindows is the ATEOffered window in base RTTs (CapacityBytes at the HBD rate): long
+// enough to hold several flow arrivals at a node, so one large flow does not read as the whole demand.
+const DefaultATEOfferedWindows = 10
+
 // What T^H counts (ATEConfig.Measure).
 const (
 	ATEInFlight = "inflight"
 	ATEAssigned = "assigned"
+	ATEOffered  = "offered"
 )
 
 func (c *Config) checkATE() error {
@@ -91,8 +108,8 @@ func (c *Config) checkATE() error {
 		a.Measure = ATEInFlight
 	}
 	switch {
-	case a.Measure != ATEInFlight && a.Measure != ATEAssigned:
-		return fmt.Errorf("nodes: config.ate.measure %q: want %s or %s", a.Measure, ATEInFlight, ATEAssigned)
+	case a.Measure != ATEInFlight && a.Measure != ATEAssigned && a.Measure != ATEOffered:
+		return fmt.Errorf("nodes: config.ate.measure %q: want %s, %s or %s", a.Measure, ATEInFlight, ATEAssigned, ATEOffered)
 	case !(a.P > 0 && a.P < 1):
 		return fmt.Errorf("nodes: config.ate.p %g: want 0 < p < 1", a.P)
 	case a.HBDPort < 0 || a.HBDPort >= len(c.Ports):
@@ -106,6 +123,9 @@ func (c *Config) checkATE() error {
 	}
 	if a.Interval == 0 {
 		a.Interval = clock.TxTime(int(a.CapacityBytes), c.Ports[a.HBDPort].RateBps)
+		if a.Measure == ATEOffered {
+			a.Interval *= DefaultATEOfferedWindows
+		}
 	}
 	return nil
 }
@@ -137,7 +157,8 @@ type ATEStats struct {
 	W                 float64 // current w^H
 	Updates, Skips    int
 	HBDFirst, NDFirst int // flows with a choice, by the first hop they got
-	// MeanT is the average T^H over the updates, in bytes; LastT the last reading.
+	// MeanT is the average T^H over the updates, in bytes (bit/s measuring ATEOffered); LastT the last
+	// reading.
 	MeanT, LastT float64
 	// Trace is w^H after each update, with the time of the update.
 	Trace []ATEPoint
@@ -146,7 +167,7 @@ type ATEStats struct {
 // ATEPoint is one Eq. 3 step.
 type ATEPoint struct {
 	At clock.Time
-	T  float64 // T^H measured, bytes
+	T  float64 // T^H measured: bytes, or bit/s measuring ATEOffered
 	W  float64 // w^H after the step
 }
 
@@ -155,13 +176,19 @@ type ateState struct {
 	rng    *rand.Rand
 	last   clock.Time
 	primed bool
-	sumT   float64
-	stats  ATEStats
+	// ATEOffered: bytes of the flows this NIC put on its HBD port since last.
+	offered int64
+	sumT    float64
+	stats   ATEStats
 }
 
 func (n *NIC) newATE() *ateState {
 	a := n.cfg.ATE
-	return &ateState{c: ATEController{P: a.P, B: float64(a.CapacityBytes), W: a.W0},
+	b := float64(a.CapacityBytes)
+	if a.Measure == ATEOffered {
+		b = n.cfg.Ports[a.HBDPort].RateBps // T^H in bit/s
+	}
+	return &ateState{c: ATEController{P: a.P, B: b, W: a.W0},
 		rng: rand.New(rand.NewPCG(n.cfg.Seed^0xa7e, uint64(n.cfg.Host)))}
 }
 
@@ -206,23 +233,46 @@ func (n *NIC) hbdInFlight() float64 {
 
 // ateChoose fixes f's route among its candidates (Paths[0]: HBD first) before the flow is set up, so
 // the flow's QP sits on the port of the route it got: ATE's candidates leave by different ports, which
-// a run-time policy could not move a QP between.
+// a run-time policy could not move a QP between. Flows without a choice pass through it too, so that
+// measuring ATEOffered counts the HBD demand they bring.
 func (n *NIC) ateChoose(f *Flow) {
-	if len(f.Paths) < 2 {
-		return
-	}
 	if n.ate == nil {
 		n.ate = n.newATE()
 	}
-	a, now := n.ate, n.clk.Now()
-	// Assigned bytes move with every assignment, so Algorithm 5's loop (one step per flow) cannot
-	// compound a stale reading the way a burst of starts on one in-flight snapshot would.
-	if !a.primed || n.cfg.ATE.Measure == ATEAssigned || now-a.last >= n.cfg.ATE.Interval {
-		t := n.hbdInFlight()
+	a, now, cfg := n.ate, n.clk.Now(), &n.cfg.ATE
+	if len(f.Paths) < 2 {
+		if len(f.Route) > 0 && int(f.Route[0]) == cfg.HBDPort {
+			a.offered += f.Size
+		}
+		return
+	}
+	var t float64
+	step := false
+	switch cfg.Measure {
+	case ATEAssigned:
+		// Assigned bytes move with every assignment, so Algorithm 5's loop (one step per flow)
+		// cannot compound a stale reading the way a burst of starts on one in-flight snapshot would.
+		t, step = n.hbdInFlight(), true
+	case ATEOffered:
+		// The rate of bytes put on the HBD over the window just closed: T^H responds to w^H within
+		// one window, with no flow lifetimes in the loop.
+		if now-a.last >= cfg.Interval {
+			t, step = float64(a.offered)*8/(now-a.last).Seconds(), true
+			a.offered, a.last = 0, now
+		}
+	default:
+		if !a.primed || now-a.last >= cfg.Interval {
+			t, step = n.hbdInFlight(), true
+		}
+	}
+	if step {
 		a.c.Update(t)
 		a.stats.LastT = t
 		if t > 0 {
-			a.primed, a.last = true, now
+			a.primed = true
+			if cfg.Measure != ATEOffered {
+				a.last = now
+			}
 			a.sumT += t
 			a.stats.Trace = append(a.stats.Trace, ATEPoint{At: now, T: t, W: a.c.W})
 		}
@@ -233,6 +283,7 @@ func (n *NIC) ateChoose(f *Flow) {
 		a.stats.NDFirst++
 	} else {
 		a.stats.HBDFirst++
+		a.offered += f.Size
 	}
 	f.Route, f.Paths = f.Paths[i], nil
 }

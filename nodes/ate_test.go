@@ -222,3 +222,45 @@ func TestATEBurstAssignedVsInFlight(t *testing.T) {
 		}
 	}
 }
+
+// Measuring the offered rate, a steady demand D = 1.5 x the HBD rate settles at w^H = p·B_H/D = 0.6
+// within a few windows: T^H is w^H x D with no lag, so Eq. 3 is one step from anywhere.
+func TestATEOfferedSteadyDemand(t *testing.T) {
+	clk := clock.NewVirtual()
+	cfg := Config{Host: 0, Ports: []PortConfig{{RateBps: 400e9}, {RateBps: 100e9}}, Seed: 5,
+		PathSelect: SelectATE, ATE: ATEConfig{CapacityBytes: 100_000, Measure: ATEOffered}}
+	links := []egress.Link{&tlink{clk: clk, to: sink{}, noTap: true}, &tlink{clk: clk, to: sink{}, noTap: true}}
+	n, err := New(cfg, clk, links, &records.Log{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Config().ATE.Interval != 20*clock.Microsecond {
+		t.Fatalf("offered window %v, want 10 base RTTs = 20 us", n.Config().ATE.Interval)
+	}
+	hbd, nd := []uint8{0, 3}, []uint8{1, 2}
+	gap := clock.TxTime(10_000, 600e9) // 10 KB flows at 600 Gb/s = 1.5 x 400
+	late := 0
+	var before ATEStats
+	for id := uint32(1); id <= 3000; id++ {
+		if id == 1000 {
+			before = n.ATE()
+		}
+		if err := n.StartFlow(Flow{ID: id, Dst: 9, Size: 10_000, Route: hbd, Paths: [][]uint8{hbd, nd}}); err != nil {
+			t.Fatal(err)
+		}
+		if id >= 1000 && n.qps[id].port == 0 {
+			late++
+		}
+		clk.RunUntil(clk.Now() + gap)
+	}
+	s := n.ATE()
+	t.Logf("w^H %.3f after %d steps; HBD-first share of the last 2001 flows %.3f", s.W, s.Updates, float64(late)/2001)
+	// Each window holds ~150 draws, so one window's w^H carries ~7% binomial noise; the share of flows
+	// over many windows is the tight check.
+	if math.Abs(s.W-0.6) > 0.1 || math.Abs(before.W-0.6) > 0.1 {
+		t.Fatalf("w^H %.3f (at flow 1000: %.3f), want p·B_H/D = 0.6", s.W, before.W)
+	}
+	if f := float64(late) / 2001; math.Abs(f-0.6) > 0.05 {
+		t.Fatalf("HBD-first share %.3f, want 0.6", f)
+	}
+}
