@@ -20,7 +20,7 @@ type ATE struct {
 	// P is the asymmetric threshold p (routing.p, the paper's 0.9 by default).
 	P float64
 	// Measure is what the NICs count as T^H (routing.measure, nodes.ATEConfig.Measure): "inflight"
-	// ("" too) or "assigned".
+	// ("" too), "assigned" or "offered".
 	Measure string
 }
 
@@ -39,10 +39,10 @@ func init() {
 			return nil, err
 		}
 		switch m := params["measure"]; m {
-		case "", "inflight", "assigned":
+		case "", "inflight", "assigned", "offered":
 			a.Measure = m
 		default:
-			return nil, fmt.Errorf("routing ate: measure=%q, want inflight (bytes sent, not acknowledged) or assigned (every byte of the flows on the HBD not yet acknowledged)", m)
+			return nil, fmt.Errorf("routing ate: measure=%q, want inflight (bytes sent, not acknowledged), assigned (every byte of the flows on the HBD not yet acknowledged) or offered (rate of bytes put on the HBD)", m)
 		}
 		return a, nil
 	})

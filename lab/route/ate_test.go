@@ -61,8 +61,10 @@ func TestATECandidates(t *testing.T) {
 	if _, err := New("ate", g, map[string]string{"p": "0.75"}); err != nil {
 		t.Fatal(err)
 	}
-	if a, err := New("ate", g, map[string]string{"measure": "assigned"}); err != nil || a.(*ATE).Measure != "assigned" {
-		t.Fatalf("measure=assigned: %v", err)
+	for _, m := range []string{"inflight", "assigned", "offered"} {
+		if a, err := New("ate", g, map[string]string{"measure": m}); err != nil || a.(*ATE).Measure != m {
+			t.Fatalf("measure=%s: %v", m, err)
+		}
 	}
 	for _, bad := range []map[string]string{{"p": "1"}, {"p": "0"}, {"p": "x"}, {"q": "0.5"}, {"measure": "rate"}} {
 		if _, err := New("ate", g, bad); err == nil {

@@ -216,7 +216,7 @@ var (
 	Transports    = []string{"lossless", "gbn", "irn", "kernel-tcp"}
 	CCs           = []string{"none", "dcqcn", "cubic", "dctcp"}
 	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "telemetry", "minimal", "ate", "free"}
-	ATEMeasures   = []string{"inflight", "assigned"} // nodes.ATEInFlight, nodes.ATEAssigned
+	ATEMeasures   = []string{"inflight", "assigned", "offered"} // nodes.ATEInFlight, ATEAssigned, ATEOffered
 	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "trace"}
 	// CDFs are the built-in flow-size distributions (anchors.md §6, expander-thesis.md §3.3); a cdf may
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).
