@@ -32,7 +32,9 @@ type Flow struct {
 	Then  []uint8
 	After int64
 	// Paths, when set, are candidate source routes the NIC may move the flow between (Config.PathSelect);
-	// Paths[0] must be Route, and all must leave by the same port.
+	// Paths[0] must be Route. Under telemetry and ugal all must leave by the same port (a flow keeps its
+	// NIC queue while it moves); ate picks one before the flow is queued, so its candidates may leave by
+	// different ports (ate.go).
 	Paths [][]uint8
 	Ideal clock.Time // standalone FCT the lab computed (IdealFCT), copied into the record
 	Class string
