@@ -3,6 +3,7 @@ package kernel_test
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -36,24 +37,35 @@ duration: 1s
 	return l
 }
 
-// faithful skips (with the reason) a spec whose forwarder could not keep time: its rates say more about
-// the machine's load than about the fabric.
-func faithful(r *bench.KernelResult) {
-	if ok, why := r.Forwarder.Faithful(r.LinkBps, 9014); !ok {
-		Skip("unfaithful run, not asserting on rates: " + why)
+// runFaithful runs l until the forwarder kept time (its rates would otherwise say more about the
+// machine's load than about the fabric), at most 3 times, and fails with every rejected run's reason.
+// Each run is a new measurement; only a faithful one is asserted on.
+func runFaithful(ctx context.Context, name string, l *lab.Lab) *bench.KernelResult {
+	var why []string
+	for i := 0; i < 3; i++ {
+		r, err := bench.RunKernel(ctx, fmt.Sprintf("%s%d", name, i), l)
+		Expect(err).NotTo(HaveOccurred())
+		ok, reason := r.Forwarder.Faithful(r.LinkBps, 9014)
+		if ok {
+			if len(why) > 0 {
+				AddReportEntry("unfaithful attempts", strings.Join(why, "\n"))
+			}
+			return r
+		}
+		why = append(why, fmt.Sprintf("attempt %d: %s", i+1, reason))
 	}
+	Fail("no faithful run in 3 attempts, refusing to assert on rates:\n" + strings.Join(why, "\n"))
+	return nil
 }
 
 var _ = Describe("kernel TCP through Go switches", func() {
 	It("reaches at least 90% of the emulated 500 Mb/s link over two switch hops", Label("smoke"), func(ctx SpecContext) {
-		r, err := bench.RunKernel(ctx, labName("gp"), chain("cubic", "", "20MB"))
-		Expect(err).NotTo(HaveOccurred())
+		r := runFaithful(ctx, labName("gp"), chain("cubic", "", "20MB"))
 		f := r.Flows[0]
 		Expect(f.Completed).To(BeTrue())
 		Expect(r.Forwarder.Malformed).To(BeZero())
 		AddReportEntry("goodput", fmt.Sprintf("%.1f Mb/s of %.0f Mb/s (FCT %v, retransmits %d, lag mean %v)",
 			r.GoodputBps[0]/1e6, r.LinkBps/1e6, f.FCT(), f.Retransmits, r.Forwarder.Lag.Mean()))
-		faithful(r)
 		Expect(r.GoodputBps[0]).To(BeNumerically(">=", 0.9*r.LinkBps))
 	})
 
