@@ -175,7 +175,7 @@ var _ = Describe("netns backend: deadlock and PortFC on real frames", Label("net
 		Expect(r.sum.Retransmissions).To(BeZero())
 	})
 
-	It("PortFC keeps an 8->1 incast lossless and retransmission-free, with PortFC frames on the wire", func() {
+	It("PortFC keeps an 8->1 incast lossless and retransmission-free, with PortFC frames on the wire", Label("smoke"), func() {
 		// PortFC thresholds are static: the spec refuses alpha with portfc.
 		spec := strings.Replace(incast("portfc", "lossless"), ", alpha: 0.125", "", 1)
 		r := runFaithful(spec, netns.RunOptions{Pcap: "all"})
