@@ -2,9 +2,12 @@ package lab_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/lab/route"
+	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
 const flowRouteSpec = `
@@ -58,5 +61,30 @@ func TestFlowRouterStamped(t *testing.T) {
 					big.Route, big.Then, big.ThenAfter, nf.Then, nf.After)
 			}
 		}
+	}
+}
+
+// routing.flowlet_gap reaches every switch; a negative gap is refused naming the field.
+func TestFlowletGapReachesSwitches(t *testing.T) {
+	const gapSpec = `
+name: flowlets
+topology: {family: xpander, switches: 8, degree: 3, hosts_per_switch: 2, seed: 1}
+switch: {flow_control: lossy}
+host: {transport: irn}
+routing: {algorithm: shortest, flowlet_gap: %s}
+workload: [{kind: flows, list: [{src: h0, dst: h15, size: 50KB, at: 0s}]}]
+duration: 1ms
+`
+	l, err := buildLab(t, fmt.Sprintf(gapSpec, "50us"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sw := range l.Switches {
+		if sw.Config.FlowletGap != 50*clock.Microsecond {
+			t.Fatalf("switch %d: flowlet gap %v, want 50us", sw.Node, sw.Config.FlowletGap)
+		}
+	}
+	if _, err := spec.Parse([]byte(fmt.Sprintf(gapSpec, "-1us"))); err == nil || !strings.Contains(err.Error(), "routing.flowlet_gap") {
+		t.Fatalf("a negative flowlet gap was accepted or the error does not name the field: %v", err)
 	}
 }

@@ -171,9 +171,10 @@ func (l *Lab) switchConfig(n int) switchsw.Config {
 			KMaxBytes: s.Switch.ECN.KMax.Resolve(l.hostBDP()),
 			PMax:      s.Switch.ECN.PMax,
 		},
-		FIB:      portSets(l.Tables.FIB[n]),
-		ECMPSeed: uint32(s.Routing.Seed),
-		Seed:     s.Seed,
+		FIB:        portSets(l.Tables.FIB[n]),
+		ECMPSeed:   uint32(s.Routing.Seed),
+		FlowletGap: s.Routing.FlowletGap.Clock(),
+		Seed:       s.Seed,
 	}
 	// Only the data priority is lossless: headroom is reserved per lossless priority, and reserving it
 	// for all eight would take ~2 MB of a 5 MB buffer from the shared pool.

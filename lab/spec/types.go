@@ -129,6 +129,9 @@ type Routing struct {
 	Threshold          Size    `yaml:"threshold,omitempty"`           // hybrid: flows below go ECMP, the rest VLB; ugal: bias
 	P                  float64 `yaml:"p,omitempty"`                   // ate: asymmetric threshold, the HBD share before spilling to the ND
 	Measure            string  `yaml:"measure,omitempty"`             // ate: what T^H counts, ATEMeasures ("": inflight)
+	// FlowletGap > 0 makes switches forwarding by table (shortest) re-pick a flow's ECMP port after an
+	// idle gap this long (LetFlow; the expander thesis uses 50 us). 0: per-flow ECMP.
+	FlowletGap Time `yaml:"flowlet_gap,omitempty"`
 }
 
 // Workload is one traffic source. Kind selects which fields apply (WorkloadFields); a field of another

@@ -298,6 +298,9 @@ func (s *Spec) validateRouting(c *checker) {
 	if r.Measure != "" {
 		c.oneOf("routing.measure", r.Measure, ATEMeasures)
 	}
+	if r.FlowletGap < 0 {
+		c.add("routing.flowlet_gap", "%s is negative", r.FlowletGap)
+	}
 }
 
 // validate checks one workload: its kind, that it sets only its kind's fields, and their values.
