@@ -2,6 +2,8 @@ package clock
 
 import (
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestRealFiresInOrderAndKeepsLogicalTime(t *testing.T) {
@@ -113,5 +115,21 @@ func TestRealCatchUpSteps(t *testing.T) {
 	}
 	if got, wall := r.AdvanceTo(Second), r.Wall(); got > wall {
 		t.Fatalf("AdvanceTo(1s) = %v, past the wall clock %v", got, wall)
+	}
+}
+
+// MonotonicNanos must be CLOCK_MONOTONIC itself: agents, the backend and the kernel-host driver (which
+// reads it with clock_gettime) share time zero through it.
+func TestMonotonicNanosIsClockMonotonic(t *testing.T) {
+	var ts unix.Timespec
+	for i := 0; i < 5; i++ {
+		a := MonotonicNanos()
+		if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+			t.Fatal(err)
+		}
+		b := MonotonicNanos()
+		if c := ts.Nano(); c < a || c > b {
+			t.Fatalf("clock_gettime(CLOCK_MONOTONIC) = %d is not between two MonotonicNanos readings %d and %d", c, a, b)
+		}
 	}
 }
