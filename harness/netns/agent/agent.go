@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync"
 
 	"github.com/fabriclab/fabriclab/harness/netns"
@@ -55,6 +56,17 @@ func Main(in io.Reader, out io.Writer) int {
 		return 1
 	}
 	defer a.close()
+	// FABRICLAB_AGENT_CPUPROFILE=PREFIX writes each agent's CPU profile to PREFIX.<pid> (go tool pprof),
+	// for finding where a loop that cannot keep up spends its time.
+	stopProfile := func() {}
+	if prefix := os.Getenv("FABRICLAB_AGENT_CPUPROFILE"); prefix != "" {
+		if f, err := os.Create(fmt.Sprintf("%s.%d", prefix, os.Getpid())); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				// Stopped before the records go out: the backend may end the process once it has them.
+				stopProfile = func() { pprof.StopCPUProfile(); f.Close() }
+			}
+		}
+	}
 	if err := c.send(netns.AgentMsg{Type: "ready"}); err != nil {
 		return 1
 	}
@@ -80,6 +92,7 @@ func Main(in io.Reader, out io.Writer) int {
 		c.fail(err)
 		return 1
 	}
+	stopProfile()
 	log, fid, now := a.finish()
 	msg := netns.AgentMsg{Type: "records", Log: log, Fidelity: fid, Now: now}
 	if a.mon != nil {

@@ -222,6 +222,7 @@ type agent struct {
 	devs    []*device
 	ports   []*port // flat, index = poll slot
 	fds     []unix.PollFd
+	waiter  *waiter
 	wake    *wake
 	stop    atomic.Bool
 	fid     netns.AgentFidelity
@@ -307,6 +308,10 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 		}
 	}
 	a.fds = append(a.fds, unix.PollFd{Fd: int32(w.fd), Events: unix.POLLIN})
+	if a.waiter, err = newWaiter(a.fds); err != nil {
+		a.close()
+		return nil, err
+	}
 	for _, p := range a.ports {
 		for _, q := range a.ports {
 			if q.dev.node == p.cfg.PeerNode && q.index == p.cfg.PeerPort {

@@ -64,14 +64,13 @@ func (a *agent) loop(end clock.Time, done func()) error {
 		if next, ok := a.clk.Next(); ok && next-wall < d {
 			d = next - wall
 		}
-		ts := clock.ToTimespec(d)
 		before := a.clk.Wall()
 		a.fid.BusyTime += before - wall0
-		n, err := unix.Ppoll(a.fds, &ts, nil)
+		ready, err := a.waiter.wait(d)
 		wall0 = a.clk.Wall()
 		a.fid.PollTime += wall0 - before
 		a.fid.Loops++
-		if n == 0 && err == nil {
+		if len(ready) == 0 && err == nil {
 			a.fid.PollTimeout++
 		} else {
 			a.fid.PollWakes++
@@ -80,20 +79,16 @@ func (a *agent) loop(end clock.Time, done func()) error {
 			if errors.Is(err, unix.EINTR) {
 				continue
 			}
-			return fmt.Errorf("ppoll: %w", err)
+			return fmt.Errorf("waiting for frames: %w", err)
 		}
-		if n == 0 {
-			continue
-		}
-		for i, p := range a.ports {
-			if a.fds[i].Revents&(unix.POLLIN|unix.POLLERR) != 0 {
-				if err := a.receive(p, true); err != nil {
-					return err
-				}
+		for _, i := range ready {
+			if i == len(a.ports) {
+				a.wake.drain()
+				continue
 			}
-		}
-		if a.fds[len(a.ports)].Revents&unix.POLLIN != 0 {
-			a.wake.drain()
+			if err := a.receive(a.ports[i], true); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -218,6 +213,9 @@ func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
 }
 
 func (a *agent) close() {
+	if a.waiter != nil {
+		a.waiter.close()
+	}
 	for _, p := range a.ports {
 		p.sock.Close()
 		if p.pfile != nil {
