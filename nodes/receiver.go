@@ -115,13 +115,20 @@ func (n *NIC) sendCtl(kind pkt.Kind, p *pkt.Packet, rx *rxQP, sack uint32, size 
 		// The data frame's accumulated queueing delay, reflected for telemetry path selection (on the
 		// wire: the ACK's MSN, to 16 ns).
 		ProbeDelay: p.ProbeDelay}
+	n.sendBack(c, size)
+}
+
+// sendBack sends control frame c (ACK, NACK, CNP, probe reply) to the sender of flow c.Flow, host c.Dst,
+// in the strict control queue: by the reverse of the flow's source route when it came with one, else by
+// the table. size is c's size without a route.
+func (n *NIC) sendBack(c *pkt.Packet, size int) {
 	port := -1
-	if r := n.ackRoutes[p.Flow]; len(r) > 0 {
+	if r := n.ackRoutes[c.Flow]; len(r) > 0 {
 		port = int(r[0])
 		c.Route, c.Hop = r, 1
 		size += pkt.RouteOptionBytes(len(r))
 	} else {
-		port = n.fibPort(p.Src, mix32(uint64(p.Flow)^n.cfg.Seed<<32^0x5bd1e995))
+		port = n.fibPort(c.Dst, mix32(uint64(c.Flow)^n.cfg.Seed<<32^0x5bd1e995))
 	}
 	c.Size = int32(size)
 	if port < 0 || port >= len(n.ports) {

@@ -3,6 +3,7 @@ package nodes
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/pkt"
@@ -95,7 +96,7 @@ func (n *NIC) checkPaths(f *Flow, port int) error {
 	if len(f.Paths) == 0 {
 		return nil
 	}
-	if len(f.Route) == 0 || !sameRoute(f.Route, f.Paths[0]) {
+	if len(f.Route) == 0 || !slices.Equal(f.Route, f.Paths[0]) {
 		return fmt.Errorf("nodes: h%d: flow %d: Route must be Paths[0] (the path a flow starts on)", n.cfg.Host, f.ID)
 	}
 	for i, r := range f.Paths {
@@ -104,18 +105,6 @@ func (n *NIC) checkPaths(f *Flow, port int) error {
 		}
 	}
 	return nil
-}
-
-func sameRoute(a, b []uint8) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // pathSel is one flow's path-selection state.
@@ -312,19 +301,5 @@ func (n *NIC) onProbe(p *pkt.Packet) {
 	r := &pkt.Packet{Kind: pkt.Probe, Segs: 1, Src: n.cfg.Host, Dst: p.Src, Flow: p.Flow, SPort: p.SPort,
 		DPort: ProbePort, Proto: ProtoUDP, Prio: n.cfg.ControlPrio, PSN: p.PSN, Last: true, SentAt: p.SentAt,
 		ProbeDelay: p.ProbeDelay, InPort: -1}
-	size := pkt.ProbeSize
-	port := -1
-	if rt := n.ackRoutes[p.Flow]; len(rt) > 0 {
-		port = int(rt[0])
-		r.Route, r.Hop = rt, 1
-		size += pkt.RouteOptionBytes(len(rt))
-	} else {
-		port = n.fibPort(p.Src, mix32(uint64(p.Flow)^n.cfg.Seed<<32^0x5bd1e995))
-	}
-	r.Size = int32(size)
-	if port < 0 || port >= len(n.ports) {
-		n.drop(r, "no-route")
-		return
-	}
-	n.enqueue(port, n.control[port], r)
+	n.sendBack(r, pkt.ProbeSize)
 }
