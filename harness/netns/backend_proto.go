@@ -15,6 +15,7 @@ import (
 //
 //	-> setup     <- ready        (ports open, engines built)
 //	-> start     <- done         (every flow this agent sends has completed; may never come)
+//	             <- end          (its clock reached the run's end; it waits for stop)
 //	-> stop      <- records      (engines flushed: records, fidelity, counters)
 //
 // and error at any point ends the agent. Configs are already dilated; times are the agent clock's
@@ -29,7 +30,7 @@ var AgentLinked bool
 
 // AgentMsg is every message in both directions; Type says which fields matter.
 type AgentMsg struct {
-	Type     string         `json:"type"` // setup ready start done stop records error
+	Type     string         `json:"type"` // setup ready start done end stop records error
 	Setup    *AgentSetup    `json:"setup,omitempty"`
 	Epoch    int64          `json:"epoch,omitempty"` // start: CLOCK_MONOTONIC ns of time 0
 	End      clock.Time     `json:"end,omitempty"`   // start: stop by itself at this time
@@ -126,6 +127,13 @@ type AgentFidelity struct {
 	// LagOver[i] counts timers that fired later than clock.LagBuckets[i].
 	LagOver [4]uint64 `json:"lag_over"`
 	// RealtimeErr is why the loop thread is not SCHED_FIFO when Realtime was asked for ("" when it is).
+	// Arrivals are frames an agent read from its own peer port, which it takes at their scheduled
+	// arrival time; LateArrivals those it could only take more than one data-frame serialization time
+	// later (its clock had moved on), with the sum and maximum of that error.
+	Arrivals      uint64     `json:"arrivals,omitempty"`
+	LateArrivals  uint64     `json:"late_arrivals,omitempty"`
+	SumArrivalErr clock.Time `json:"sum_arrival_err,omitempty"`
+	MaxArrivalErr clock.Time `json:"max_arrival_err,omitempty"`
 	// CatchUpSteps counts steps taken to catch up after the loop woke late (agent catchUp).
 	CatchUpSteps uint64 `json:"catch_up_steps,omitempty"`
 	RealtimeErr  string `json:"realtime_err,omitempty"`

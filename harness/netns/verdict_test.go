@@ -37,3 +37,31 @@ func TestStallVerdict(t *testing.T) {
 		}
 	}
 }
+
+// A lab whose agents read only frames they wrote themselves is judged by how late the engines took
+// frames against their schedule, not by how late they left in wall time; any other lab by the latter.
+func TestVerdictScheduled(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		m        AgentFidelity
+		faithful bool
+		why      string
+	}{
+		{"scheduled, on time though late in wall time", AgentFidelity{Frames: 100, LateFrames: 90, RxFrames: 100, Arrivals: 100, LateArrivals: 1}, true, "1 of 100 frames"},
+		{"scheduled, taken late", AgentFidelity{Frames: 100, RxFrames: 100, Arrivals: 100, LateArrivals: 10}, false, "could not keep up with the schedule"},
+		{"scheduled, the kernel refused frames", AgentFidelity{Frames: 100, RxFrames: 100, Arrivals: 100, KernelFull: 3}, false, "the kernel refused 3 frames"},
+		{"frames from elsewhere, late in wall time", AgentFidelity{Frames: 100, LateFrames: 90, RxFrames: 100, Arrivals: 50}, false, "90 of 100 frames (90.00%) left"},
+		{"frames from elsewhere, on time", AgentFidelity{Frames: 100, LateFrames: 1, RxFrames: 100, Arrivals: 50, LateArrivals: 50}, true, "1 of 100 frames (1.00%) left"},
+	} {
+		f := Verdict(c.m, DefaultFidelityBound)
+		if f.Faithful != c.faithful || !strings.Contains(f.Reason, c.why) {
+			t.Errorf("%s: faithful %v (%s), want %v and a reason with %q", c.name, f.Faithful, f.Reason, c.faithful, c.why)
+		}
+	}
+	// A scheduled lab kept its schedule through any stall: a lossless drop there is the engines'.
+	drop := &records.Log{Drops: []records.Drop{{Lossless: true, Reason: "headroom"}}}
+	m := AgentFidelity{Frames: 100, RxFrames: 100, Arrivals: 100, TimerLagMax: clock.Second}
+	if f := stallVerdict(Verdict(m, DefaultFidelityBound), m, drop, clock.Millisecond); !f.Faithful {
+		t.Errorf("a scheduled lab's drop after a stall was put on the machine: %s", f.Reason)
+	}
+}

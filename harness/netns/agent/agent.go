@@ -88,7 +88,8 @@ func Main(in io.Reader, out io.Writer) int {
 			}
 		}
 	}()
-	if err := a.run(m.Epoch, m.End, func() { c.send(netns.AgentMsg{Type: "done"}) }); err != nil {
+	if err := a.run(m.Epoch, m.End, func() { c.send(netns.AgentMsg{Type: "done"}) },
+		func() { c.send(netns.AgentMsg{Type: "end"}) }); err != nil {
 		c.fail(err)
 		return 1
 	}

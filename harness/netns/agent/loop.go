@@ -231,8 +231,8 @@ type agent struct {
 	stopped bool
 	// mon is the run-time deadlock monitor when this agent hosts the whole lab (setup.Monitor).
 	mon *monitor.Monitor
-	// step is how far one catch-up step advances (catchUp): a quarter of the shortest link delay here,
-	// so a frame is processed at most that much before or after its arrival time after a stall.
+	// step is how far one catch-up step advances (catchUp): a frame this agent sends itself is taken at
+	// most that long after its scheduled arrival.
 	step clock.Time
 }
 
@@ -319,12 +319,15 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 			}
 		}
 	}
-	a.step = minCatchUpStep
+	// A step no longer than one data frame's serialization (the fidelity yardstick) keeps every frame an
+	// agent sends itself within that of its scheduled arrival, however late the loop runs; a quarter
+	// link delay bounds it where frames are long.
 	for i, p := range a.ports {
-		if d := p.link.delay / 4; i == 0 || d < a.step {
-			a.step = max(d, minCatchUpStep)
+		if d := min(p.link.delay, p.yard) / 4; i == 0 || d < a.step {
+			a.step = d
 		}
 	}
+	a.step = max(a.step, minCatchUpStep)
 	byNode := map[int]*device{}
 	for _, d := range a.devs {
 		byNode[d.node] = d
@@ -369,8 +372,8 @@ func (a *agent) requestStop() {
 func (a *agent) violation(s string) { a.log.Violations = append(a.log.Violations, s) }
 
 // run is the event loop. It returns when stop is requested or the clock passes end.
-func (a *agent) run(epoch int64, end clock.Time, done func()) error {
+func (a *agent) run(epoch int64, end clock.Time, done, reachedEnd func()) error {
 	a.clk.SetEpoch(epoch) // the engines hold this clock already; nothing has read it yet
 	a.watch()
-	return a.loop(end, done)
+	return a.loop(end, done, reachedEnd)
 }
