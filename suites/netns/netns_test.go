@@ -94,6 +94,57 @@ var _ = Describe("netns backend: the engines on real frames", Label("netns"), fu
 		Expect(pfc).To(BeNumerically(">", 0))
 	})
 
+	It("counts lossless violations on real frames when headroom is below the computed need", func() {
+		// The go-back-N RTO that recovers the drops is 1 ms (5 s of wall time at D=5000), as in incast.
+		spec := `
+name: ns-tight-headroom
+dilation: 5000
+topology: {family: ndc, n: 4, k: 1}
+switch: {flow_control: pfc, headroom: 2KB}
+host: {transport: lossless, cc: none, rto: 1ms}
+workload: [{kind: incast, senders: 8, size: 200KB, receiver: h0, at: 0s}]
+duration: 20ms`
+		v := runVirtual(spec)
+		r := runFaithful(spec, netns.RunOptions{})
+		GinkgoWriter.Printf("headroom 2KB: lossless drops %d (virtual %d), violations %d\n", r.sum.Drops.Lossless, v.Drops.Lossless, len(r.sum.Violations))
+		Expect(r.sum.Drops.Lossless).To(BeNumerically(">", 0))
+		Expect(r.sum.Violations).NotTo(BeEmpty())
+	})
+
+	It("shares one port fairly among four DCQCN flows, as on the virtual backend", func() {
+		spec := `
+name: ns-dcqcn
+dilation: 2000
+topology: {family: ring, n: 3, hosts_per_switch: 5, link: {rate: 100Gbps, delay: 1us}}
+switch: {flow_control: pfc}
+host: {transport: lossless, cc: dcqcn}
+workload:
+  - kind: flows
+    list:
+      - {src: h1, dst: h0, size: 4MB, at: 0s}
+      - {src: h2, dst: h0, size: 4MB, at: 0s}
+      - {src: h3, dst: h0, size: 4MB, at: 0s}
+      - {src: h4, dst: h0, size: 4MB, at: 0s}
+duration: 20ms`
+		v := runVirtual(spec)
+		r := runFaithful(spec, netns.RunOptions{})
+		var sum, sq float64
+		var gps []float64
+		for _, f := range r.log.Flows {
+			Expect(f.Completed).To(BeTrue())
+			gp := float64(f.Size) * 8 / (f.FCT().Seconds() / r.res.Dilation)
+			gps = append(gps, gp/1e9)
+			sum += gp
+			sq += gp * gp
+		}
+		jain := sum * sum / (float64(len(gps)) * sq)
+		GinkgoWriter.Printf("per-flow goodput (Gb/s) %.2f, Jain %.4f; FCT avg netns %.4g s, virtual %.4g s (%.2f%%)\n",
+			gps, jain, r.sum.FCT.Avg, v.FCT.Avg, 100*within(r.sum.FCT.Avg, v.FCT.Avg))
+		Expect(jain).To(BeNumerically(">=", 0.95))
+		Expect(within(r.sum.FCT.Avg, v.FCT.Avg)).To(BeNumerically("<", 0.05))
+		Expect(r.sum.Drops.Lossless).To(BeZero())
+	})
+
 	It("reports a run the machine cannot keep up with as unfaithful", Label("smoke"), func() {
 		// D=10: 10 Gb/s links, about a million frames a second per link, far past an AF_PACKET agent on
 		// two cores.
