@@ -180,10 +180,14 @@ func (r *switchRouter) Paths(src, dst int) ([]Path, error) {
 	return out, nil
 }
 
-func (r *switchRouter) hosts(src, dst int) error {
-	n := len(r.f.HostSw)
+func (r *switchRouter) hosts(src, dst int) error { return r.f.checkPair(r.name, src, dst) }
+
+// checkPair refuses a host pair that algorithm alg cannot route on f: a host out of range, or a host to
+// itself.
+func (f *Fabric) checkPair(alg string, src, dst int) error {
+	n := len(f.HostSw)
 	if src < 0 || src >= n || dst < 0 || dst >= n {
-		return fmt.Errorf("routing %s: host h%d or h%d out of range (topology has %d hosts)", r.name, src, dst, n)
+		return fmt.Errorf("routing %s: host h%d or h%d out of range (topology has %d hosts)", alg, src, dst, n)
 	}
 	if src == dst {
 		return fmt.Errorf("h%d to itself has no path", src)

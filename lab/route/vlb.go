@@ -260,16 +260,7 @@ func (r *VLB) leg(a, b int, h *uint64) SwPath {
 	return p
 }
 
-func (r *VLB) hosts(src, dst int) error {
-	n := len(r.f.HostSw)
-	if src < 0 || src >= n || dst < 0 || dst >= n {
-		return fmt.Errorf("routing %s: host h%d or h%d out of range (topology has %d hosts)", r.name, src, dst, n)
-	}
-	if src == dst {
-		return fmt.Errorf("h%d to itself has no path", src)
-	}
-	return nil
-}
+func (r *VLB) hosts(src, dst int) error { return r.f.checkPair(r.name, src, dst) }
 
 // splitmix is SplitMix64's finalizer: a full-avalanche hash, so nearby flow ids pick unrelated paths.
 func splitmix(x uint64) uint64 {

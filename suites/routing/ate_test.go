@@ -10,9 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/virtual"
-	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -57,12 +54,7 @@ func runATE(seed int, routing, workload string, hot []int) ateRun {
 // demand between from and to (h < 0: not).
 func runATEWindow(seed int, routing, workload string, h int, from, to clock.Time, hot ...int) ateRun {
 	y := fmt.Sprintf(railSpec, seed, routing, workload)
-	sp, err := spec.Parse([]byte(y))
-	Expect(err).NotTo(HaveOccurred(), y)
-	l, err := lab.Build(sp)
-	Expect(err).NotTo(HaveOccurred(), y)
-	f, err := virtual.New(l)
-	Expect(err).NotTo(HaveOccurred())
+	l, f := fabric(y)
 	var sent [2][2]uint64 // [at from, at to][port]
 	if h >= 0 {
 		nic := f.NICs[l.Graph.Hosts[h]]

@@ -10,9 +10,6 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/virtual"
-	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -89,12 +86,7 @@ func runADV1(alg string, from, to clock.Time) dfResult {
 		alg, fc, transport = a, "pfc", "lossless"
 	}
 	y := fmt.Sprintf(dragonflySpec, fc, transport, alg, adv1Flows(), to.String())
-	sp, err := spec.Parse([]byte(y))
-	Expect(err).NotTo(HaveOccurred(), y)
-	l, err := lab.Build(sp)
-	Expect(err).NotTo(HaveOccurred(), y)
-	f, err := virtual.New(l)
-	Expect(err).NotTo(HaveOccurred())
+	l, f := fabric(y)
 	if fc == "lossy" {
 		f.Monitor = nil // nothing can pause, so nothing can deadlock
 	}

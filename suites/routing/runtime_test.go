@@ -12,7 +12,6 @@ import (
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/deadlock"
 	"github.com/fabriclab/fabriclab/lab/route"
-	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -68,12 +67,7 @@ type envelopeRun struct {
 
 func runEnvelope(alg string, pinned bool) envelopeRun {
 	y := fmt.Sprintf(envelopeSpec, alg, rimFlows(pinned))
-	sp, err := spec.Parse([]byte(y))
-	Expect(err).NotTo(HaveOccurred(), y)
-	l, err := lab.Build(sp)
-	Expect(err).NotTo(HaveOccurred(), y)
-	f, err := virtual.New(l)
-	Expect(err).NotTo(HaveOccurred())
+	l, f := fabric(y)
 	res := f.Run(context.Background())
 	sum := report.Summarize(f.Log, report.Meta{Dilation: 1, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock})
 	return envelopeRun{lab: l, res: res, sum: sum}
