@@ -85,14 +85,8 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 			}
 			return fmt.Errorf("waiting for frames: %w", err)
 		}
-		for _, i := range ready {
-			if i == len(a.ports) {
-				a.wake.drain()
-				continue
-			}
-			if err := a.receive(a.ports[i], true); err != nil {
-				return err
-			}
+		if err := a.receiveReady(ready, true); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -147,16 +141,24 @@ func (a *agent) catchUp() error {
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			return fmt.Errorf("waiting for frames: %w", err)
 		}
-		for _, i := range ready {
-			if i == len(a.ports) {
-				a.wake.drain()
-				continue
-			}
-			if err := a.receive(a.ports[i], false); err != nil {
-				return err
-			}
+		if err := a.receiveReady(ready, false); err != nil {
+			return err
 		}
 	}
+}
+
+// receiveReady reads the ports the waiter found ready (index len(ports) is the wake fd).
+func (a *agent) receiveReady(ready []int, sync bool) error {
+	for _, i := range ready {
+		if i == len(a.ports) {
+			a.wake.drain()
+			continue
+		}
+		if err := a.receive(a.ports[i], sync); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // receive hands every waiting frame of p to its engine: a frame this agent wrote at its scheduled
