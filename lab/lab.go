@@ -227,7 +227,7 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 		Device: int32(n), Host: int32(node.Index),
 		Transport: h.Transport, CC: h.CC, MTU: h.MTU, AckEvery: h.AckEvery,
 		RTO: h.RTO.Clock(), RTOLow: h.RTOLow.Clock(), RTOHigh: h.RTOHigh.Clock(), RTOThreshold: h.RTOThreshold,
-		CNPInterval: 0, NackInterval: h.NACKInterval.Clock(),
+		CNP: h.CNP, CNPInterval: h.CNPInterval.Clock(), NackInterval: h.NACKInterval.Clock(),
 		DCQCN: nodes.DCQCN{
 			G: h.DCQCN.G, AlphaInterval: h.DCQCN.AlphaResume.Clock(), DecreaseInterval: h.DCQCN.RateDecrease.Clock(),
 			RPTimer: h.DCQCN.RPTimer.Clock(), FastRecoveryTimes: h.DCQCN.FastRecovery,
@@ -249,19 +249,30 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 	return c
 }
 
-// pathBDP is IRN's BDP-FC cap: host link rate x the base RTT of the longest shortest path (propagation
-// both ways plus one MTU frame's serialization per hop), as IRN sizes it (portfc.md §5: "link rate x
-// max-path base RTT").
+// pathBDP is IRN's BDP-FC cap: the bottleneck host link rate x the base RTT of the longest shortest
+// path (propagation both ways plus one MTU frame's serialization per hop), as IRN sizes it (portfc.md
+// §5: "link rate x max-path base RTT"). The bottleneck is the slowest host link, so on Rail-only NDC
+// the window is the 100 Gb/s rail's, not the 160 Gb/s HBD's (PortFC §V-E: BDP-FC "constrained by the
+// slowest path segment"); delays are the longest host link's.
 func (l *Lab) pathBDP() int64 {
 	g := l.Graph
 	d := clock.Time(l.diameter)
-	link := g.LinkAt(g.Hosts[0], 0)
+	rate, delay := 0.0, clock.Time(0)
+	for _, h := range g.Hosts {
+		for p := range g.Nodes[h].Ports {
+			link := g.LinkAt(h, p)
+			if rate == 0 || link.RateBps < rate {
+				rate = link.RateBps
+			}
+			delay = max(delay, link.Delay)
+		}
+	}
 	mtu := l.Spec.Host.MTU
 	if mtu == 0 {
 		mtu = nodes.DefaultMTU
 	}
-	rtt := 2*d*link.Delay + d*clock.TxTime(pkt.DataSize(mtu, 0), link.RateBps)
-	return int64(link.RateBps/8*rtt.Seconds() + 0.5)
+	rtt := 2*d*delay + d*clock.TxTime(pkt.DataSize(mtu, 0), rate)
+	return int64(rate/8*rtt.Seconds() + 0.5)
 }
 
 func (l *Lab) pathFor(f traffic.Flow) (route.Path, error) {

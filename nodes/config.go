@@ -36,9 +36,9 @@ type PortConfig struct {
 }
 
 // DCQCN holds the reaction-point parameters. Zero fields take the defaults below, which are the HPCC
-// ns-3 "dcqcn" run (Mellanox mode) that the PortFC paper's K values match (run.py: t_alpha=1, t_dec=4,
-// t_inc=300, g=1/256, FAST_RECOVERY_TIMES 1, RATE_AI 5*bw/25, RATE_HAI 50*bw/25, MIN_RATE 1000Mb/s,
-// CLAMP_TARGET_RATE 0).
+// ns-3 "dcqcn" run (Mellanox mode) that the PortFC paper's K values match (simulation/run.py: t_alpha=1,
+// t_dec=4, t_inc=300, g=1/256, FAST_RECOVERY_TIMES 1, RATE_AI 5*bw/25, RATE_HAI 50*bw/25, MIN_RATE
+// 1000Mb/s, CLAMP_TARGET_RATE 0). The spec's host.profile picks other sets (docs/profiles.md).
 type DCQCN struct {
 	G                 float64    `json:"g,omitempty"`                    // alpha EWMA gain (1/256)
 	AlphaInterval     clock.Time `json:"alpha_interval_ps,omitempty"`    // alpha update period (1 us)
@@ -77,8 +77,12 @@ type Config struct {
 	// transport, IRN being the one that uses it.
 	BDPCapBytes int64 `json:"bdp_cap_bytes,omitempty"`
 
-	DCQCN       DCQCN      `json:"dcqcn,omitempty"`
-	CNPInterval clock.Time `json:"cnp_interval_ps,omitempty"` // NP: at most one CNP per flow per interval (50 us)
+	DCQCN DCQCN `json:"dcqcn,omitempty"`
+	// CNP is how the notification point answers CE-marked data: CNPInterval (at most one CNP per flow
+	// per CNPInterval, DCQCN's N; the default) or CNPPerPacket (one CNP per marked packet, as the HPCC
+	// and ConWeave ns-3 simulators set the CNP flag on every ACK of a marked packet).
+	CNP         string     `json:"cnp,omitempty"`
+	CNPInterval clock.Time `json:"cnp_interval_ps,omitempty"` // CNPInterval mode's N (50 us, DCQCN SIGCOMM'15)
 	// NackInterval: a go-back-N receiver repeats a NACK for the same expected PSN only after this long
 	// (500 us, HPCC's NACK generation interval).
 	NackInterval clock.Time `json:"nack_interval_ps,omitempty"`
@@ -109,6 +113,12 @@ type Config struct {
 	Telemetry  TelemetryConfig `json:"telemetry,omitzero"`
 	ATE        ATEConfig       `json:"ate,omitzero"` // PathSelect "ate": first-hop choice at flow start (ate.go)
 }
+
+// CNP generation modes (Config.CNP).
+const (
+	CNPInterval  = "interval"
+	CNPPerPacket = "per-packet"
+)
 
 // Defaults, exported so reports can print them.
 const (
@@ -178,6 +188,13 @@ func (cfg Config) WithDefaults() (Config, error) {
 	}
 	if c.CNPInterval == 0 {
 		c.CNPInterval = DefaultCNPInterval
+	}
+	switch c.CNP {
+	case "":
+		c.CNP = CNPInterval
+	case CNPInterval, CNPPerPacket:
+	default:
+		return c, fmt.Errorf("nodes: config.cnp %q: want %s or %s", c.CNP, CNPInterval, CNPPerPacket)
 	}
 	if c.NackInterval <= 0 {
 		c.NackInterval = DefaultNackInterval

@@ -157,3 +157,39 @@ func TestDCQCNNotificationPointPacing(t *testing.T) {
 		t.Fatal("no ECN marks counted")
 	}
 }
+
+// TestDCQCNNotificationPointPerPacket is the ns-3 simulators' NP (HPCC, ConWeave rdma-hw.cc set the CNP
+// flag on the ACK of every marked packet): every CE-marked data packet is answered by one CNP, and the
+// sender ends up slower than under 50 us pacing of the same marks.
+func TestDCQCNNotificationPointPerPacket(t *testing.T) {
+	run := func(mode string) (cnps, marked uint64, minRate float64) {
+		ca, cb := baseCfg(0, g100, us), baseCfg(1, g100, us)
+		ca.CC, cb.CC = CCDCQCN, CCDCQCN
+		cb.CNP = mode
+		pr := newPair(t, ca, cb, us)
+		pr.ab.filter = func(p *pkt.Packet) bool {
+			if p.Kind == pkt.Data && pr.clk.Now() < 180*us {
+				p.ECN = pkt.CE
+			}
+			return true
+		}
+		pr.a.StartFlow(Flow{ID: 1, Dst: 1, Size: 30_000_000})
+		minRate = g100
+		for pr.clk.Now() < 400*us {
+			pr.clk.RunUntil(pr.clk.Now() + us)
+			if s, ok := pr.a.FlowState(1); ok && s.RateBps < minRate {
+				minRate = s.RateBps
+			}
+		}
+		return pr.b.Stats().TxCNP, pr.b.Stats().ECNMarked, minRate
+	}
+	cnps, marked, perPkt := run(CNPPerPacket)
+	if cnps != marked || cnps < 100 {
+		t.Fatalf("per-packet: %d CNPs for %d marked packets, want one each", cnps, marked)
+	}
+	pcnps, _, paced := run(CNPInterval)
+	t.Logf("per-packet: %d CNPs, min rate %.2f Gb/s; paced: %d CNPs, min rate %.2f Gb/s", cnps, perPkt/1e9, pcnps, paced/1e9)
+	if pcnps != 4 || perPkt >= paced {
+		t.Fatalf("paced sent %d CNPs (want 4); per-packet min rate %.4g not below paced %.4g", pcnps, perPkt, paced)
+	}
+}

@@ -37,8 +37,9 @@ func (n *NIC) onData(port int, p *pkt.Packet) {
 	}
 	if p.ECN == pkt.CE {
 		n.stats.ECNMarked++
-		// Notification point: at most one CNP per flow per CNPInterval (DCQCN's N).
-		if n.cfg.CC == CCDCQCN && (!rx.cnpSent || now-rx.cnpAt >= n.cfg.CNPInterval) {
+		// Notification point: one CNP per marked packet, or at most one per flow per CNPInterval
+		// (DCQCN's N).
+		if n.cfg.CC == CCDCQCN && (n.cfg.CNP == CNPPerPacket || !rx.cnpSent || now-rx.cnpAt >= n.cfg.CNPInterval) {
 			rx.cnpSent, rx.cnpAt = true, now
 			n.stats.TxCNP++
 			n.sendCtl(pkt.CNP, p, rx, 0, pkt.CNPSize)

@@ -116,6 +116,8 @@ func (s *Spec) ApplyDefaults() {
 		}
 	}
 
+	s.applyProfile() // profiles.go: before the generic defaults below, which it makes no-ops
+
 	if sw.Buffer.IsZero() {
 		sw.Buffer = DefaultBuffer
 	}

@@ -87,6 +87,9 @@ type ECN struct {
 
 // Host configures every host's transport and congestion control.
 type Host struct {
+	// Profile names the reference simulator whose transport and congestion-control constants fill the
+	// fields left zero (ProfileNames; default fabriclab; docs/profiles.md).
+	Profile   string `yaml:"profile,omitempty"`
 	Transport string `yaml:"transport,omitempty"` // Transports
 	CC        string `yaml:"cc,omitempty"`        // CCs
 	// MTU is payload bytes per packet (headers are added on the wire), as in the HPCC simulator.
@@ -101,8 +104,12 @@ type Host struct {
 	// BDPCap is IRN's BDP-FC: at most one BDP in flight per flow.
 	BDPCap *bool `yaml:"bdp_cap,omitempty"`
 	// NACKInterval is the least time between two NACKs of one go-back-N flow.
-	NACKInterval Time  `yaml:"nack_interval,omitempty"`
-	DCQCN        DCQCN `yaml:"dcqcn,omitempty"`
+	NACKInterval Time `yaml:"nack_interval,omitempty"`
+	// CNP is how a receiver answers CE-marked data (CNPModes): "per-packet" (one CNP per marked packet,
+	// the ns-3 simulators) or "interval" (at most one per flow per CNPInterval, DCQCN's N).
+	CNP         string `yaml:"cnp,omitempty"`
+	CNPInterval Time   `yaml:"cnp_interval,omitempty"`
+	DCQCN       DCQCN  `yaml:"dcqcn,omitempty"`
 }
 
 // DCQCN overrides the Mellanox-mode DCQCN parameters (names as in the HPCC simulator).

@@ -220,6 +220,9 @@ func (s *Spec) validateSwitch(c *checker) {
 
 func (s *Spec) validateHost(c *checker) {
 	h := &s.Host
+	c.oneOf("host.profile", h.Profile, ProfileNames)
+	c.oneOf("host.cnp", h.CNP, CNPModes)
+	c.positiveTime("host.cnp_interval", h.CNPInterval)
 	tOK := c.oneOf("host.transport", h.Transport, Transports)
 	ccOK := c.oneOf("host.cc", h.CC, CCs)
 	fc := s.Switch.FlowControl
