@@ -4,6 +4,7 @@ package clock
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -28,11 +29,40 @@ func (t Time) Duration() time.Duration { return time.Duration(t / Nanosecond) }
 // FromDuration converts a time.Duration.
 func FromDuration(d time.Duration) Time { return Time(d) * Nanosecond }
 
-// FromSeconds converts seconds, rounding to the nearest picosecond.
-func FromSeconds(s float64) Time { return Time(s*float64(Second) + 0.5) }
+// Never is the latest time: what a conversion or sum beyond the clock's range saturates to, so that
+// nothing scheduled too late for int64 wraps around to a negative time and runs first.
+const Never Time = math.MaxInt64
+
+// FromSeconds converts seconds, rounding to the nearest picosecond. Beyond the clock's range (about
+// 106 days) and for NaN it saturates: Never, or -Never for large negatives.
+func FromSeconds(s float64) Time { return fromPicos(s*float64(Second) + 0.5) }
+
+func fromPicos(ps float64) Time {
+	switch {
+	case ps >= math.MaxInt64 || ps != ps: // NaN included
+		return Never
+	case ps <= -math.MaxInt64:
+		return -Never
+	}
+	return Time(ps)
+}
+
+// Add is a + b, saturating at Never and -Never instead of wrapping.
+func Add(a, b Time) Time {
+	switch s := a + b; {
+	case b > 0 && s < a:
+		return Never
+	case b < 0 && s > a:
+		return -Never
+	default:
+		return s
+	}
+}
 
 func (t Time) String() string {
 	switch a := t; {
+	case a == math.MinInt64: // has no positive counterpart: -t is t again
+		return fmt.Sprintf("%.6gs", t.Seconds())
 	case a < 0:
 		return "-" + (-t).String()
 	case a < Nanosecond:
@@ -50,7 +80,7 @@ func (t Time) String() string {
 
 // TxTime is how long bytes take to serialize at rateBps.
 func TxTime(bytes int, rateBps float64) Time {
-	return Time(float64(bytes)*8*float64(Second)/rateBps + 0.5)
+	return fromPicos(float64(bytes)*8*float64(Second)/rateBps + 0.5)
 }
 
 // Timer is a pending callback.

@@ -1,14 +1,27 @@
 // Package units parses the quantities specs and topology parameters are written in: sizes (B, KB, MB, GB
 // as powers of 10, KiB/MiB/GiB as powers of 2, and multiples of a BDP), rates (bps..Tbps) and times
 // (s, ms, us, ns, ps). Errors quote the text that failed.
+//
+// Every parsed value is finite and within a documented range (MaxBytes, MaxBDPs, MaxRate, MaxTime), so
+// callers may add two of them, or multiply one by a count below a billion, without overflowing int64.
 package units
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
 	"github.com/fabriclab/fabriclab/clock"
+)
+
+// The ranges every parsed quantity falls in. They are far beyond any lab (a 1.6 Tb/s link runs for a
+// week in 1e6 s moving 1.2e17 B) yet small enough that sums and products with counts stay in int64.
+const (
+	MaxBytes int64      = 1e15               // 1 PB
+	MaxBDPs  float64    = 1e6                // bandwidth-delay products
+	MaxRate  float64    = 1e15               // 1 Pb/s
+	MaxTime  clock.Time = 1e6 * clock.Second // 1e6 s (11.6 days): twice that is still in int64
 )
 
 // Size is a byte count, possibly expressed in bandwidth-delay products that only a lab can resolve.
@@ -18,9 +31,17 @@ type Size struct {
 }
 
 // Resolve returns the size in bytes given the lab's BDP in bytes.
+// A product beyond MaxBytes saturates there (and at 0 below zero), so it never wraps.
 func (s Size) Resolve(bdpBytes int64) int64 {
 	if s.BDPs > 0 {
-		return int64(s.BDPs*float64(bdpBytes) + 0.5)
+		v := s.BDPs*float64(bdpBytes) + 0.5
+		switch {
+		case !(v >= 0): // negative or NaN
+			return 0
+		case v > float64(MaxBytes):
+			return MaxBytes
+		}
+		return int64(v)
 	}
 	return s.Bytes
 }
@@ -47,15 +68,21 @@ var sizeSuffixes = []struct {
 func ParseSize(text string) (Size, error) {
 	t := strings.ToLower(strings.TrimSpace(text))
 	if strings.HasSuffix(t, "bdp") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(t, "bdp")), 64)
-		if err != nil || v <= 0 {
+		v, err := parseFinite(strings.TrimSpace(strings.TrimSuffix(t, "bdp")))
+		switch {
+		case err != nil || v <= 0:
 			return Size{}, fmt.Errorf("size %q: want a positive number of BDPs such as 6bdp", text)
+		case v > MaxBDPs:
+			return Size{}, fmt.Errorf("size %q: more than %.0fbdp, the largest size in BDPs", text, MaxBDPs)
 		}
 		return Size{BDPs: v}, nil
 	}
 	v, err := parseScaled(t, sizeSuffixes, 1)
-	if err != nil || v < 0 {
+	switch {
+	case err != nil || v < 0:
 		return Size{}, fmt.Errorf("size %q: want a byte count such as 1500, 64KB, 5MB or 6bdp", text)
+	case v+0.5 > float64(MaxBytes):
+		return Size{}, fmt.Errorf("size %q: more than %s, the largest size", text, FormatBytes(MaxBytes))
 	}
 	return Size{Bytes: int64(v + 0.5)}, nil
 }
@@ -83,8 +110,11 @@ var rateSuffixes = []struct {
 // ParseRate parses "100Gbps", "25gbit", "1.6Tbps" or a bare number of bits per second.
 func ParseRate(text string) (float64, error) {
 	v, err := parseScaled(strings.ToLower(strings.TrimSpace(text)), rateSuffixes, 1)
-	if err != nil || v <= 0 {
+	switch {
+	case err != nil || v <= 0:
 		return 0, fmt.Errorf("rate %q: want a positive rate such as 100Gbps, 10Mbps or 1e9", text)
+	case v > MaxRate:
+		return 0, fmt.Errorf("rate %q: more than %s, the largest rate", text, FormatRate(MaxRate))
 	}
 	return v, nil
 }
@@ -100,8 +130,11 @@ var timeSuffixes = []struct {
 func ParseTime(text string) (clock.Time, error) {
 	t := strings.ToLower(strings.TrimSpace(text))
 	v, err := parseScaled(t, timeSuffixes, 0)
-	if err != nil || v < 0 {
+	switch {
+	case err != nil || v < 0:
 		return 0, fmt.Errorf("time %q: want a duration with a unit such as 1us, 10ms or 2s", text)
+	case v+0.5 > float64(MaxTime):
+		return 0, fmt.Errorf("time %q: more than %.0fs, the longest time", text, MaxTime.Seconds())
 	}
 	return clock.Time(v + 0.5), nil
 }
@@ -114,7 +147,7 @@ func parseScaled(t string, suffixes []struct {
 }, def float64) (float64, error) {
 	for _, s := range suffixes {
 		if strings.HasSuffix(t, s.s) {
-			v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(t, s.s)), 64)
+			v, err := parseFinite(strings.TrimSpace(strings.TrimSuffix(t, s.s)))
 			if err != nil {
 				return 0, err
 			}
@@ -124,8 +157,24 @@ func parseScaled(t string, suffixes []struct {
 	if def == 0 {
 		return 0, fmt.Errorf("no unit")
 	}
-	v, err := strconv.ParseFloat(t, 64)
+	v, err := parseFinite(t)
 	return v * def, err
+}
+
+// parseFinite is strconv.ParseFloat without NaN and infinities (which it accepts as "nan", "inf"),
+// and without hex floats ("0x1p-2"), which no spec means.
+func parseFinite(t string) (float64, error) {
+	if strings.ContainsAny(t, "xXpP_") {
+		return 0, fmt.Errorf("%q is not a decimal number", t)
+	}
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		return 0, err
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q is not a finite number", t)
+	}
+	return v, nil
 }
 
 // FormatBytes prints a byte count compactly (powers of 10, as sizes are written in specs).

@@ -1,6 +1,9 @@
 package units
 
 import (
+	"math"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -41,4 +44,105 @@ func TestParse(t *testing.T) {
 	if _, err := ParseRate("0Gbps"); err == nil {
 		t.Error("zero rate accepted")
 	}
+}
+
+// The inputs issue 12 found overflowing or accepted: each is refused, naming the text.
+func TestNonFiniteAndOutOfRange(t *testing.T) {
+	for _, bad := range []string{"1e30", "1e30B", "nan", "NaN", "inf", "+Inf", "-inf", "infinity", "1e400", "2PB", "1e7bdp", "nanbdp", "infbdp", "0x10", "1_000"} {
+		if s, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) = %v, accepted", bad, s)
+		} else if !strings.Contains(err.Error(), bad) {
+			t.Errorf("ParseSize(%q): %v does not quote the text", bad, err)
+		}
+	}
+	for _, bad := range []string{"nan", "infGbps", "1e30s", "1e30", "nanbps", "2e15"} {
+		if r, err := ParseRate(bad); err == nil {
+			t.Errorf("ParseRate(%q) = %g, accepted", bad, r)
+		}
+	}
+	for _, bad := range []string{"1e30s", "nans", "infus", "2e6s", "-0.1ps"} {
+		if v, err := ParseTime(bad); err == nil {
+			t.Errorf("ParseTime(%q) = %v, accepted", bad, v)
+		}
+	}
+	if v, err := ParseTime("1e6s"); err != nil || v != MaxTime {
+		t.Errorf("ParseTime(1e6s) = %v, %v; want the largest time", v, err)
+	}
+	if v, err := ParseBytes("1000TB"); err == nil {
+		t.Errorf("1000TB has no unit TB but parsed as %d", v)
+	}
+	if got := (Size{BDPs: MaxBDPs}).Resolve(math.MaxInt64); got != MaxBytes {
+		t.Errorf("Resolve saturates at %d, want %d", got, MaxBytes)
+	}
+}
+
+// inRange is what every parsed value must satisfy.
+func checkSize(t *testing.T, in string, s Size) {
+	t.Helper()
+	switch {
+	case s.BDPs != 0 && s.Bytes != 0:
+		t.Fatalf("ParseSize(%q) = %+v: both bytes and BDPs", in, s)
+	case s.BDPs != 0 && !(s.BDPs > 0 && s.BDPs <= MaxBDPs):
+		t.Fatalf("ParseSize(%q) = %+v: BDPs out of range", in, s)
+	case s.Bytes < 0 || s.Bytes > MaxBytes:
+		t.Fatalf("ParseSize(%q) = %+v: bytes out of range", in, s)
+	}
+}
+
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"1500", "64KB", "5MB", "1.5MiB", "6bdp", "1e15", "1e30", "nan", "0.5bdp", "-1", "1GB", "123.45GB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		s, err := ParseSize(in)
+		if err != nil {
+			return
+		}
+		checkSize(t, in, s)
+		// Printing and parsing again gives the same size.
+		out := s.String()
+		s2, err := ParseSize(out)
+		if err != nil || s2 != s {
+			t.Fatalf("ParseSize(%q) = %+v prints %q, which parses to %+v, %v", in, s, out, s2, err)
+		}
+	})
+}
+
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"100Gbps", "25gbit", "1.6Tbps", "1e9", "10m", "nan", "1e30"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		r, err := ParseRate(in)
+		if err != nil {
+			return
+		}
+		if !(r > 0 && r <= MaxRate) {
+			t.Fatalf("ParseRate(%q) = %g: out of (0, %g]", in, r, MaxRate)
+		}
+		out := FormatRate(r)
+		r2, err := ParseRate(out)
+		if err != nil || math.Abs(r2-r) > 1e-5*r { // FormatRate keeps 6 digits
+			t.Fatalf("ParseRate(%q) = %g prints %q, which parses to %g, %v", in, r, out, r2, err)
+		}
+	})
+}
+
+func FuzzParseTime(f *testing.F) {
+	for _, s := range []string{"1us", "10ms", "2s", "300ns", "84.48ns", "1e6s", "1e30s", "nans", "1µs"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		v, err := ParseTime(in)
+		if err != nil {
+			return
+		}
+		if v < 0 || v > MaxTime {
+			t.Fatalf("ParseTime(%q) = %d ps: out of [0, %v]", in, int64(v), MaxTime)
+		}
+		// Picoseconds printed back parse to the same time.
+		if v2, err := ParseTime(strconv.FormatInt(int64(v), 10) + "ps"); err != nil || v2 != v {
+			t.Fatalf("ParseTime(%q) = %d ps does not parse back: %v %v", in, int64(v), v2, err)
+		}
+	})
 }

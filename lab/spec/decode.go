@@ -3,7 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
-	"os"
+	"math"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -13,13 +13,15 @@ import (
 	"sync"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/fabriclab/fabriclab/bounded"
 )
 
 // Load reads, decodes, defaults and validates a spec file. Errors carry the file name and line. A
 // missing name defaults to the file's base name; relative trace and cdf file paths are made relative
 // to the spec's directory, so a spec runs the same from any working directory.
 func Load(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, MaxSpecBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -79,11 +81,22 @@ func resolvePaths(s *Spec, dir string) {
 // that it can name the full path of a bad key, suggest the key meant, apply workload kind rules, and
 // report every problem rather than the first.
 type decoder struct {
-	errs  Errors
-	lines map[string]int
+	errs   Errors
+	lines  map[string]int
+	values int // YAML values walked: aliases make a small file expand without bound
 }
 
+// Limits on what a spec may be: far above any real one (the largest in the repo is a few KB and a
+// few hundred values), low enough that a hostile file is refused in milliseconds.
+const (
+	MaxSpecBytes  = bounded.Spec
+	MaxSpecValues = 1 << 20
+)
+
 func decode(data []byte) (*Spec, Errors) {
+	if len(data) > MaxSpecBytes {
+		return nil, Errors{{Msg: fmt.Sprintf("%d bytes is more than %d, the largest spec", len(data), MaxSpecBytes)}}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
@@ -125,6 +138,12 @@ func (d *decoder) errf(n *yaml.Node, path, format string, a ...any) {
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
+	if d.values++; d.values > MaxSpecValues {
+		if d.values == MaxSpecValues+1 {
+			d.errf(n, path, "the spec expands to more than %d values (YAML aliases?)", MaxSpecValues)
+		}
+		return
+	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
@@ -192,6 +211,11 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		p := reflect.New(v.Type())
 		if err := n.Decode(p.Interface()); err != nil {
 			d.errf(n, path, "%q is not %s", n.Value, wantOf(v.Kind()))
+			return
+		}
+		// yaml.v3 reads .nan and .inf as floats; no spec number means them.
+		if f := p.Elem(); f.CanFloat() && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
+			d.errf(n, path, "%q is not a finite number", n.Value)
 			return
 		}
 		v.Set(p.Elem())

@@ -125,7 +125,8 @@ func formatTime(t clock.Time) string {
 		m clock.Time
 	}{{"s", clock.Second}, {"ms", clock.Millisecond}, {"us", clock.Microsecond}, {"ns", clock.Nanosecond}} {
 		// Up to three decimals in a unit reads better than a long integer in the next one down.
-		if t >= u.m && (t*1000)%u.m == 0 {
+		if t >= u.m && t%(u.m/1000) == 0 { // (t*1000)%u.m == 0 without overflowing
+
 			return strconv.FormatFloat(float64(t)/float64(u.m), 'f', -1, 64) + u.s
 		}
 	}

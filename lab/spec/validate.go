@@ -60,20 +60,14 @@ func (c *checker) size(field string, v Size, required bool) {
 		c.add(field, "%s is negative", v)
 	case required && v.IsZero():
 		c.add(field, "required: a size such as 1MB or 6bdp, greater than zero")
+	default:
+		c.sizeInRange(field, v)
 	}
 }
 
-func (c *checker) positiveTime(field string, v Time) {
-	if v <= 0 {
-		c.add(field, "%s must be greater than zero", v)
-	}
-}
+func (c *checker) positiveTime(field string, v Time) { c.time(field, v, true) }
 
-func (c *checker) fraction(field string, v float64, what string) {
-	if !(v > 0 && v <= 1) {
-		c.add(field, "%v is not in (0, 1]: %s", v, what)
-	}
-}
+func (c *checker) fraction(field string, v float64, what string) { c.number(field, v, Fraction, what) }
 
 var (
 	hostName   = regexp.MustCompile(`^h(0|[1-9][0-9]*)$`)
@@ -123,11 +117,11 @@ func (s *Spec) validate() Errors {
 		c.add("name", "%q: use at most 64 letters, digits, -, _ and . (it names namespaces and the state directory)", s.Name)
 	}
 	c.oneOf("backend", s.Backend, Backends)
-	if !(s.Dilation >= 1) {
-		c.add("dilation", "%v must be at least 1 (rates are divided by it, times multiplied)", s.Dilation)
-	}
+	c.number("dilation", s.Dilation, DilationR, "rates are divided by it, times multiplied")
 	if s.Duration <= 0 {
 		c.add("duration", "required: when the run ends at the latest, such as 20ms (a deadlocked run never completes its flows)")
+	} else {
+		c.time("duration", s.Duration, true)
 	}
 	s.validateTopology(c)
 	s.validateSwitch(c)
@@ -178,12 +172,8 @@ func (s *Spec) validateTopology(c *checker) {
 			c.add(f, "unknown field for family %s%s (its fields: %s)", t.Family, suggest(k, keys), strings.Join(keys, ", "))
 		}
 	}
-	if !(t.Link.Rate > 0) || math.IsInf(float64(t.Link.Rate), 0) {
-		c.add("topology.link.rate", "%s must be a positive rate such as 100Gbps", t.Link.Rate)
-	}
-	if t.Link.Delay < 0 {
-		c.add("topology.link.delay", "%s is negative", t.Link.Delay)
-	}
+	c.rate("topology.link.rate", t.Link.Rate)
+	c.time("topology.link.delay", t.Link.Delay, false)
 }
 
 func (s *Spec) validateSwitch(c *checker) {
@@ -200,18 +190,14 @@ func (s *Spec) validateSwitch(c *checker) {
 	if sw.Alpha == 0 && sw.XOFF.BDPs == 0 && sw.Buffer.BDPs == 0 && sw.XOFF.Bytes > sw.Buffer.Bytes {
 		c.add("switch.xoff", "%s exceeds the switch buffer %s", sw.XOFF, sw.Buffer)
 	}
-	if sw.Alpha < 0 || math.IsNaN(sw.Alpha) {
-		c.add("switch.alpha", "%v is negative (0: static thresholds; > 0: dynamic, e.g. 0.125)", sw.Alpha)
-	}
+	c.number("switch.alpha", sw.Alpha, AlphaR, "0: static thresholds; > 0: dynamic, e.g. 0.125")
 	e := &sw.ECN
 	c.size("switch.ecn.kmin", e.KMin, false)
 	c.size("switch.ecn.kmax", e.KMax, false)
 	if comparable(e.KMin, e.KMax) && less(e.KMax, e.KMin) {
 		c.add("switch.ecn.kmin", "%s exceeds kmax %s", e.KMin, e.KMax)
 	}
-	if !(e.PMax >= 0 && e.PMax <= 1) {
-		c.add("switch.ecn.pmax", "%v is not in [0, 1]: it is a marking probability", e.PMax)
-	}
+	c.number("switch.ecn.pmax", e.PMax, Probability, "it is a marking probability")
 	if sw.Priorities < 0 || sw.Priorities > 8 {
 		c.add("switch.priorities", "%d is not in 1..8 (802.1Qbb has 8 priorities)", sw.Priorities)
 	}
@@ -248,36 +234,26 @@ func (s *Spec) validateHost(c *checker) {
 	if h.MTU < 256 || h.MTU > 9000 {
 		c.add("host.mtu", "%d is not in 256..9000 (payload bytes per packet)", h.MTU)
 	}
-	if h.AckEvery < 1 {
-		c.add("host.ack_every", "%d must be at least 1", h.AckEvery)
-	}
+	c.integer("host.ack_every", h.AckEvery, 1, MaxCount, "data packets per acknowledgement")
 	c.positiveTime("host.rto", h.RTO)
 	c.positiveTime("host.rto_low", h.RTOLow)
 	c.positiveTime("host.rto_high", h.RTOHigh)
 	if h.RTOLow > h.RTOHigh {
 		c.add("host.rto_low", "%s exceeds rto_high %s", h.RTOLow, h.RTOHigh)
 	}
-	if h.RTOThreshold < 1 {
-		c.add("host.rto_threshold", "%d must be at least 1 (packets in flight)", h.RTOThreshold)
-	}
+	c.integer("host.rto_threshold", h.RTOThreshold, 1, MaxCount, "packets in flight")
 	c.positiveTime("host.nack_interval", h.NACKInterval)
 	d := &h.DCQCN
-	if !(d.G > 0 && d.G <= 1) {
-		c.add("host.dcqcn.g", "%v is not in (0, 1]", d.G)
-	}
+	c.number("host.dcqcn.g", d.G, Fraction, "the alpha EWMA gain")
 	c.positiveTime("host.dcqcn.alpha_resume", d.AlphaResume)
 	c.positiveTime("host.dcqcn.rate_decrease", d.RateDecrease)
 	c.positiveTime("host.dcqcn.rp_timer", d.RPTimer)
-	if d.FastRecovery < 1 {
-		c.add("host.dcqcn.fast_recovery", "%d must be at least 1", d.FastRecovery)
-	}
+	c.integer("host.dcqcn.fast_recovery", d.FastRecovery, 1, MaxCount, "fast-recovery stages")
 	for _, r := range []struct {
 		f string
 		v Rate
 	}{{"rate_ai", d.RateAI}, {"rate_hai", d.RateHAI}, {"min_rate", d.MinRate}} {
-		if !(r.v > 0) {
-			c.add("host.dcqcn."+r.f, "%s must be a positive rate", r.v)
-		}
+		c.rate("host.dcqcn."+r.f, r.v)
 	}
 	c.size("host.dcqcn.byte_counter", d.ByteCounter, false)
 }
@@ -285,15 +261,11 @@ func (s *Spec) validateHost(c *checker) {
 func (s *Spec) validateRouting(c *checker) {
 	r := &s.Routing
 	c.oneOf("routing.algorithm", r.Algorithm, Algorithms)
-	if r.K < 1 {
-		c.add("routing.k", "%d must be at least 1 (paths per pair)", r.K)
-	}
+	c.integer("routing.k", r.K, 1, 1000, "paths per pair")
 	if r.LosslessPriorities < 1 || r.LosslessPriorities > 8 {
 		c.add("routing.lossless_priorities", "%d is not in 1..8", r.LosslessPriorities)
 	}
-	if r.Trials < 1 {
-		c.add("routing.trials", "%d must be at least 1", r.Trials)
-	}
+	c.integer("routing.trials", r.Trials, 1, 1e6, "roots tried")
 	c.size("routing.threshold", r.Threshold, false)
 	if r.P < 0 || r.P >= 1 || math.IsNaN(r.P) { // ate: 0 < p < 1 (PortFC §III-F); 0 takes the default
 		c.add("routing.p", "%g is not in (0,1) (ate's asymmetric threshold: the HBD share before spilling to the ND)", r.P)
@@ -301,9 +273,7 @@ func (s *Spec) validateRouting(c *checker) {
 	if r.Measure != "" {
 		c.oneOf("routing.measure", r.Measure, ATEMeasures)
 	}
-	if r.FlowletGap < 0 {
-		c.add("routing.flowlet_gap", "%s is negative", r.FlowletGap)
-	}
+	c.time("routing.flowlet_gap", r.FlowletGap, false)
 }
 
 // validate checks one workload: its kind, that it sets only its kind's fields, and their values.
@@ -324,9 +294,7 @@ func (w *Workload) validate(c *checker, f string, s *Spec) {
 		}
 	}
 	startsBeforeEnd := func(field string, t Time) {
-		if t < 0 {
-			c.add(f+"."+field, "%s is negative", t)
-		} else if s.Duration > 0 && t >= s.Duration {
+		if c.time(f+"."+field, t, false) && s.Duration > 0 && t >= s.Duration {
 			c.add(f+"."+field, "%s is not before the run's duration %s", t, s.Duration)
 		}
 	}
@@ -340,9 +308,7 @@ func (w *Workload) validate(c *checker, f string, s *Spec) {
 			w.List[i].validate(c, fmt.Sprintf("%s.list[%d]", f, i), s.Duration)
 		}
 	case "incast":
-		if w.Senders < 1 {
-			c.add(f+".senders", "%d must be at least 1", w.Senders)
-		}
+		c.integer(f+".senders", w.Senders, 1, MaxCount, "hosts sending to the receiver")
 		if len(w.Hosts) > 0 && w.Senders > len(w.Hosts) {
 			c.add(f+".senders", "%d senders but only %d hosts listed", w.Senders, len(w.Hosts))
 		}
@@ -358,11 +324,11 @@ func (w *Workload) validate(c *checker, f string, s *Spec) {
 			}
 			c.positiveTime(f+".duration", w.Duration)
 		} else {
-			if w.Count < 1 {
-				c.add(f+".count", "%d must be at least 1", w.Count)
-			}
+			c.integer(f+".count", w.Count, 1, MaxCount, "incast events")
 			if w.Count > 1 && w.Interval <= 0 {
 				c.add(f+".interval", "required when count > 1: the time between incasts")
+			} else {
+				c.time(f+".interval", w.Interval, false)
 			}
 			if w.Duration != 0 {
 				c.add(f+".duration", "only with load (Poisson-arriving incasts)")
@@ -403,33 +369,21 @@ func (w *Workload) validate(c *checker, f string, s *Spec) {
 			c.fraction(f+".fraction", w.Fraction, "the share of hosts taking part")
 		}
 	case "ps":
-		if w.Workers < 0 {
-			c.add(f+".workers", "%d is negative (0: every host but the server)", w.Workers)
-		}
+		c.integer(f+".workers", w.Workers, 0, MaxCount, "0: every host but the server")
 		c.host(f+".server", w.Server)
 		c.size(f+".push_size", w.PushSize, true)
 		c.size(f+".broadcast_size", w.BroadcastSize, false)
-		if w.Rounds < 1 {
-			c.add(f+".rounds", "%d must be at least 1", w.Rounds)
-		}
+		c.integer(f+".rounds", w.Rounds, 1, MaxCount, "push-broadcast rounds")
 		startsBeforeEnd("at", w.At)
 	case "moe":
-		if w.Experts < 1 {
-			c.add(f+".experts", "%d must be at least 1", w.Experts)
-		}
+		c.integer(f+".experts", w.Experts, 1, MaxCount, "experts")
 		if w.TopK < 1 || (w.Experts >= 1 && w.TopK > w.Experts) {
 			c.add(f+".top_k", "%d is not in 1..experts (%d)", w.TopK, w.Experts)
 		}
-		if w.Tokens < 1 {
-			c.add(f+".tokens", "%d must be at least 1", w.Tokens)
-		}
+		c.integer(f+".tokens", w.Tokens, 1, MaxCount, "tokens per layer")
 		c.size(f+".token_size", w.TokenSize, true)
-		if w.Zipf < 0 || math.IsNaN(w.Zipf) {
-			c.add(f+".zipf", "%v is negative (0: uniform expert popularity)", w.Zipf)
-		}
-		if w.Layers < 1 {
-			c.add(f+".layers", "%d must be at least 1", w.Layers)
-		}
+		c.number(f+".zipf", w.Zipf, ZipfR, "0: uniform expert popularity")
+		c.integer(f+".layers", w.Layers, 1, MaxCount, "layers")
 		startsBeforeEnd("at", w.At)
 	case "trace":
 		c.oneOf(f+".format", w.Format, TraceFormats)
@@ -453,9 +407,7 @@ func (w *Workload) validateArrivals(c *checker, f string, startsBeforeEnd func(s
 		c.oneOf(f+".cdf", w.CDF, CDFs)
 	}
 	if w.CDF == "pareto" {
-		if !(w.Shape > 1) {
-			c.add(f+".shape", "%v must exceed 1 (a Pareto with shape <= 1 has no mean)", w.Shape)
-		}
+		c.number(f+".shape", w.Shape, ShapeR, "a Pareto with shape <= 1 has no mean")
 		c.size(f+".mean", w.Mean, true)
 		c.size(f+".cap", w.Cap, true)
 	} else {
@@ -472,6 +424,8 @@ func (w *Workload) validateArrivals(c *checker, f string, startsBeforeEnd func(s
 	startsBeforeEnd("start", w.Start)
 	if w.Duration <= 0 {
 		c.add(f+".duration", "required: how long arrivals last (defaults to the run's duration after start)")
+	} else {
+		c.time(f+".duration", w.Duration, true)
 	}
 }
 
@@ -482,9 +436,7 @@ func (fl *Flow) validate(c *checker, f string, runEnd Time) {
 		c.add(f+".dst", "%s is also the source", fl.Dst)
 	}
 	c.size(f+".size", fl.Size, true)
-	if fl.At < 0 {
-		c.add(f+".at", "%s is negative", fl.At)
-	} else if runEnd > 0 && fl.At >= runEnd {
+	if c.time(f+".at", fl.At, false) && runEnd > 0 && fl.At >= runEnd {
 		c.add(f+".at", "%s is not before the run's duration %s", fl.At, runEnd)
 	}
 	if len(fl.Via) > 0 && len(fl.Path) > 0 {

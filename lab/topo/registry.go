@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -202,8 +203,8 @@ func (p *params) int(key string, min int) (int, error) {
 
 func (p *params) float(key string) (float64, error) {
 	v, err := strconv.ParseFloat(p.m[key], 64)
-	if err != nil {
-		return 0, p.errf(key, "want a number")
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, p.errf(key, "want a finite number")
 	}
 	return v, nil
 }
