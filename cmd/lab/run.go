@@ -42,14 +42,11 @@ keeps what was measured so far.`,
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			showProgress = !quiet
-			sum, err := runSpec(ctx, s, out)
-			if err != nil {
-				return err
+			sum, res, err := runSpec(ctx, s, out)
+			if sum != nil && (!quiet || res.Fidelity != nil && !res.Fidelity.Faithful) {
+				printSummary(cmd, out, sum, quiet)
 			}
-			if !quiet {
-				printSummary(cmd, out, sum)
-			}
-			return nil
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (default results/<spec name>)")
@@ -60,11 +57,13 @@ keeps what was measured so far.`,
 	root.AddCommand(cmd)
 }
 
-// A backend runs a built lab and returns its records. Backends register by spec name in their own files.
-type backend func(ctx context.Context, l *lab.Lab, out string) (*records.Log, backendResult, error)
+// A backend runs a built lab and hands its records to save exactly once (a netns run does it before its
+// teardown, so a crash there cannot lose the run). dir is where the run directory is being written
+// (pcaps go there). Backends register by spec name in their own files.
+type backend func(ctx context.Context, l *lab.Lab, dir string, save func(*records.Log, backendResult) error) error
 
 type backendResult struct {
-	End                          clock.Time // engine time at the end
+	End                          clock.Time // engine time at the end (dilated)
 	Dilation                     float64
 	Events                       uint64
 	AllDone, TimedOut, Cancelled bool
@@ -74,29 +73,31 @@ type backendResult struct {
 
 var backends = map[string]backend{"virtual": runVirtual}
 
-func runVirtual(ctx context.Context, l *lab.Lab, _ string) (*records.Log, backendResult, error) {
+func runVirtual(ctx context.Context, l *lab.Lab, _ string, save func(*records.Log, backendResult) error) error {
 	f, err := virtual.New(l)
 	if err != nil {
-		return nil, backendResult{}, err
+		return err
 	}
 	f.StopOnDeadlock = !keepRunningOnDeadlock
 	bar := newRunProgress(!showProgress, l.End)
 	f.Progress = bar.update
 	res := f.Run(ctx)
 	bar.finish()
-	return f.Log, backendResult{End: res.End, Dilation: 1, Events: res.Events, AllDone: res.AllDone,
-		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Deadlock: res.Deadlock}, nil
+	return save(f.Log, backendResult{End: res.End, Dilation: 1, Events: res.Events, AllDone: res.AllDone,
+		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Deadlock: res.Deadlock})
 }
 
 // keepRunningOnDeadlock (--keep-running-on-deadlock) lets a virtual run go on to its end after the
 // deadlock monitor fires, e.g. to plot the collapse; by default the run stops at detection.
 var keepRunningOnDeadlock bool
 
-// runSpec builds the lab, runs it on the spec's backend and writes the run directory.
-func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, error) {
+// runSpec builds the lab, runs it on the spec's backend and writes the run directory: into a temporary
+// directory next to out, renamed to out once complete, so out is never a half-written run (a crash
+// leaves the temporary one, marked by its name).
+func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *backendResult, error) {
 	l, err := lab.Build(s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if sampleEvery > 0 {
 		for i := range l.Switches {
@@ -105,45 +106,126 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, er
 	}
 	run, ok := backends[s.Backend]
 	if !ok {
-		return nil, fmt.Errorf("backend: %q runs are not available in this build", s.Backend)
+		return nil, nil, fmt.Errorf("backend: %q runs are not available in this build", s.Backend)
 	}
 	if err := checkDependencies(s.Backend, l); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
-		return nil, err
+	if err := checkRunDir(out); err != nil {
+		return nil, nil, err
 	}
-	if err := writeInputs(out, l); err != nil {
-		return nil, err
+	tmp, err := tempRunDir(out)
+	if err != nil {
+		return nil, nil, err
 	}
-	if err := writeSchedule(out, l); err != nil {
-		return nil, err
+	if err := writeInputs(tmp, l); err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
+	}
+	if err := writeSchedule(tmp, l); err != nil {
+		os.RemoveAll(tmp)
+		return nil, nil, err
 	}
 	wall := time.Now()
-	log, res, err := run(ctx, l, out)
-	if err != nil {
-		return nil, err
+	var sum *report.Summary
+	var got *backendResult
+	save := func(log *records.Log, res backendResult) error {
+		elapsed := time.Since(wall)
+		meta := report.Meta{Dilation: res.Dilation, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock, Fidelity: res.Fidelity}
+		sm, err := report.WriteRunDir(tmp, log, meta)
+		if err != nil {
+			return err
+		}
+		if err := writeSamples(tmp, log, meta); err != nil {
+			return err
+		}
+		d := max(res.Dilation, 1)
+		info := map[string]any{
+			"backend": s.Backend, "events": res.Events, "wall_s": elapsed.Seconds(),
+			// Engine time in paper units (divided by the dilation), as summary.json's duration_s.
+			"engine_s": res.End.Seconds() / d, "dilation": res.Dilation,
+			"all_done": res.AllDone, "timed_out": res.TimedOut, "cancelled": res.Cancelled,
+			// partial: stopped (Ctrl-C) before its end; what was measured up to then is all here.
+			"partial": res.Cancelled,
+		}
+		if res.Fidelity != nil {
+			info["faithful"] = res.Fidelity.Faithful
+		}
+		if err := writeJSON(filepath.Join(tmp, "run.json"), info); err != nil {
+			return err
+		}
+		if err := commitRunDir(tmp, out); err != nil {
+			return err
+		}
+		sum, got = sm, &res
+		return nil
 	}
-	elapsed := time.Since(wall)
-	meta := report.Meta{Dilation: res.Dilation, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock, Fidelity: res.Fidelity}
-	sum, err := report.WriteRunDir(out, log, meta)
-	if err != nil {
-		return nil, err
+	if err := run(ctx, l, tmp, save); err != nil {
+		if got == nil {
+			os.RemoveAll(tmp)
+		}
+		return sum, got, err
 	}
-	if err := writeSamples(out, log, meta); err != nil {
-		return nil, err
+	if got == nil {
+		os.RemoveAll(tmp)
+		return nil, nil, fmt.Errorf("backend %s returned no records", s.Backend)
 	}
-	info := map[string]any{
-		"backend": s.Backend, "events": res.Events, "engine_s": res.End.Seconds(), "wall_s": elapsed.Seconds(),
-		"dilation": res.Dilation, "all_done": res.AllDone, "timed_out": res.TimedOut, "cancelled": res.Cancelled,
+	if got.Cancelled {
+		return sum, got, fmt.Errorf("interrupted at %v engine time; partial results in %s (run.json: partial)",
+			clock.Time(float64(got.End)/max(got.Dilation, 1)), out)
 	}
-	if err := writeJSON(filepath.Join(out, "run.json"), info); err != nil {
-		return nil, err
+	return sum, got, nil
+}
+
+// runDirFiles are files only a run directory has: lab run replaces a directory holding one of them
+// (a previous run) and refuses to replace any other non-empty directory.
+var runDirFiles = []string{"run.json", "summary.json", "spec.yaml"}
+
+func checkRunDir(out string) error {
+	ents, err := os.ReadDir(out)
+	if err != nil || len(ents) == 0 {
+		return nil // absent (made at the end) or empty
 	}
-	if res.Cancelled {
-		return sum, fmt.Errorf("interrupted at %v engine time; partial results in %s", res.End, out)
+	for _, f := range runDirFiles {
+		if _, err := os.Stat(filepath.Join(out, f)); err == nil {
+			return nil
+		}
 	}
-	return sum, nil
+	return fmt.Errorf("-o %s: a non-empty directory that is not a run directory (no %v): refusing to replace it", out, runDirFiles)
+}
+
+// tempRunDir makes the directory a run is written into, next to out (same filesystem, so the final
+// rename is atomic).
+func tempRunDir(out string) (string, error) {
+	parent := filepath.Dir(filepath.Clean(out))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", err
+	}
+	return os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".incomplete-")
+}
+
+// commitRunDir puts the finished run directory tmp at out, replacing a previous run there.
+func commitRunDir(tmp, out string) error {
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	old := ""
+	if _, err := os.Stat(out); err == nil {
+		if err := checkRunDir(out); err != nil {
+			return fmt.Errorf("%w; this run is in %s", err, tmp)
+		}
+		old = tmp + ".old"
+		if err := os.Rename(out, old); err != nil {
+			return fmt.Errorf("moving the previous run aside: %w; this run is in %s", err, tmp)
+		}
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("%w; this run is in %s", err, tmp)
+	}
+	if old != "" {
+		return os.RemoveAll(old)
+	}
+	return nil
 }
 
 func writeInputs(out string, l *lab.Lab) error {
@@ -170,13 +252,28 @@ func writeJSON(path string, v any) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-func printSummary(cmd *cobra.Command, out string, s *report.Summary) {
+// printSummary prints a run's headline numbers; with quiet only an unfaithful verdict (on stderr), which
+// must not pass unseen.
+func printSummary(cmd *cobra.Command, out string, s *report.Summary, quiet bool) {
+	if quiet {
+		if monitored(s) && !s.Fidelity.Faithful {
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s: fidelity: UNFAITHFUL: %s\n", out, s.Fidelity.Reason)
+		}
+		return
+	}
 	w := cmd.OutOrStdout()
 	fmt.Fprintf(w, "%s: %d/%d flows completed\n", out, s.Flows.Completed, s.Flows.Total)
 	fmt.Fprintf(w, "  FCT avg %.3g s  p50 %.3g  p99 %.3g  p99.9 %.3g\n", s.FCT.Avg, s.FCT.P50, s.FCT.P99, s.FCT.P999)
 	fmt.Fprintf(w, "  slowdown avg %.3g  p50 %.3g  p99 %.3g\n", s.Slowdown.Avg, s.Slowdown.P50, s.Slowdown.P99)
 	fmt.Fprintf(w, "  throughput %.4g Gb/s  drops lossless %d lossy %d  retransmissions %d  pauses sent %d\n",
 		s.ThroughputBps/1e9, s.Drops.Lossless, s.Drops.Lossy, s.Retransmissions, s.Pauses.Sent)
+	if monitored(s) {
+		verdict := "faithful"
+		if !s.Fidelity.Faithful {
+			verdict = "UNFAITHFUL (the numbers are the machine's, not the fabric's)"
+		}
+		fmt.Fprintf(w, "  fidelity: %s: %s\n", verdict, s.Fidelity.Reason)
+	}
 	if s.Deadlock.Detected {
 		fmt.Fprintf(w, "  DEADLOCK at %.3g s: %v\n", s.Deadlock.AtS, s.Deadlock.Cycle)
 	}
@@ -184,3 +281,6 @@ func printSummary(cmd *cobra.Command, out string, s *report.Summary) {
 		fmt.Fprintf(w, "  VIOLATION: %s\n", v)
 	}
 }
+
+// monitored says whether a fidelity monitor judged the run (netns; the virtual backend is exact).
+func monitored(s *report.Summary) bool { return s.Fidelity.Reason != "not monitored" }

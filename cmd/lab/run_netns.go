@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the backend re-executes this binary as its agents
@@ -15,32 +16,43 @@ import (
 var netnsFlags struct {
 	pcap   string
 	agents int
+	name   string
 }
 
 func init() {
 	backends["netns"] = runNetns
+	backendsWithDependencies["netns"] = true
 	for _, c := range root.Commands() {
 		if c.Name() == "run" {
 			c.Flags().StringVar(&netnsFlags.pcap, "pcap", "", "netns: capture ports to DIR/pcap/<device>-p<port>.pcap: all, or a list like s0:p1,h3:p0")
-			c.Flags().IntVar(&netnsFlags.agents, "agents", 0, fmt.Sprintf("netns: agent processes hosting the devices (default %d; >= devices: one per device)", netns.DefaultAgents))
+			c.Flags().IntVar(&netnsFlags.agents, "agents", 0, fmt.Sprintf("netns: agent processes hosting the devices, each a connected part of the fabric (default %d; >= devices: one per device)", netns.DefaultAgents))
+			c.Flags().StringVar(&netnsFlags.name, "name", "", "netns: the lab's name (namespaces fl-<name>-<device>; default r<pid>-<n>)")
 		}
 	}
 }
 
-func runNetns(ctx context.Context, l *lab.Lab, out string) (*records.Log, backendResult, error) {
-	opts := netns.RunOptions{Pcap: netnsFlags.pcap, Agents: netnsFlags.agents,
-		Progress: func(s string) { fmt.Fprintln(os.Stderr, "netns:", s) }, Kernel: kernelhost.ForNetns(l)}
-	if opts.Pcap != "" {
-		opts.PcapDir = out + "/pcap"
-		if err := os.MkdirAll(opts.PcapDir, 0o755); err != nil {
-			return nil, backendResult{}, err
+func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Log, backendResult) error) error {
+	bar := newRunProgress(!showProgress, l.End)
+	note := func(s string) {
+		if showProgress && bar == nil { // no bar (not a terminal): one line per phase instead
+			fmt.Fprintln(os.Stderr, "netns:", s)
 		}
 	}
-	log, res, err := netns.Run(ctx, l, opts)
-	if err != nil {
-		return nil, backendResult{}, err
+	opts := netns.RunOptions{Pcap: netnsFlags.pcap, Agents: netnsFlags.agents, Name: netnsFlags.name,
+		Progress: note, Kernel: kernelhost.ForNetns(l),
+		OnClock: func(now clock.Time, completed, total int) { bar.update(now, completed, total) },
+		Save: func(log *records.Log, res netns.RunResult) error {
+			bar.finish()
+			fid := res.Fidelity
+			return save(log, backendResult{End: res.End, Dilation: res.Dilation, Events: res.Monitor.Timers, AllDone: res.AllDone,
+				TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid, Deadlock: res.Deadlock})
+		}}
+	if opts.Pcap != "" {
+		opts.PcapDir = dir + "/pcap"
+		if err := os.MkdirAll(opts.PcapDir, 0o755); err != nil {
+			return err
+		}
 	}
-	fid := res.Fidelity
-	return log, backendResult{End: res.End, Dilation: res.Dilation, Events: res.Monitor.Timers, AllDone: res.AllDone,
-		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid, Deadlock: res.Deadlock}, nil
+	_, _, err := netns.Run(ctx, l, opts)
+	return err
 }

@@ -53,6 +53,13 @@ type RunOptions struct {
 	KernelLead time.Duration
 	// Progress, if set, receives one-line notes on what the run is doing.
 	Progress func(string)
+	// OnClock, if set, is called about every 250 ms of wall time while the run goes with how far the
+	// slowest agent's clock has got (engine time in paper units, i.e. divided by the dilation) and how
+	// many flows have completed: a progress bar's ETA in engine time.
+	OnClock func(now clock.Time, completed, total int)
+	// Save, if set, is called with the run's records before the lab is torn down, so a crash in teardown
+	// cannot lose a finished (or interrupted) run; its error is Run's.
+	Save func(*records.Log, RunResult) error
 	// OnAgents, if set, is called with the agents' PIDs and devices once they have been told to start
 	// (tests use it to kill one mid-run).
 	OnAgents func(pids map[int][]string)
@@ -272,6 +279,7 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 	defer deadline.Stop()
 	stopWhenDone := l.Spec.StopWhenDone()
 	doneCount, endCount := 0, 0
+	clocks, dones := make([]clock.Time, len(procs)), make([]int, len(procs))
 	cases := mergeMsgs(procs)
 wait:
 	for (doneCount < len(procs) || kernelPending || !stopWhenDone) && (endCount < len(procs) || kernelPending) {
@@ -289,6 +297,25 @@ wait:
 				return nil, res, fmt.Errorf("%s died mid-run: %v", p.name(), ev.err)
 			case ev.m.Type == "done":
 				doneCount++
+			case ev.m.Type == "completed":
+				// Flows in other agents may wait for these: every other agent hears of them.
+				for j, q := range procs {
+					if j != ev.i {
+						if err := q.enc.Encode(AgentMsg{Type: "completed", Flows: ev.m.Flows}); err != nil {
+							return nil, res, fmt.Errorf("%s: relaying completions: %w", q.name(), err)
+						}
+					}
+				}
+			case ev.m.Type == "progress":
+				clocks[ev.i], dones[ev.i] = ev.m.Now, ev.m.Done
+				if opts.OnClock != nil {
+					now, n := clocks[0], 0
+					for j := range procs {
+						now = min(now, clocks[j])
+						n += dones[j]
+					}
+					opts.OnClock(clock.Time(float64(now)/res.Dilation), n+len(kernelRecs), len(l.Flows))
+				}
 			case ev.m.Type == "end":
 				endCount++
 			case ev.m.Type == "error":
@@ -355,6 +382,11 @@ wait:
 		log.Violations = append(log.Violations, fmt.Sprintf("netns: the kernel refused %d frames (an agent fell behind reading)", res.Monitor.KernelFull))
 	}
 	sort.SliceStable(log.Flows, func(i, j int) bool { return log.Flows[i].ID < log.Flows[j].ID })
+	if opts.Save != nil {
+		if err := opts.Save(log, res); err != nil {
+			return log, res, err
+		}
+	}
 	return log, res, nil
 }
 
@@ -538,6 +570,7 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 		setups[i] = &AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: dataFrameBytes(l)}
 	}
 	if n == 1 && len(dl.Kernel) == 0 {
+		setups[0].StopWhenDone = l.Spec.StopWhenDone()
 		setups[0].Monitor = &AgentMonitor{Graph: g, FlowControl: l.Spec.Switch.FlowControl, Config: monitor.Dilated(dl.D)}
 	}
 	ports := func(node int) []AgentPort {
@@ -579,10 +612,21 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 			si++
 		}
 	}
+	src := map[uint32]int{}
+	for _, f := range dl.Flows {
+		src[f.ID] = f.SrcNode
+	}
 	for _, f := range dl.Flows {
 		s := setups[owner[f.SrcNode]]
-		s.Flows = append(s.Flows, AgentFlow{Node: f.SrcNode, At: f.At,
-			Flow: f.NICFlow()})
+		s.Flows = append(s.Flows, AgentFlow{Node: f.SrcNode, At: f.At, Flow: f.NICFlow(), After: f.After})
+		for _, id := range f.After {
+			if o := owner[src[id]]; o != owner[f.SrcNode] {
+				if setups[o].Remote == nil {
+					setups[o].Remote = map[uint32]bool{}
+				}
+				setups[o].Remote[id] = true
+			}
+		}
 	}
 	return setups
 }

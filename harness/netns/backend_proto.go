@@ -18,6 +18,10 @@ import (
 //	             <- end          (its clock reached the run's end; it waits for stop)
 //	-> stop      <- records      (engines flushed: records, fidelity, counters)
 //
+// While running, an agent also sends progress (its clock and completed flows, every 250 ms of wall
+// time) and completed (flows of setup.Remote that completed here); the backend relays each completed
+// to the other agents as completed, so a flow starts when flows in another agent complete.
+//
 // and error at any point ends the agent. Configs are already dilated; times are the agent clock's
 // picoseconds since the common epoch.
 
@@ -30,13 +34,17 @@ var AgentLinked bool
 
 // AgentMsg is every message in both directions; Type says which fields matter.
 type AgentMsg struct {
-	Type     string         `json:"type"` // setup ready start done end stop records error
+	Type     string         `json:"type"` // setup ready start done end stop records error progress completed
 	Setup    *AgentSetup    `json:"setup,omitempty"`
 	Epoch    int64          `json:"epoch,omitempty"` // start: CLOCK_MONOTONIC ns of time 0
 	End      clock.Time     `json:"end,omitempty"`   // start: stop by itself at this time
 	Log      *records.Log   `json:"log,omitempty"`
 	Fidelity *AgentFidelity `json:"fidelity,omitempty"`
-	Now      clock.Time     `json:"now,omitempty"` // records: the agent clock when it stopped
+	Now      clock.Time     `json:"now,omitempty"` // records: the agent clock when it stopped; progress: now
+	// Done is how many of its flows an agent has seen complete (progress).
+	Done int `json:"done,omitempty"`
+	// Flows are flow IDs that completed (completed).
+	Flows []uint32 `json:"flows,omitempty"`
 	// Deadlock is the run-time monitor's verdict (records; only from an agent that ran the monitor).
 	Deadlock *report.DeadlockVerdict `json:"deadlock,omitempty"`
 	Err      string                  `json:"err,omitempty"`
@@ -53,6 +61,11 @@ type AgentSetup struct {
 	FrameBytes int           `json:"frame_bytes"`
 	Devices    []AgentDevice `json:"devices"`
 	Flows      []AgentFlow   `json:"flows,omitempty"`
+	// StopWhenDone ends the run at this agent's last completion: set when it hosts the whole lab and the
+	// spec stops when its flows are done.
+	StopWhenDone bool `json:"stop_when_done,omitempty"`
+	// Remote are the flows this agent starts whose completion flows in other agents wait for.
+	Remote map[uint32]bool `json:"remote,omitempty"`
 	// PcapDir receives <device>-p<port>.pcap for every port in Pcap.
 	PcapDir string     `json:"pcap_dir,omitempty"`
 	Pcap    []PcapPort `json:"pcap,omitempty"`
@@ -95,6 +108,9 @@ type AgentFlow struct {
 	Node int        `json:"node"`
 	At   clock.Time `json:"at"`
 	Flow nodes.Flow `json:"flow"`
+	// After are the flows (by ID, in any agent) that must complete before this one starts; it then
+	// starts at At or at once, whichever is later.
+	After []uint32 `json:"after,omitempty"`
 }
 
 // PcapPort selects a port to capture.

@@ -19,6 +19,7 @@ import (
 	"runtime/pprof"
 	"sync"
 
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"golang.org/x/sys/unix"
 )
@@ -74,12 +75,18 @@ func Main(in io.Reader, out io.Writer) int {
 		c.fail(fmt.Errorf("expected start: %v %q", err, m.Type))
 		return 1
 	}
-	// Control after start is only "stop" (or EOF: the backend went away); a reader goroutine turns it
-	// into an eventfd write that wakes the loop's ppoll.
+	// Control after start is "stop" (or EOF: the backend went away) and "completed" (flows other agents
+	// finished); a reader goroutine hands them to the loop and wakes its wait through an eventfd.
 	go func() {
 		var m netns.AgentMsg
 		for {
-			if err := dec.Decode(&m); err != nil || m.Type == "stop" {
+			m = netns.AgentMsg{}
+			err := dec.Decode(&m)
+			if err == nil && m.Type == "completed" {
+				a.completedElsewhere(m.Flows)
+				continue
+			}
+			if err != nil || m.Type == "stop" {
 				if os.Getenv("FABRICLAB_AGENT_DEBUG") != "" {
 					fmt.Fprintf(os.Stderr, "agent %d: stop (%v)\n", os.Getpid(), err)
 				}
@@ -88,6 +95,8 @@ func Main(in io.Reader, out io.Writer) int {
 			}
 		}
 	}()
+	a.completedFn = func(ids []uint32) { c.send(netns.AgentMsg{Type: "completed", Flows: ids}) }
+	a.progressFn = func(now clock.Time, done int) { c.send(netns.AgentMsg{Type: "progress", Now: now, Done: done}) }
 	if err := a.run(m.Epoch, m.End, func() { c.send(netns.AgentMsg{Type: "done"}) },
 		func() { c.send(netns.AgentMsg{Type: "end"}) }); err != nil {
 		c.fail(err)

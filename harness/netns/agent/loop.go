@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -231,6 +232,25 @@ type agent struct {
 	stopped bool
 	// mon is the run-time deadlock monitor when this agent hosts the whole lab (setup.Monitor).
 	mon *monitor.Monitor
+	// end is the run's end (engine time): no timer fires and no frame is taken after it.
+	end clock.Time
+	// Flow starts and dependencies (schedule, collect): starts[i] starts setup.Flows[i]; waiting[i]
+	// counts the flows it still waits for; deps maps a flow to the flows waiting for it. seen is how
+	// much of log.Flows collect has read, done how many of those completed.
+	starts  []func()
+	waiting []int
+	deps    map[uint32][]int
+	seen    int
+	done    int
+	// remote holds completions of flows in other agents, as the backend relays them (reader goroutine).
+	remoteMu      sync.Mutex
+	remote        []uint32
+	remotePending atomic.Bool
+	// completedFn tells the backend of completions other agents wait for; progressFn how far the clock
+	// has got (every progressEvery of wall time).
+	completedFn  func([]uint32)
+	progressFn   func(now clock.Time, done int)
+	nextProgress clock.Time
 	// step is how far one catch-up step advances (catchUp): a frame this agent sends itself is taken at
 	// most that long after its scheduled arrival.
 	step clock.Time
@@ -363,6 +383,15 @@ func (a *agent) watch() {
 
 // minCatchUpStep keeps catch-up steps above the cost of one pass over the ports (a recvmmsg each).
 const minCatchUpStep = 10 * clock.Microsecond
+
+// completedElsewhere records flows another agent completed (called from the control reader).
+func (a *agent) completedElsewhere(ids []uint32) {
+	a.remoteMu.Lock()
+	a.remote = append(a.remote, ids...)
+	a.remotePending.Store(true)
+	a.remoteMu.Unlock()
+	a.wake.signal()
+}
 
 func (a *agent) requestStop() {
 	a.stop.Store(true)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/wire"
@@ -17,20 +18,9 @@ import (
 const maxSleep = 50 * clock.Millisecond
 
 func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
-	byNode := map[int]*device{}
-	for _, d := range a.devs {
-		byNode[d.node] = d
-	}
-	for _, f := range a.setup.Flows {
-		nic, fl := byNode[f.Node].nic, f.Flow
-		a.clk.AfterFunc(f.At, func() {
-			if err := nic.StartFlow(fl); err != nil {
-				a.violation(fmt.Sprintf("flow %d did not start: %v", fl.ID, err))
-			}
-		})
-	}
+	a.end = end
+	a.schedule()
 	sentDone := false
-	seen := -1
 	wall0 := a.clk.Wall()
 	for !a.stop.Load() {
 		if err := a.catchUp(); err != nil {
@@ -41,12 +31,11 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 				return err
 			}
 		}
-		if n := len(a.log.Flows); !sentDone && n != seen {
-			seen = n
-			if a.completed() >= a.flows {
-				sentDone = true
-				done()
-			}
+		a.collect()
+		a.progress()
+		if !sentDone && a.done >= a.flows {
+			sentDone = true
+			done()
 		}
 		if !sentDone && a.mon != nil && a.mon.Detected() {
 			sentDone = true // a deadlock never resolves: the rest of the run would only wait for its end
@@ -56,12 +45,14 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 		// The run's end is reached in engine time: a loop running behind the wall clock (it keeps the
 		// schedule, just later) still has the rest of its timers to fire before it.
 		next, pending := a.clk.Next()
-		if a.clk.Now() >= end || wall > end && (!pending || next > end) {
+		if a.clk.Now() >= end || wall > end && (!pending || next > end) || a.stop.Load() {
 			if !sentDone {
 				done() // nothing more will happen here; the backend decides when to stop
 			}
-			reachedEnd()
-			a.waitStop()
+			if !a.stop.Load() {
+				reachedEnd()
+				a.waitStop()
+			}
 			break
 		}
 		d := maxSleep
@@ -100,14 +91,92 @@ func (a *agent) waitStop() {
 	}
 }
 
-func (a *agent) completed() int {
-	n := 0
-	for i := range a.log.Flows {
-		if a.log.Flows[i].Completed {
-			n++
+// schedule arms the start of every flow that waits for nothing; the others start from collect once the
+// flows they wait for have completed (here or, told by the backend, in another agent).
+func (a *agent) schedule() {
+	byNode := map[int]*device{}
+	for _, d := range a.devs {
+		byNode[d.node] = d
+	}
+	a.deps = map[uint32][]int{}
+	a.waiting = make([]int, len(a.setup.Flows))
+	for i, f := range a.setup.Flows {
+		a.starts = append(a.starts, a.starter(byNode[f.Node].nic, f.Flow))
+		if len(f.After) > 0 {
+			a.waiting[i] = len(f.After)
+			for _, id := range f.After {
+				a.deps[id] = append(a.deps[id], i)
+			}
+			continue
+		}
+		a.clk.AfterFunc(f.At, a.starts[i])
+	}
+}
+
+func (a *agent) starter(nic *nodes.NIC, fl nodes.Flow) func() {
+	return func() {
+		if err := nic.StartFlow(fl); err != nil {
+			a.violation(fmt.Sprintf("flow %d did not start: %v", fl.ID, err))
 		}
 	}
-	return n
+}
+
+// collect counts the flows completed since its last call, starts the flows that waited only for them
+// (at their planned time or now, whichever is later: the virtual backend's rule), and tells the backend
+// which of them other agents wait for. Completions other agents reported (remote) count the same.
+func (a *agent) collect() {
+	var out []uint32
+	for ; a.seen < len(a.log.Flows); a.seen++ {
+		r := &a.log.Flows[a.seen]
+		if !r.Completed {
+			continue
+		}
+		a.done++
+		a.release(r.ID)
+		if a.setup.Remote[r.ID] {
+			out = append(out, r.ID)
+		}
+	}
+	if a.done >= a.flows && a.setup.StopWhenDone {
+		// The run ends at its last completion, as on the virtual backend: an agent that ran behind the
+		// wall clock would otherwise race on through idle timers to the run's duration.
+		a.end = min(a.end, a.clk.Now())
+	}
+	if len(out) > 0 && a.completedFn != nil {
+		a.completedFn(out)
+	}
+	if a.remotePending.Load() {
+		a.remoteMu.Lock()
+		ids := a.remote
+		a.remote = nil
+		a.remotePending.Store(false)
+		a.remoteMu.Unlock()
+		for _, id := range ids {
+			a.release(id)
+		}
+	}
+}
+
+func (a *agent) release(id uint32) {
+	for _, i := range a.deps[id] {
+		if a.waiting[i]--; a.waiting[i] == 0 {
+			a.clk.AfterFunc(max(a.setup.Flows[i].At-a.clk.Now(), 0), a.starts[i])
+		}
+	}
+	delete(a.deps, id)
+}
+
+// progressEvery is how often (wall time) the agent tells the backend how far its clock has got.
+const progressEvery = 250 * clock.Millisecond
+
+func (a *agent) progress() {
+	if a.progressFn == nil {
+		return
+	}
+	if w := a.clk.Wall(); w >= a.nextProgress {
+		a.nextProgress = w + progressEvery
+		a.progressFn(min(a.clk.Now(), a.end), a.done)
+	}
 }
 
 // catchUp fires the timers that fell due while the loop was away. When it woke more than one step
@@ -118,15 +187,22 @@ func (a *agent) completed() int {
 // during it was read only after the burst (lossless drops on an idle path after a 69 ms stall). Frames
 // between this agent's own devices are in the kernel's queue as soon as the write returns (veth
 // delivers in the sender's context), so each step sees what the previous one sent.
+//
+// It never runs a timer past the run's end (a loop far behind the wall clock would otherwise play the
+// run on past its duration: more completions, a deadlock "after" the end) and returns between steps
+// once a stop is requested, so Ctrl-C ends even a run that is far behind within a step.
 func (a *agent) catchUp() error {
 	for {
 		next, ok := a.clk.Next()
 		wall := a.clk.Wall()
-		if !ok || next > wall || next+a.step >= wall {
-			a.clk.RunDue()
+		if a.stop.Load() {
 			return nil
 		}
-		t := next + a.step
+		if !ok || next > wall || next+a.step >= wall || next > a.end {
+			a.clk.RunDueUntil(a.end)
+			return nil
+		}
+		t := min(next+a.step, a.end)
 		a.clk.RunDueUntil(t)
 		a.clk.AdvanceTo(t)
 		a.fid.CatchUpSteps++
@@ -144,6 +220,8 @@ func (a *agent) catchUp() error {
 		if err := a.receiveReady(ready, false); err != nil {
 			return err
 		}
+		a.collect()
+		a.progress()
 	}
 }
 
@@ -188,6 +266,9 @@ func (a *agent) receive(p *port, sync bool) error {
 			pk.Route = bytes.Clone(pk.Route)
 		}
 		if at, ok := p.arrival(frame); ok {
+			if at > a.end {
+				return // due after the run's end: it never arrives within the run
+			}
 			// How late the engine takes the frame against its scheduled arrival is the whole of the
 			// distortion for frames an agent sends itself: the fidelity verdict judges those by it.
 			f := &a.fid
@@ -200,7 +281,8 @@ func (a *agent) receive(p *port, sync bool) error {
 				}
 			}
 		} else if sync {
-			a.clk.Sync()
+			// Taken at the wall time, but never past the run's end: nothing happens after it.
+			a.clk.AdvanceTo(a.end)
 		}
 		p.dev.eng.Receive(p.index, pk)
 	})
@@ -210,11 +292,13 @@ func (a *agent) receive(p *port, sync bool) error {
 // finish flushes the engines (flow records of unfinished flows, counters) and returns what the backend
 // pulls.
 func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
+	// The run's length is the engine time the loop reached, never the wall clock's: a loop that ran
+	// behind stopped short of the wall time, and one that overshot its end by a wake-up did not run past it.
+	now := min(a.clk.Now(), a.end)
 	if a.stopped {
-		return &a.log, &a.fid, a.clk.Now()
+		return &a.log, &a.fid, now
 	}
 	a.stopped = true
-	a.clk.Sync()
 	for _, d := range a.devs {
 		n := len(a.log.Counters)
 		d.eng.Flush()
@@ -235,7 +319,7 @@ func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
 			p.pcap.Flush()
 		}
 	}
-	return &a.log, &a.fid, a.clk.Now()
+	return &a.log, &a.fid, now
 }
 
 func (a *agent) close() {
