@@ -183,6 +183,13 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 		}
 		dl.Flows = nic
 		dl.End += shift
+		for _, f := range append(kernelFlows, nic...) {
+			if len(f.After) > 0 {
+				// The kernel hosts run their flows from a fixed schedule (kernelhost) and report completions
+				// only at the end: a dependency through them could not be kept.
+				return nil, res, fmt.Errorf("workload %q: flows that start when others complete (ps, moe, htsim triggers) need NIC-engine hosts; host.transport kernel-tcp cannot run them", f.Class)
+			}
+		}
 	}
 	nl, err := Up(ctx, name, l.Graph, Options{MTU: labMTU(l)})
 	if err != nil {
