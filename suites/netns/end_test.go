@@ -109,7 +109,7 @@ duration: 100ms`), 0o644)).To(Succeed())
 		b, err = os.ReadFile(filepath.Join(out, "summary.json"))
 		Expect(err).NotTo(HaveOccurred())
 		var sum struct {
-			DurationS float64 `json:"duration_s"`
+			DurationS float64             `json:"duration_s"`
 			Flows     struct{ Total int } `json:"flows"`
 		}
 		Expect(json.Unmarshal(b, &sum)).To(Succeed())
@@ -188,4 +188,3 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return string(s.b)
 }
-
