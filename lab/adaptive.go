@@ -25,8 +25,10 @@ func (l *Lab) adaptivePaths(fp *FlowPlan) error {
 		return nil // one candidate: nothing to choose
 	}
 	fp.Paths = make([][]uint8, len(ps))
+	fp.PathBases = make([]nodes.PathBase, len(ps))
 	for i, p := range ps {
 		fp.Paths[i] = p.Route()
+		fp.PathBases[i] = l.pathBase(p)
 	}
 	fp.Route = fp.Paths[0]
 	return nil

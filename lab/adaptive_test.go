@@ -111,3 +111,31 @@ duration: 1ms
 		t.Fatalf("ate on a fat-tree: %v", err)
 	}
 }
+
+// Every candidate carries its own base delays, so the NIC caps and waits per path: a Valiant path of a
+// D1 Dragonfly (up to 7 links) has a longer RTT than the minimal one (5 links), and IRN's cap is per path.
+func TestCandidatesCarryTheirBases(t *testing.T) {
+	l, err := buildLab(t, fmt.Sprintf(dragonflyLab, "telemetry", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inter := l.Flows[0]
+	if len(inter.PathBases) != len(inter.Paths) || inter.Base != inter.PathBases[0] {
+		t.Fatalf("bases %v for %d candidates, base %v", inter.PathBases, len(inter.Paths), inter.Base)
+	}
+	for i, b := range inter.PathBases {
+		hops := clock.Time(len(inter.Paths[i]))
+		if b.RTT <= 2*hops*clock.Microsecond || b.OneWay <= hops*clock.Microsecond || b.RTT-b.OneWay != hops*clock.Microsecond {
+			t.Fatalf("candidate %d (%d links): base %+v", i, hops, b)
+		}
+		if i > 0 && b.RTT <= inter.PathBases[0].RTT {
+			t.Fatalf("VAL candidate %d RTT %v not above MIN's %v", i, b.RTT, inter.PathBases[0].RTT)
+		}
+	}
+	if c := l.Hosts[0].Config; !c.BDPCapPath || c.BDPCapBytes == 0 {
+		t.Fatalf("IRN host config: bdp_cap_path %v, fallback %d", c.BDPCapPath, c.BDPCapBytes)
+	}
+	if nf := inter.NICFlow(); len(nf.PathBases) != 8 || nf.Base.RTT == 0 {
+		t.Fatal("the NIC is not handed the bases")
+	}
+}

@@ -23,7 +23,9 @@ func (l *Lab) flowRouted(fr route.FlowRouter, f traffic.Flow) (FlowPlan, error) 
 	}
 	if len(r.Then.Nodes) > 0 {
 		fp.Then, fp.ThenAfter = r.Then.Route(), r.After
+		fp.ThenBase = l.pathBase(r.Then)
 	}
+	fp.Base = l.pathBase(r.Path)
 	// The ideal is the flow's first path standing alone: for HYBRID the direct one, a lower bound on
 	// what the flow could do.
 	fp.Ideal = nodes.IdealFCT(f.Size, l.Spec.Host.MTU, len(fp.Route), r.Path.Rates(g), r.Path.Delays(g))
@@ -33,5 +35,5 @@ func (l *Lab) flowRouted(fr route.FlowRouter, f traffic.Flow) (FlowPlan, error) 
 // NICFlow is the flow as its source NIC is asked to send it.
 func (fp *FlowPlan) NICFlow() nodes.Flow {
 	return nodes.Flow{ID: fp.ID, Dst: int32(fp.Dst), Size: fp.Size, Route: fp.Route, Then: fp.Then, After: fp.ThenAfter,
-		Paths: fp.Paths, Ideal: fp.Ideal, Class: fp.Class}
+		Paths: fp.Paths, Base: fp.Base, ThenBase: fp.ThenBase, PathBases: fp.PathBases, Ideal: fp.Ideal, Class: fp.Class}
 }

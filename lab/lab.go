@@ -57,8 +57,13 @@ type FlowPlan struct {
 	// Paths are the candidate source routes the NIC chooses among at run time (route.Adaptive: ugal,
 	// telemetry); Paths[0] is Route. Nil otherwise.
 	Paths [][]uint8
-	Path  route.Path // the path the ideal FCT was computed on
-	Ideal clock.Time
+	// Base, ThenBase and PathBases are Route's (or Path's), Then's and each candidate's idle delays
+	// (pathBase), for the NIC's per-path limits.
+	Base      nodes.PathBase
+	ThenBase  nodes.PathBase
+	PathBases []nodes.PathBase
+	Path      route.Path // the path the ideal FCT was computed on
+	Ideal     clock.Time
 }
 
 // Build resolves s (defaults, validation) and assembles the lab.
@@ -238,7 +243,9 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 		Seed:  uint64(s.Seed),
 	}
 	if h.Transport == nodes.IRN && h.BDPCapEnabled() {
-		c.BDPCapBytes = l.pathBDP()
+		// Each flow's cap comes from the path it is on (FlowPlan.Base, PathBases); the diameter's is
+		// only the fallback for a flow the lab planned no path for.
+		c.BDPCapBytes, c.BDPCapPath = l.pathBDP(), true
 	}
 	for p := range node.Ports {
 		link := g.LinkAt(n, p)
@@ -247,6 +254,27 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 	l.hostFC(n, &c)      // fc.go
 	l.hostPathSelect(&c) // adaptive.go
 	return c
+}
+
+// pathBase is p's delays on an idle fabric, as the NIC sizes per-path limits from them: one full data
+// frame (with p's source route) serialized per hop at each link's rate, propagation one way (OneWay)
+// and both ways (RTT, IRN's base RTT: "link rate x max-path base RTT" taken per path), and the
+// bottleneck rate the cap is sized at (PortFC §V-E: BDP-FC is "constrained by the slowest path segment").
+func (l *Lab) pathBase(p route.Path) nodes.PathBase {
+	g := l.Graph
+	mtu := l.Spec.Host.MTU
+	if mtu == 0 {
+		mtu = nodes.DefaultMTU
+	}
+	frame := pkt.DataSize(mtu, len(p.Route()))
+	b := nodes.PathBase{RateBps: p.Bottleneck(g)}
+	rates, delays := p.Rates(g), p.Delays(g)
+	for i, r := range rates {
+		tx := clock.TxTime(frame, r)
+		b.OneWay += delays[i] + tx
+		b.RTT += 2*delays[i] + tx
+	}
+	return b
 }
 
 // pathBDP is IRN's BDP-FC cap: the bottleneck host link rate x the base RTT of the longest shortest

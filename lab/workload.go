@@ -55,6 +55,7 @@ func (l *Lab) schedule() error {
 		}
 		mtu := s.Host.MTU
 		fp.Ideal = nodes.IdealFCT(f.Size, mtu, len(fp.Route), p.Rates(g), p.Delays(g))
+		fp.Base = l.pathBase(p)
 		l.Flows = append(l.Flows, fp)
 	}
 	return nil

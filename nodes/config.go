@@ -76,6 +76,11 @@ type Config struct {
 	// BDPCapBytes caps each flow's unacknowledged data (IRN's BDP-FC); 0 = no cap. It applies to any
 	// transport, IRN being the one that uses it.
 	BDPCapBytes int64 `json:"bdp_cap_bytes,omitempty"`
+	// BDPCapPath raises a flow's cap to its path's bottleneck rate x base RTT (Flow.Base, PathBases,
+	// ThenBase) when that exceeds BDPCapBytes, recomputed whenever the flow changes path: a cap from
+	// the shortest-path diameter alone throttles every flow on a longer (non-minimal) path below line
+	// rate.
+	BDPCapPath bool `json:"bdp_cap_path,omitempty"`
 
 	DCQCN DCQCN `json:"dcqcn,omitempty"`
 	// CNP is how the notification point answers CE-marked data: CNPInterval (at most one CNP per flow

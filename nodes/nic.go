@@ -36,9 +36,24 @@ type Flow struct {
 	// NIC queue while it moves); ate picks one before the flow is queued, so its candidates may leave by
 	// different ports (ate.go).
 	Paths [][]uint8
-	Ideal clock.Time // standalone FCT the lab computed (IdealFCT), copied into the record
-	Class string
-	Prio  uint8 // 0 = Config.DataPrio
+	// Base is Route's (or the table path's) base delays, ThenBase Then's, PathBases each candidate's
+	// (aligned with Paths). They size the per-path transport limits (Config.BDPCapPath) and the
+	// reroute idle wait (telemetry.go); zero: unknown, and the NIC falls back to Config.BDPCapBytes.
+	Base      PathBase
+	ThenBase  PathBase
+	PathBases []PathBase
+	Ideal     clock.Time // standalone FCT the lab computed (IdealFCT), copied into the record
+	Class     string
+	Prio      uint8 // 0 = Config.DataPrio
+}
+
+// PathBase is a route's delays on an idle fabric: OneWay is propagation plus one full data frame's
+// serialization per hop (when a packet sent now arrives); RTT is propagation both ways plus that
+// serialization, IRN's "base RTT" of the path; RateBps is its slowest link (0: the NIC port's rate).
+type PathBase struct {
+	OneWay  clock.Time `json:"one_way_ps,omitempty"`
+	RTT     clock.Time `json:"rtt_ps,omitempty"`
+	RateBps float64    `json:"rate_bps,omitempty"`
 }
 
 // Stats are the NIC's counters beyond records.Counters.
@@ -50,7 +65,8 @@ type Stats struct {
 	GoBacks                      uint64 // go-back-N rewinds (NACK or timeout)
 	Duplicates                   uint64 // data packets received below the expected PSN
 	OutOfOrder                   uint64 // data packets received above the expected PSN
-	LosslessGaps                 uint64 // out-of-order arrivals under the lossless transport: a loss elsewhere
+	LosslessGaps                 uint64 // lossless holes a retransmission filled: a packet was lost
+	Reordered                    uint64 // data packets that arrived after one of their flow sent later
 	ECNMarked                    uint64 // CE-marked data packets received
 	Relayed                      uint64
 	NoRoute                      uint64
@@ -228,6 +244,7 @@ func (n *NIC) Flush() {
 	c.ECNMarked = n.stats.ECNMarked
 	c.Retransmits = n.stats.Retransmits
 	c.CNPsSent = n.stats.TxCNP
+	c.Reordered = n.stats.Reordered
 	c.MaxQueue = append([]int(nil), n.maxQueue...)
 	n.log.Counters = append(n.log.Counters, c)
 }

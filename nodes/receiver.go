@@ -25,6 +25,15 @@ type rxQP struct {
 	cnpAt    clock.Time // NP pacing: last CNP
 	cnpSent  bool
 	gapNoted bool
+
+	// Reordering: maxSent is the latest send time among arrivals; a packet sent before it arrives late.
+	maxSent   clock.Time
+	reordered bool // a line was logged for this flow
+	// A lossless hole: PSN gapPSN was expected when a packet sent at gapSent arrived above it. The packet
+	// that fills the hole tells loss (sent after gapSent: a retransmission) from reordering.
+	gapOpen bool
+	gapPSN  uint32
+	gapSent clock.Time
 }
 
 func (n *NIC) onData(port int, p *pkt.Packet) {
@@ -48,8 +57,15 @@ func (n *NIC) onData(port int, p *pkt.Packet) {
 	if p.Last {
 		rx.lastPSN = int64(p.PSN)
 	}
+	n.noteOrder(p, rx)
 	switch {
 	case p.PSN == rx.expected:
+		if rx.gapOpen && p.PSN == rx.gapPSN {
+			rx.gapOpen = false
+			if p.SentAt > rx.gapSent { // resent after the later packet arrived: the original was lost
+				n.lossGap(p, rx)
+			}
+		}
 		rx.expected++
 		jumped := false
 		for len(rx.ooo) > 0 {
@@ -70,14 +86,9 @@ func (n *NIC) onData(port int, p *pkt.Packet) {
 		}
 	case p.PSN > rx.expected:
 		n.stats.OutOfOrder++
-		if n.cfg.Transport == Lossless {
-			n.stats.LosslessGaps++
-			if !rx.gapNoted {
-				rx.gapNoted = true
-				n.log.Violations = append(n.log.Violations, fmt.Sprintf(
-					"h%d: lossless flow %d from h%d: PSN %d arrived while %d was expected (a packet was lost)",
-					n.cfg.Host, p.Flow, p.Src, p.PSN, rx.expected))
-			}
+		if n.cfg.Transport == Lossless && !rx.gapOpen {
+			// A hole: a loss or a reordering; the packet that fills it will say which (lossGap).
+			rx.gapOpen, rx.gapPSN, rx.gapSent = true, rx.expected, p.SentAt
 		}
 		if n.cfg.Transport == IRN {
 			// Keep it and NACK with the cumulative ACK plus the SACKed PSN, on every out-of-order arrival.
@@ -105,6 +116,37 @@ func (n *NIC) onData(port int, p *pkt.Packet) {
 			n.stats.TxAck++
 			n.sendCtl(pkt.Ack, p, rx, 0, pkt.AckSize)
 		}
+	}
+}
+
+// noteOrder counts p as reordered when a packet of its flow sent after it has already arrived, and
+// logs the flow's first reordering as a line of its own. Packets without a send time (payloads too
+// short to carry it on the wire) are not judged.
+func (n *NIC) noteOrder(p *pkt.Packet, rx *rxQP) {
+	if p.SentAt == 0 {
+		return
+	}
+	if p.SentAt >= rx.maxSent {
+		rx.maxSent = p.SentAt
+		return
+	}
+	n.stats.Reordered++
+	if !rx.reordered {
+		rx.reordered = true
+		n.log.Reorders = append(n.log.Reorders, fmt.Sprintf(
+			"h%d: %s flow %d from h%d: PSN %d sent %v before a packet that arrived first (reordered, not lost)",
+			n.cfg.Host, n.cfg.Transport, p.Flow, p.Src, p.PSN, rx.maxSent-p.SentAt))
+	}
+}
+
+// lossGap reports a lossless hole that only a retransmission filled: a packet was lost.
+func (n *NIC) lossGap(p *pkt.Packet, rx *rxQP) {
+	n.stats.LosslessGaps++
+	if !rx.gapNoted {
+		rx.gapNoted = true
+		n.log.Violations = append(n.log.Violations, fmt.Sprintf(
+			"h%d: lossless flow %d from h%d: PSN %d was resent to fill a hole (a packet was lost)",
+			n.cfg.Host, p.Flow, p.Src, p.PSN))
 	}
 }
 

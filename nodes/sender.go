@@ -31,7 +31,9 @@ type qp struct {
 	// retransmission.
 	sndUna, sndNxt, sndHigh uint32
 	maxInFlight             uint32
-	capPkts                 uint32 // BDP-FC: max sndNxt-sndUna; 0 = none
+	capPkts                 uint32   // BDP-FC: max sndNxt-sndUna on route; 0 = none
+	capThen                 uint32   // the same on then (Flow.Then)
+	base                    PathBase // route's base delays (Flow.Base; the path it moved to since)
 
 	// IRN selective repeat: PSNs the receiver SACKed, and the loss frontier. Every unSACKed PSN in
 	// [rtxNext, lossBound) is lost and is resent once per detection; lossBound is the highest SACK
@@ -115,9 +117,8 @@ func (n *NIC) StartFlow(f Flow) error {
 	}
 	q.lineRate = n.cfg.Ports[port].RateBps
 	q.rate = q.lineRate
-	if n.cfg.BDPCapBytes > 0 {
-		q.capPkts = uint32((n.cfg.BDPCapBytes + mtu - 1) / mtu)
-	}
+	q.base = f.Base
+	q.capPkts, q.capThen = q.capFor(f.Base), q.capFor(f.ThenBase)
 	if n.cfg.Transport == IRN {
 		q.sacked = map[uint32]struct{}{}
 	}
@@ -147,7 +148,7 @@ func (n *NIC) StartFlow(f Flow) error {
 	n.qps[f.ID] = q
 	n.active++
 	if n.cfg.PathSelect != "" && len(f.Paths) > 1 {
-		q.sel = n.newPathSel(q, f.Paths)
+		q.sel = n.newPathSel(q, f.Paths, f.PathBases)
 	}
 	l.refill()
 	return nil
@@ -166,10 +167,42 @@ func (q *qp) next() (uint32, bool) {
 	if q.sndNxt >= q.npkts {
 		return 0, false
 	}
-	if q.capPkts > 0 && q.sndNxt-q.sndUna >= q.capPkts {
+	c := q.capPkts
+	if q.then != nil && int64(q.sndNxt+1)*int64(q.mtu) > q.after {
+		c = q.capThen
+	}
+	if c > 0 && q.sndNxt-q.sndUna >= c {
 		return 0, false
 	}
 	return q.sndNxt, true
+}
+
+// capFor is the BDP-FC cap, in packets, of a flow on a path with base delays b: Config.BDPCapBytes
+// (IRN's one fabric-wide value, the longest shortest path's BDP), raised under Config.BDPCapPath to
+// the path's own bottleneck rate x RTT when that is larger: a non-minimal path longer than the
+// diameter would otherwise be held below line rate. 0 = none.
+func (q *qp) capFor(b PathBase) uint32 {
+	c, mtu := &q.n.cfg, int64(q.mtu)
+	bytes := c.BDPCapBytes
+	if c.BDPCapPath && b.RTT > 0 {
+		rate := q.lineRate
+		if b.RateBps > 0 && b.RateBps < rate {
+			rate = b.RateBps
+		}
+		bytes = max(bytes, int64(rate/8*b.RTT.Seconds()+0.5))
+	}
+	if bytes <= 0 {
+		return 0
+	}
+	return uint32(max((bytes+mtu-1)/mtu, 1))
+}
+
+// usePath moves the flow's new packets to route, whose base delays are b, and sizes every
+// path-dependent limit from that path: the one place a path change (telemetry reroute, multipath
+// spread) touches transport state.
+func (q *qp) usePath(route []uint8, b PathBase) {
+	q.route, q.base = route, b
+	q.capPkts = q.capFor(b)
 }
 
 // send builds data packet psn and hands it to the lane's egress queue.

@@ -113,6 +113,7 @@ type pathSel struct {
 	cfg    *TelemetryConfig
 	policy string
 	paths  [][]uint8
+	bases  []PathBase // Flow.PathBases: each candidate's idle one-way delay and RTT
 	rng    *rand.Rand
 	tMTU   clock.Time
 
@@ -137,9 +138,9 @@ type pathSel struct {
 	settled    bool // UGAL decided: no more probes
 }
 
-func (n *NIC) newPathSel(q *qp, paths [][]uint8) *pathSel {
+func (n *NIC) newPathSel(q *qp, paths [][]uint8, bases []PathBase) *pathSel {
 	c := &n.cfg.Telemetry
-	s := &pathSel{q: q, cfg: c, policy: n.cfg.PathSelect, paths: paths, pending: map[uint32]int{},
+	s := &pathSel{q: q, cfg: c, policy: n.cfg.PathSelect, paths: paths, bases: bases, pending: map[uint32]int{},
 		rng:  rand.New(rand.NewPCG(n.cfg.Seed^0x7e1e, uint64(q.id))),
 		tMTU: clock.TxTime(pkt.DataSize(int(q.mtu), len(paths[0])), q.lineRate)}
 	s.open()
@@ -262,15 +263,28 @@ func (s *pathSel) acked(p *pkt.Packet) {
 	}
 }
 
+// base is candidate i's idle delays, zero when the lab gave none.
+func (s *pathSel) base(i int) PathBase {
+	if i < len(s.bases) {
+		return s.bases[i]
+	}
+	return PathBase{}
+}
+
 func (s *pathSel) reroute(i int, delay clock.Time) {
 	q, n := s.q, s.q.n
 	if t := n.cfg.Transport; t == GBN || t == Lossless {
-		if wait := s.curDelay - delay; wait > 0 {
-			s.idleUntil = n.clk.Now() + wait
+		// The last packet on the old path lands after its one-way delay plus the old path's queueing;
+		// the first on the new path must not land before it. The paper's wait is the queueing
+		// difference alone, which lets a shorter new path (MIN after VAL: two hops fewer) overtake.
+		old, nw := s.base(s.cur).OneWay+s.curDelay, s.base(i).OneWay+delay
+		// It counts from when the old path's last packet leaves this NIC: behind what the lane queued.
+		if wait := old - nw; wait > 0 {
+			s.idleUntil = n.clk.Now() + clock.TxTime(q.lane.queuedBytes, q.lineRate) + wait
 		}
 	}
 	s.cur, s.curDelay, s.curFrom = i, delay, q.sndNxt
-	q.route = s.paths[i]
+	q.usePath(s.paths[i], s.base(i))
 	// The new path starts like a new connection (the paper's slow start on reroute): the rate the old
 	// path's congestion forced says nothing about the new one. DCQCN's start is line rate.
 	if q.cc != nil {

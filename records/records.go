@@ -75,10 +75,14 @@ type Counters struct {
 	ECNMarked   uint64
 	Retransmits uint64
 	CNPsSent    uint64
-	Malformed   uint64 // frames that failed to decode (netns)
-	RxFrames    uint64
-	TxFrames    uint64
-	MaxQueue    []int // per port: max bytes over all its queues at once
+	// Reordered counts data packets that reached their receiver after a packet of the same flow that
+	// was sent later (arrival order differs from send order): the path changed under the flow, or
+	// packets of one flow took different paths. Not a loss.
+	Reordered uint64
+	Malformed uint64 // frames that failed to decode (netns)
+	RxFrames  uint64
+	TxFrames  uint64
+	MaxQueue  []int // per port: max bytes over all its queues at once
 }
 
 // Log collects a device's (or a whole virtual fabric's) records. It is not safe for concurrent use:
@@ -91,6 +95,9 @@ type Log struct {
 	Counters []Counters
 	// Violations are lossless-mode drops and other broken invariants, in words.
 	Violations []string
+	// Reorders are the flows whose packets arrived out of send order, one line per flow (its first
+	// reordered packet), in words: reordering is reported as itself, never as a loss.
+	Reorders []string
 }
 
 // Merge appends other's records to l.
@@ -101,4 +108,5 @@ func (l *Log) Merge(o *Log) {
 	l.Samples = append(l.Samples, o.Samples...)
 	l.Counters = append(l.Counters, o.Counters...)
 	l.Violations = append(l.Violations, o.Violations...)
+	l.Reorders = append(l.Reorders, o.Reorders...)
 }

@@ -114,6 +114,10 @@ type Summary struct {
 	Fidelity          Fidelity   `json:"fidelity"`
 	ECNMarks          uint64     `json:"ecn_marks"`
 	CNPs              uint64     `json:"cnps"`
+	// Reordered counts data packets that arrived after a later-sent packet of their flow; Reorders has
+	// one line per reordered flow. Reordering is not loss: neither counts as a drop or a violation.
+	Reordered uint64   `json:"reordered"`
+	Reorders  []string `json:"reorders,omitempty"`
 	// Classes breaks flows down by workload entry (Flow.Class: "incast", "poisson", ...); flows with no
 	// class are under "default".
 	Classes    map[string]ClassSummary `json:"classes,omitempty"`
@@ -265,6 +269,7 @@ func Summarize(log *records.Log, meta Meta) *Summary {
 		devRetx += int64(c.Retransmits)
 		s.ECNMarks += c.ECNMarked
 		s.CNPs += c.CNPsSent
+		s.Reordered += c.Reordered
 	}
 	s.Retransmissions = max(flowRetx, devRetx)
 
@@ -278,6 +283,7 @@ func Summarize(log *records.Log, meta Meta) *Summary {
 		s.Fidelity = Fidelity{Faithful: true, Reason: "not monitored"}
 	}
 	s.Violations = append(s.Violations, log.Violations...)
+	s.Reorders = append(s.Reorders, log.Reorders...)
 	return s
 }
 

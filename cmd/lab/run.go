@@ -280,6 +280,16 @@ func printSummary(cmd *cobra.Command, out string, s *report.Summary, quiet bool)
 	for _, v := range s.Violations {
 		fmt.Fprintf(w, "  VIOLATION: %s\n", v)
 	}
+	if s.Reordered > 0 {
+		fmt.Fprintf(w, "  REORDERED: %d packets in %d flows\n", s.Reordered, len(s.Reorders))
+	}
+	for i, r := range s.Reorders {
+		if i == 3 {
+			fmt.Fprintf(w, "  REORDERING: ... (%d more flows in summary.json)\n", len(s.Reorders)-i)
+			break
+		}
+		fmt.Fprintf(w, "  REORDERING: %s\n", r)
+	}
 }
 
 // monitored says whether a fidelity monitor judged the run (netns; the virtual backend is exact).

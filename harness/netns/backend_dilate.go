@@ -68,6 +68,7 @@ func Dilate(l *lab.Lab, d float64) (*Dilated, error) {
 		}
 		c.RTO, c.RTOLow, c.RTOHigh = t(c.RTO), t(c.RTOLow), t(c.RTOHigh)
 		c.CNPInterval, c.NackInterval = t(c.CNPInterval), t(c.NackInterval)
+		c.Telemetry.Threshold = t(c.Telemetry.Threshold)
 		q := &c.DCQCN
 		q.AlphaInterval, q.DecreaseInterval, q.RPTimer = t(q.AlphaInterval), t(q.DecreaseInterval), t(q.RPTimer)
 		// Zero AI/HAI steps scale with the (already dilated) port rate; explicit ones are rates.
@@ -79,6 +80,16 @@ func Dilate(l *lab.Lab, d float64) (*Dilated, error) {
 	for _, f := range l.Flows {
 		f.At = t(f.At)
 		f.Ideal = t(f.Ideal)
+		// Path bases size per-path caps (bytes: rate/D x time*D, unchanged) and reroute waits.
+		tb := func(b nodes.PathBase) nodes.PathBase { return nodes.PathBase{OneWay: t(b.OneWay), RTT: t(b.RTT), RateBps: b.RateBps / d} }
+		f.Base, f.ThenBase = tb(f.Base), tb(f.ThenBase)
+		if f.PathBases != nil {
+			pb := make([]nodes.PathBase, len(f.PathBases))
+			for i, b := range f.PathBases {
+				pb[i] = tb(b)
+			}
+			f.PathBases = pb
+		}
 		out.Flows = append(out.Flows, f)
 	}
 	for _, lk := range l.Graph.Links {
