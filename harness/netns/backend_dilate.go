@@ -81,7 +81,9 @@ func Dilate(l *lab.Lab, d float64) (*Dilated, error) {
 		f.At = t(f.At)
 		f.Ideal = t(f.Ideal)
 		// Path bases size per-path caps (bytes: rate/D x time*D, unchanged) and reroute waits.
-		tb := func(b nodes.PathBase) nodes.PathBase { return nodes.PathBase{OneWay: t(b.OneWay), RTT: t(b.RTT), RateBps: b.RateBps / d} }
+		tb := func(b nodes.PathBase) nodes.PathBase {
+			return nodes.PathBase{OneWay: t(b.OneWay), RTT: t(b.RTT), RateBps: b.RateBps / d}
+		}
 		f.Base, f.ThenBase = tb(f.Base), tb(f.ThenBase)
 		if f.PathBases != nil {
 			pb := make([]nodes.PathBase, len(f.PathBases))
