@@ -127,11 +127,7 @@ func routingParams(s *spec.Spec) map[string]string {
 	if r.Trials > 0 {
 		m["trials"] = strconv.Itoa(r.Trials)
 	}
-	seed := r.Seed
-	if seed == 0 {
-		seed = s.Seed
-	}
-	if seed > 0 {
+	if seed := routingSeed(s); seed > 0 {
 		m["seed"] = strconv.FormatInt(seed, 10)
 	}
 	if r.Threshold.Bytes > 0 || r.Threshold.BDPs > 0 {
@@ -144,6 +140,14 @@ func routingParams(s *spec.Spec) map[string]string {
 		m["measure"] = r.Measure
 	}
 	return m
+}
+
+// routingSeed is the routing block's seed, else the spec's: it seeds routers and the switches' ECMP hash.
+func routingSeed(s *spec.Spec) int64 {
+	if s.Routing.Seed != 0 {
+		return s.Routing.Seed
+	}
+	return s.Seed
 }
 
 func fcImplemented(mode string) bool {
@@ -177,7 +181,7 @@ func (l *Lab) switchConfig(n int) switchsw.Config {
 			PMax:      s.Switch.ECN.PMax,
 		},
 		FIB:        portSets(l.Tables.FIB[n]),
-		ECMPSeed:   uint32(s.Routing.Seed),
+		ECMPSeed:   uint32(routingSeed(s)),
 		FlowletGap: s.Routing.FlowletGap.Clock(),
 		Seed:       s.Seed,
 	}

@@ -45,8 +45,9 @@ type Config struct {
 
 	// FIB[dst host] is the set of equal-cost egress ports toward that host. Frames with a source route
 	// (pkt.Packet.Route) ignore it.
-	FIB      []PortSet `json:"fib,omitempty"`
-	ECMPSeed uint32    `json:"ecmp_seed,omitempty"`
+	FIB []PortSet `json:"fib,omitempty"`
+	// ECMPSeed seeds the ECMP hash; each switch salts it with its Device, so switches hash independently.
+	ECMPSeed uint32 `json:"ecmp_seed,omitempty"`
 	// FlowletGap > 0 enables flowlet switching (LetFlow): a flow whose packets were apart by more than
 	// the gap picks a fresh random port of its set. 0 = per-flow ECMP by 5-tuple hash.
 	FlowletGap clock.Time `json:"flowlet_gap,omitempty"`

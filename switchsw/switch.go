@@ -83,6 +83,7 @@ type Switch struct {
 	red      *rand.Rand
 	flowRand *rand.Rand
 	flowlets []flowlet
+	salt     uint32 // ECMP hash salt: the spec's seed mixed with this switch's ID (ecmpSalt)
 	classUp  []bool // [in*ports+out]: the turn raises a data frame's class (Config.ClassUp)
 
 	meta []metaRing      // [port*nall+q]
@@ -134,6 +135,7 @@ func New(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log) (*S
 	s.pc = make([]portCounters, n)
 	s.red = rand.New(rand.NewPCG(uint64(r.Seed), uint64(int64(r.Device))))
 	s.flowRand = rand.New(rand.NewPCG(uint64(r.Seed)^0x9e3779b97f4a7c15, uint64(int64(r.Device))))
+	s.salt = ecmpSalt(r.ECMPSeed, r.Device)
 	if r.FlowletGap > 0 {
 		s.flowlets = make([]flowlet, 1<<flowletBits)
 	}
@@ -275,7 +277,7 @@ func (s *Switch) route(p *pkt.Packet) int {
 	case 1:
 		return int(set[0])
 	}
-	h := p.FlowHash(s.cfg.ECMPSeed)
+	h := fmix32(p.FlowHash(s.salt))
 	if s.flowlets == nil {
 		return int(set[h%uint32(len(set))])
 	}
@@ -288,6 +290,30 @@ func (s *Switch) route(p *pkt.Packet) int {
 	idx := s.flowRand.IntN(len(set))
 	*f = flowlet{hash: h, idx: uint8(idx), valid: true, last: now}
 	return int(set[idx])
+}
+
+// ecmpSalt gives each switch its own ECMP hash. With one seed everywhere, an edge and an aggregation
+// switch with the same number of uplinks pick the same index for a flow, so a flow that went up port i
+// at the edge goes up port i again at the aggregation: on a fat-tree k=12 only 6 of 36 cores carried
+// bytes (polarization). Real switches salt the hash per device for this reason.
+func ecmpSalt(seed uint32, device int32) uint32 {
+	x := uint64(seed)<<32 | uint64(uint32(device))
+	// splitmix64's finalizer: nearby (seed, device) pairs give unrelated salts.
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return uint32(x ^ x>>31)
+}
+
+// fmix32 is MurmurHash3's finalizer. FlowHash takes the salt only as its starting value; mixing after
+// it makes every output bit, the low bits that pick a port included, depend on salt and 5-tuple alike.
+func fmix32(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
 }
 
 func (s *Switch) dequeued(out, q int, p *pkt.Packet) {
