@@ -211,7 +211,9 @@ func resolve(cfg Config) (resolved, error) {
 	if mode.Ingress {
 		copy(m.Lossless, r.lossless)
 		f := &c.FlowControl
-		if f.XOFF.IsZero() {
+		// Alpha set: the dynamic threshold, whatever XOFF says (the spec layer always fills XOFF with its
+		// 6 BDP default, so "XOFF unset" cannot be how a user asks for it). Neither set: HPCC's 1/8.
+		if f.Alpha > 0 || f.XOFF.IsZero() {
 			if f.Alpha == 0 {
 				f.Alpha = 1.0 / 8
 			}

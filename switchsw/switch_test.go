@@ -647,3 +647,48 @@ func TestClassUpTurn(t *testing.T) {
 		t.Fatalf("a U-turn class_up was accepted or the error does not name the field: %v", err)
 	}
 }
+
+// TestPFCAlphaOverridesStaticXOFF: a set Alpha selects HPCC's dynamic threshold even when XOFF is set too
+// (the spec layer always fills XOFF), so alpha changes when and how often ports pause. Before, XOFF
+// being set silently switched alpha off and the three runs below were identical.
+func TestPFCAlphaOverridesStaticXOFF(t *testing.T) {
+	type outcome struct {
+		pauses   uint64
+		first    clock.Time
+		maxQueue int
+	}
+	run := func(alpha float64) outcome {
+		cfg := pfcConfig(9)
+		cfg.FlowControl.Alpha = alpha
+		st := newStar(t, cfg)
+		st.incast(8, 300)
+		c := st.sw.Counters()
+		if c.Dropped != 0 || len(st.log.Violations) != 0 {
+			t.Fatalf("alpha %g: lossless incast dropped %d: %v", alpha, c.Dropped, st.log.Violations)
+		}
+		checkInOrder(t, st.hosts[8].got, 8, 300)
+		o := outcome{first: -1, maxQueue: c.Ports[8].Queues[3].MaxBytes}
+		for i := 0; i < 8; i++ {
+			o.pauses += c.Ports[i].PausesSent
+		}
+		for _, p := range st.log.Pauses {
+			if p.Sent && p.On && (o.first < 0 || p.At < o.first) {
+				o.first = p.At
+			}
+		}
+		assertDrained(t, st)
+		return o
+	}
+	static, loose, tight := run(0), run(0.125), run(0.01)
+	t.Logf("static 6 BDP: %+v; alpha 0.125: %+v; alpha 0.01: %+v", static, loose, tight)
+	if tight.pauses == 0 || loose.pauses == 0 {
+		t.Fatalf("no pauses: alpha 0.125 %+v, alpha 0.01 %+v", loose, tight)
+	}
+	if tight == loose || loose == static {
+		t.Fatalf("alpha does not act: static %+v, alpha 0.125 %+v, alpha 0.01 %+v", static, loose, tight)
+	}
+	// A smaller alpha is a lower threshold: ports pause earlier.
+	if tight.first >= loose.first {
+		t.Errorf("alpha 0.01 paused first at %v, not before alpha 0.125 (%v)", tight.first, loose.first)
+	}
+}

@@ -62,7 +62,9 @@ type Switch struct {
 	// Headroom per (ingress port, lossless priority) for bytes in flight after a pause is sent. Zero:
 	// the lab sizes it from the link (rate x round trip + 2 frames).
 	Headroom Size `yaml:"headroom,omitempty"`
-	// Alpha > 0 makes XOFF dynamic, Broadcom style: alpha x free shared buffer (HPCC uses 1/8). Zero:
+	// Alpha > 0 makes XOFF dynamic, Broadcom style, and xoff/xon are then not used: under PFC a group
+	// pauses at alpha x free shared buffer and resumes 3 KB below it (HPCC ns-3's switch-mmu.cc,
+	// GetPfcThreshold; HPCC uses 1/8); under lossy flow control it is the drop-tail queue limit. Zero:
 	// static XOFF/XON as given.
 	Alpha float64 `yaml:"alpha,omitempty"`
 	// Reserve is the buffer guaranteed to each egress queue outside the shared pool.

@@ -78,6 +78,29 @@ duration: 100ms`, fc, transport)
 			Expect(pfc.lines()).To(BeNumerically(">", 0), "pfc.txt has no pause lines")
 		})
 
+		It("pauses by HPCC's dynamic threshold when alpha is set, by static XOFF otherwise", Label("smoke"), func() {
+			// The spec always carries an XOFF (6 BDP by default); alpha must still select the dynamic
+			// threshold (alpha x free shared buffer), so the three runs pause differently.
+			pauses := map[string]int{}
+			for _, a := range []string{"", ", alpha: 0.125", ", alpha: 0.01"} {
+				r := runSpec(fmt.Sprintf(`
+name: incast-alpha
+topology: {family: ndc, n: 4, k: 1}
+switch: {flow_control: pfc%s}
+host: {transport: lossless, cc: none}
+workload: [{kind: incast, senders: 8, size: 1MB, receiver: h0, at: 0s}]
+duration: 100ms`, a))
+				Expect(r.sum.Flows.Completed).To(Equal(8))
+				Expect(r.sum.Drops.Lossless + r.sum.Drops.Lossy).To(BeZero())
+				Expect(r.sum.Violations).To(BeEmpty())
+				pauses[a] = r.sum.Pauses.Sent
+			}
+			GinkgoWriter.Printf("pauses sent: static 6 BDP %d, alpha 0.125 %d, alpha 0.01 %d\n", pauses[""], pauses[", alpha: 0.125"], pauses[", alpha: 0.01"])
+			Expect(pauses[", alpha: 0.125"]).NotTo(Equal(pauses[""]), "alpha 0.125 paused like the static XOFF")
+			// A lower threshold pauses more often.
+			Expect(pauses[", alpha: 0.01"]).To(BeNumerically(">", pauses[", alpha: 0.125"]))
+		})
+
 		It("counts lossless violations when headroom is below the computed need", Label("smoke"), func() {
 			// 2 KB of headroom cannot absorb a 1 us link's worth of frames in flight after a pause.
 			tight := runSpec(`

@@ -92,12 +92,14 @@ type Config struct {
 	Mode string `json:"mode,omitempty"`
 
 	// XOFF and XON are static thresholds on an ingress (port, priority) group's bytes, in bytes or in
-	// BDPs of the port (rate x one-way delay). Used when Alpha is 0. XON defaults to 2/3 of XOFF (the
-	// 6 and 4 BDP of the PortFC paper).
+	// BDPs of the port (rate x one-way delay). Used only when Alpha is 0. XON defaults to 2/3 of XOFF
+	// (the 6 and 4 BDP of the PortFC paper).
 	XOFF units.Size `json:"xoff,omitzero"`
 	XON  units.Size `json:"xon,omitzero"`
-	// Alpha > 0 selects the dynamic XOFF of HPCC's MMU: pause once a group's shared bytes reach
-	// Alpha x free shared buffer. With neither XOFF nor Alpha set, Alpha is 1/8 (HPCC's default).
+	// Alpha > 0 selects the dynamic XOFF of HPCC's MMU and overrides XOFF/XON: pause once a group's
+	// shared bytes reach Alpha x free shared buffer, resume once ResumeOffset below it (HPCC ns-3,
+	// simulation/src/point-to-point/model/switch-mmu.cc: GetPfcThreshold, CheckShouldPause,
+	// CheckShouldResume). With neither XOFF nor Alpha set, Alpha is 1/8 (HPCC's default).
 	Alpha float64 `json:"alpha,omitempty"`
 	// ResumeOffset (dynamic mode) is how far below the threshold a group must drain to resume
 	// (0 = 3 KB, HPCC's default).
