@@ -22,6 +22,9 @@ type Config struct {
 	Queues  int   // number of queues, at most 64
 	Strict  []int // queues served in strict priority before any data queue, in this order; never paused by Pause
 	Quantum int   // DRR quantum in bytes (0 = 1500)
+	// Weights, when set, multiply queue q's quantum by Weights[q] (missing or < 1 entries count as 1):
+	// weighted DRR, so a queue of weight w gets w times the share of a weight-1 queue when all are busy.
+	Weights []int
 	// Overhead is added to every frame's Size for serialization only (e.g. 24 for preamble, SFD, FCS and
 	// inter-frame gap). Zero matches the HPCC ns-3 model the papers were run on.
 	Overhead int
@@ -41,6 +44,7 @@ type queue struct {
 	head    int
 	bytes   int
 	deficit int
+	quantum int // DRR quantum of this queue (Config.Quantum x its weight)
 	// counters
 	enq, deq    uint64
 	enqBytes    uint64
@@ -115,6 +119,13 @@ func New(cfg Config, clk clock.Clock, link Link, hooks Hooks) (*Port, error) {
 			return nil, fmt.Errorf("egress: strict queue %d out of range 0..%d", s, cfg.Queues-1)
 		}
 		p.strict |= 1 << uint(s)
+	}
+	for q := range p.queues {
+		w := 1
+		if q < len(cfg.Weights) && cfg.Weights[q] > 1 {
+			w = cfg.Weights[q]
+		}
+		p.queues[q].quantum = w * p.quantum
 	}
 	p.txDone = p.finish
 	return p, nil
@@ -231,7 +242,7 @@ func (p *Port) pick() int {
 		x := &p.queues[q]
 		if p.strict&bit == 0 && p.paused&bit == 0 && x.len() > 0 {
 			if !p.granted {
-				x.deficit += p.quantum
+				x.deficit += x.quantum
 				p.granted = true
 			}
 			if x.deficit >= int(x.frames[x.head].Size) {

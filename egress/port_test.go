@@ -60,3 +60,23 @@ func TestPauseAndDRR(t *testing.T) {
 		}
 	}
 }
+
+// TestWeightedDRR: a queue of weight 3 sends three frames for every one of a weight-1 queue while both
+// are backlogged.
+func TestWeightedDRR(t *testing.T) {
+	clk := clock.NewVirtual()
+	s := &sink{clk: clk}
+	p, _ := New(Config{RateBps: 1e9, Queues: 2, Quantum: 1000, Weights: []int{1, 3}}, clk, s, Hooks{})
+	for i := 0; i < 40; i++ {
+		p.Enqueue(0, &pkt.Packet{Size: 1000, Flow: 0})
+		p.Enqueue(1, &pkt.Packet{Size: 1000, Flow: 1})
+	}
+	clk.RunUntil(clock.TxTime(1000*40, 1e9))
+	var n [2]int
+	for _, f := range s.got {
+		n[f.Flow]++
+	}
+	if n[1] != 3*n[0] {
+		t.Fatalf("weight 3 queue sent %d, weight 1 sent %d, want 3:1", n[1], n[0])
+	}
+}

@@ -105,6 +105,13 @@ func Build(s *spec.Spec) (*Lab, error) {
 	for _, n := range g.Hosts {
 		l.Hosts = append(l.Hosts, HostDev{Node: n, Config: l.hostConfig(n)})
 	}
+	if s.Host.Transport != "kernel-tcp" && len(l.Hosts) > 0 {
+		// The NIC derives its memory guard's thresholds from its ports and queues; a buffer too small
+		// for them is the spec's error, found here rather than by a backend.
+		if _, err := nodes.New(l.Hosts[0].Config, clock.NewVirtual(), nil, nil); err != nil {
+			return nil, fmt.Errorf("host.nic_buffer: %w", err)
+		}
+	}
 	if err := l.schedule(); err != nil {
 		return nil, err
 	}
@@ -246,6 +253,17 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 		FIB:   l.Tables.FIB[n],
 		Seed:  uint64(s.Seed),
 	}
+	c.NICMem = nodes.NICMemConfig{Bytes: h.NICBuffer.Resolve(l.hostBDP()), Guard: nodes.GuardPause}
+	if s.Switch.FlowControl == "lossy" {
+		e := s.Switch.ECN
+		c.NICMem.Guard = nodes.GuardECN
+		if e.ECNEnabled() {
+			c.NICMem.KMin, c.NICMem.KMax, c.NICMem.PMax = e.KMin.Resolve(l.hostBDP()), e.KMax.Resolve(l.hostBDP()), e.PMax
+		} else {
+			c.NICMem.KMin, c.NICMem.KMax = c.NICMem.Bytes, c.NICMem.Bytes
+		}
+	}
+	c.RelayWeight = h.RelayWeight
 	if h.Transport == nodes.IRN && h.BDPCapEnabled() {
 		// Each flow's cap comes from the path it is on (FlowPlan.Base, PathBases); the diameter's is
 		// only the fallback for a flow the lab planned no path for.

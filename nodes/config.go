@@ -99,6 +99,11 @@ type Config struct {
 	QueueDepth int `json:"queue_depth,omitempty"`
 
 	Relay bool `json:"relay,omitempty"` // forward frames addressed to other hosts
+	// NICMem is the NIC's finite memory and how it protects it (nicmem.go); zero: unbounded.
+	NICMem NICMemConfig `json:"nic_memory,omitzero"`
+	// RelayWeight is the DRR weight of the queues relayed data takes against each local queue (1:
+	// equal quanta).
+	RelayWeight int `json:"relay_weight,omitempty"`
 	// FIB maps a destination host to candidate egress ports, for relaying frames without a source route,
 	// for flows started without one, and for ACK/NACK/CNP (chosen by a hash of the flow).
 	FIB  [][]uint8 `json:"fib,omitempty"`

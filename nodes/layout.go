@@ -38,6 +38,8 @@ type Plugins struct {
 	Layout   Layout
 	OnPFC    FCHook
 	OnPortFC FCHook
+
+	pass *passThrough // configPlugins' relay_pfc pass-through state, read by the memory guard
 }
 
 // PrioLayout is the default layout: per port, queues 0..7 carry local data by priority, 8..15 relayed

@@ -115,7 +115,9 @@ type NIC struct {
 	flushed  bool
 
 	ingress *ingressPFC // relay_pfc "ingress": PFC on relayed bytes per (ingress port, priority)
-	ate     *ateState   // PathSelect "ate" (ate.go); made at the first flow with a choice
+	mem     *nicMem     // finite NIC memory and its guard (nicmem.go); nil: unbounded
+	pass    *passThrough
+	ate     *ateState // PathSelect "ate" (ate.go); made at the first flow with a choice
 }
 
 // New builds a NIC with the default queue layout and PFC handling. links[i] carries port i's frames
@@ -141,6 +143,7 @@ func NewWith(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log,
 	if plug.Layout == nil && plug.OnPFC == nil && plug.OnPortFC == nil {
 		n.plug = configPlugins(c) // Config.FlowControl and RelayPFC, as plain data (portfc.go)
 		n.layout = n.plug.Layout
+		n.pass = n.plug.pass
 	}
 	if n.layout == nil {
 		n.layout = PrioLayout{}
@@ -163,7 +166,8 @@ func NewWith(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log,
 			link = links[i]
 		}
 		port := i
-		p, err := egress.New(egress.Config{RateBps: pc.RateBps, Queues: nq, Strict: []int{ctl}, Overhead: pc.Overhead},
+		p, err := egress.New(egress.Config{RateBps: pc.RateBps, Queues: nq, Strict: []int{ctl}, Overhead: pc.Overhead,
+			Weights: relayWeights(n.layout, i, nq, c.RelayWeight)},
 			clk, link, egress.Hooks{
 				Dequeue: func(q int, p *pkt.Packet) { n.dequeued(port, q, p) },
 				Sent:    n.sent,
@@ -176,6 +180,9 @@ func NewWith(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log,
 		n.control[i] = ctl
 	}
 	n.ingress = newIngressPFC(n)
+	if n.mem, err = newNICMem(n); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -246,6 +253,9 @@ func (n *NIC) Flush() {
 	c.CNPsSent = n.stats.TxCNP
 	c.Reordered = n.stats.Reordered
 	c.MaxQueue = append([]int(nil), n.maxQueue...)
+	if n.mem != nil {
+		c.NICMemBytes, c.NICMemPeak, c.NICMemPauses, c.NICMemDrops = n.mem.cfg.Bytes, n.mem.peak, n.mem.pauses, n.mem.drops
+	}
 	n.log.Counters = append(n.log.Counters, c)
 }
 
@@ -346,6 +356,9 @@ func (n *NIC) sent(p *pkt.Packet) {
 }
 
 func (n *NIC) dequeued(port, q int, p *pkt.Packet) {
+	if n.mem != nil && q != n.control[port] && p.Kind == pkt.Data {
+		n.mem.release(p)
+	}
 	if n.ingress != nil && q != n.control[port] && p.Dst != n.cfg.Host && p.Src != n.cfg.Host {
 		n.ingress.released(p)
 	}
@@ -356,6 +369,24 @@ func (n *NIC) dequeued(port, q int, p *pkt.Packet) {
 		}
 		l.refill()
 	}
+}
+
+// relayWeights are port's DRR weights: Config.RelayWeight on the queues relayed data takes (none
+// under FIFOLayout, where relayed and local data share a queue), 1 elsewhere.
+func relayWeights(l Layout, port, queues, w int) []int {
+	if w <= 1 {
+		return nil
+	}
+	if _, ok := l.(FIFOLayout); ok {
+		return nil
+	}
+	ws := make([]int, queues)
+	for prio := 0; prio < 8; prio++ {
+		if q := l.Relay(port, &pkt.Packet{Prio: uint8(prio)}); q >= 0 && q < queues {
+			ws[q] = w
+		}
+	}
+	return ws
 }
 
 // relay forwards a frame addressed to another host: by its source route when it has one left, else by
@@ -373,6 +404,14 @@ func (n *NIC) relay(inPort int, p *pkt.Packet) {
 	}
 	if port < 0 || port >= len(n.ports) {
 		n.drop(p, "no-route")
+		return
+	}
+	if n.mem != nil && p.Kind == pkt.Data && !n.mem.admit(p, true) {
+		n.drop(p, "nic-buffer")
+		if p.Kind == pkt.Data && n.cfg.Transport == Lossless {
+			n.log.Violations = append(n.log.Violations, fmt.Sprintf("h%d: relayed frame of flow %d dropped: NIC memory of %d B full",
+				n.cfg.Host, p.Flow, n.mem.cfg.Bytes))
+		}
 		return
 	}
 	if n.ingress != nil && !p.Kind.Control() {

@@ -69,7 +69,8 @@ func configPlugins(c Config) Plugins {
 		p.Layout = FIFOLayout{Tags: c.PFCStar.Tags, Base: c.PFCStar.Base}
 	}
 	if c.RelayPFC.Mode == RelayPassThrough {
-		p.OnPFC = newPassThrough(len(c.Ports)).onPFC
+		p.pass = newPassThrough(len(c.Ports))
+		p.OnPFC = p.pass.onPFC
 	}
 	return p
 }

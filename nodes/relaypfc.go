@@ -87,7 +87,7 @@ func (t *passThrough) onPFC(n *NIC, in int, p *pkt.Packet) {
 			if out == in {
 				continue
 			}
-			if quanta == 0 && t.pausedElsewhere(out, prio, now) {
+			if quanta == 0 && (t.pausedElsewhere(out, prio, now) || n.memHolds()) {
 				continue
 			}
 			for _, up := range upstreamPrios(n.layout, prio) {
@@ -236,6 +236,9 @@ func (g *ingressPFC) refreshFire(port, prio int) {
 }
 
 func (g *ingressPFC) send(port, prio int, quanta uint16, change bool) {
+	if quanta == 0 && g.n.memHolds() {
+		return // the memory guard's resume lifts it
+	}
 	f := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Segs: 1, Src: -1, Dst: -1, Prio: uint8(prio), PauseMask: 1 << uint(prio)}
 	f.PauseQuanta[prio] = quanta
 	g.n.SendControl(port, f)

@@ -253,6 +253,9 @@ func (q *qp) send(psn uint32) {
 	if q.sel != nil {
 		q.sel.sent()
 	}
+	if n.mem != nil {
+		n.mem.admit(p, false)
+	}
 	q.lane.queued++
 	q.lane.queuedBytes += int(size)
 	n.enqueue(q.port, q.lane.q, p)

@@ -83,6 +83,10 @@ type Counters struct {
 	RxFrames  uint64
 	TxFrames  uint64
 	MaxQueue  []int // per port: max bytes over all its queues at once
+	// NIC memory (hosts with a finite buffer): its size, the most data its egress queues held at once,
+	// how often its guard paused the node's upstream, and relayed frames it dropped for lack of room.
+	NICMemBytes, NICMemPeak   int64
+	NICMemPauses, NICMemDrops uint64
 }
 
 // Log collects a device's (or a whole virtual fabric's) records. It is not safe for concurrent use:

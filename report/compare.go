@@ -99,6 +99,14 @@ func Compare(runs []*Run) Table {
 	row("pauses sent", func(r *Run) string { return fmt.Sprint(r.Summary.Pauses.Sent) })
 	row("pauses received", func(r *Run) string { return fmt.Sprint(r.Summary.Pauses.Received) })
 	row("ECN marks", func(r *Run) string { return fmt.Sprint(r.Summary.ECNMarks) })
+	row("NIC queue peak / buffer", func(r *Run) string {
+		n := r.Summary.NIC
+		if n.BufferBytes == 0 {
+			return fmt.Sprintf("%d / -", n.PeakBytes)
+		}
+		return fmt.Sprintf("%d / %d", n.PeakBytes, n.BufferBytes)
+	})
+	row("NIC guard pauses", func(r *Run) string { return fmt.Sprint(r.Summary.NIC.Pauses) })
 	row("deadlock", func(r *Run) string {
 		if r.Summary.Deadlock.Detected {
 			return fmt.Sprintf("yes at %ss", num(r.Summary.Deadlock.AtS))

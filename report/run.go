@@ -172,7 +172,7 @@ func readPauses(rd io.Reader) ([]PauseEvent, error) {
 //
 //	flows_completed, fct_avg_s, fct_p50_s, fct_p95_s, fct_p99_s, fct_p999_s, slowdown_avg, slowdown_p50,
 //	slowdown_p99, throughput_bps, avg_flow_goodput_bps, drops_lossless, drops_lossy, retransmissions,
-//	pauses_sent, ecn_marks, and class.<class>.<fct_avg_s|fct_p99_s|throughput_bps|...> per workload.
+//	pauses_sent, ecn_marks, nic_queue_peak_bytes, and class.<class>.<fct_avg_s|fct_p99_s|throughput_bps|...> per workload.
 func (r *Run) Metric(name string) (float64, bool) {
 	s := r.Summary
 	if rest, ok := strings.CutPrefix(name, "class."); ok {
@@ -199,6 +199,8 @@ func (r *Run) Metric(name string) (float64, bool) {
 		return float64(s.Pauses.Sent), true
 	case "ecn_marks":
 		return float64(s.ECNMarks), true
+	case "nic_queue_peak_bytes":
+		return float64(s.NIC.PeakBytes), true
 	}
 	return statMetric(name, s.Flows, s.FCT, s.Slowdown, s.ThroughputBps)
 }

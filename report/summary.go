@@ -118,12 +118,24 @@ type Summary struct {
 	// one line per reordered flow. Reordering is not loss: neither counts as a drop or a violation.
 	Reordered uint64   `json:"reordered"`
 	Reorders  []string `json:"reorders,omitempty"`
+	// NIC is the NICs' finite memory: the largest configured buffer, the most data one NIC's egress
+	// queues held at once, how often memory guards paused a node's upstream, relayed frames dropped for
+	// lack of room.
+	NIC NICMemory `json:"nic"`
 	// Classes breaks flows down by workload entry (Flow.Class: "incast", "poisson", ...); flows with no
 	// class are under "default".
 	Classes    map[string]ClassSummary `json:"classes,omitempty"`
 	Violations []string                `json:"violations,omitempty"`
 	Dilation   float64                 `json:"dilation"`
 	DurationS  float64                 `json:"duration_s"`
+}
+
+// NICMemory is summary.json's "nic" object.
+type NICMemory struct {
+	BufferBytes int64  `json:"buffer_bytes"`
+	PeakBytes   int64  `json:"peak_queue_bytes"`
+	Pauses      uint64 `json:"guard_pauses"`
+	Drops       uint64 `json:"drops"`
 }
 
 // FlowCounts counts flow records.
@@ -270,6 +282,10 @@ func Summarize(log *records.Log, meta Meta) *Summary {
 		s.ECNMarks += c.ECNMarked
 		s.CNPs += c.CNPsSent
 		s.Reordered += c.Reordered
+		s.NIC.BufferBytes = max(s.NIC.BufferBytes, c.NICMemBytes)
+		s.NIC.PeakBytes = max(s.NIC.PeakBytes, c.NICMemPeak)
+		s.NIC.Pauses += c.NICMemPauses
+		s.NIC.Drops += c.NICMemDrops
 	}
 	s.Retransmissions = max(flowRetx, devRetx)
 

@@ -33,6 +33,10 @@ var (
 	DefaultRTOHigh      = Time(320 * clock.Microsecond) // portfc.md §6.1: IRN RTO_high 320 us
 	DefaultRTOThreshold = 3                             // portfc.md §6.1: IRN RtoThreshold N = 3
 	DefaultNACKInterval = Time(500 * clock.Microsecond) // portfc.md §5 [HPCC]: NACK generation interval 500 us
+	// DefaultNICBuffer [I]: the PortFC paper gives nodes no buffer (digest §9.8); a relay node is a small
+	// switch, so it gets the paper's switch buffer.
+	DefaultNICBuffer   = Bytes(5_000_000)
+	DefaultRelayWeight = 1 // [I] equal DRR quanta; docs/portfc.md "server-aware scheduling"
 
 	// DCQCN, Mellanox mode as in HPCC (portfc.md §5: "recommendations in the Mellanox firmware").
 	DefaultDCQCNG            = 1.0 / 256
@@ -151,6 +155,12 @@ func (s *Spec) ApplyDefaults() {
 
 	if h.MTU == 0 {
 		h.MTU = DefaultMTU
+	}
+	if h.NICBuffer.IsZero() {
+		h.NICBuffer = DefaultNICBuffer
+	}
+	if h.RelayWeight == 0 {
+		h.RelayWeight = DefaultRelayWeight
 	}
 	if h.AckEvery == 0 {
 		h.AckEvery = DefaultAckEvery

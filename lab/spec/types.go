@@ -109,6 +109,12 @@ type Host struct {
 	NACKInterval Time `yaml:"nack_interval,omitempty"`
 	// CNP is how a receiver answers CE-marked data (CNPModes): "per-packet" (one CNP per marked packet,
 	// the ns-3 simulators) or "interval" (at most one per flow per CNPInterval, DCQCN's N).
+	// NICBuffer is each NIC's memory for the frames in its egress queues (relayed and its own); relay
+	// traffic that fills it is paused upstream (lossless flow control) or ECN-marked and dropped
+	// (lossy), nodes/nicmem.go. RelayWeight is the DRR weight of a NIC's relay queue against each of
+	// its local queues (docs/portfc.md, "server-aware scheduling").
+	NICBuffer   Size   `yaml:"nic_buffer,omitempty"`
+	RelayWeight int    `yaml:"relay_weight,omitempty"`
 	CNP         string `yaml:"cnp,omitempty"`
 	CNPInterval Time   `yaml:"cnp_interval,omitempty"`
 	DCQCN       DCQCN  `yaml:"dcqcn,omitempty"`

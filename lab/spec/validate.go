@@ -209,6 +209,10 @@ func (s *Spec) validateHost(c *checker) {
 	c.oneOf("host.profile", h.Profile, ProfileNames)
 	c.oneOf("host.cnp", h.CNP, CNPModes)
 	c.positiveTime("host.cnp_interval", h.CNPInterval)
+	c.size("host.nic_buffer", h.NICBuffer, true)
+	if h.RelayWeight < 1 || h.RelayWeight > 1000 {
+		c.add("host.relay_weight", "%d is not in 1..1000 (DRR weight of the relay queue)", h.RelayWeight)
+	}
 	tOK := c.oneOf("host.transport", h.Transport, Transports)
 	ccOK := c.oneOf("host.cc", h.CC, CCs)
 	fc := s.Switch.FlowControl

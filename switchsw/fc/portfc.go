@@ -32,6 +32,10 @@ type PortFC struct {
 	// swallow a DDQ pause on the same port (docs/portfc.md, resolution 2).
 	upA, upB []bool
 	rx       []bool // [port*n+q]: queue paused by a relayed frame
+	// mem[port]: the node on port has paused its relay traffic because its memory is full (an 802.1Qbb
+	// frame from the node's memory guard, nodes/nicmem.go); every IHFQ of the port stays paused while
+	// it holds, whatever Algorithm 4 says.
+	mem []bool
 }
 
 // NewPortFC is the "portfc" Factory. Thresholds must be in bytes: the module does not know link delays,
@@ -78,7 +82,7 @@ func newPortFC(dev Device, cfg Config) (*PortFC, error) {
 		return nil, fmt.Errorf("flow_control.portfc.ddq_xon: %d must be below ddq_xoff %d", dxon, dxoff)
 	}
 	f := &PortFC{dev: dev, n: n, upA: make([]bool, ports), upB: make([]bool, ports), rx: make([]bool, ports*n),
-		back: make([]int, ports)}
+		back: make([]int, ports), mem: make([]bool, ports)}
 	for p := 0; p < ports; p++ {
 		f.xoff, f.xon = append(f.xoff, xoff), append(f.xon, xon)
 		f.dxoff, f.dxon = append(f.dxoff, dxoff), append(f.dxon, dxon)
@@ -197,7 +201,29 @@ func (f *PortFC) signal(out, q int, on bool) {
 // DDQ port; the IHFQ of our port toward the node that feeds exactly that port is paused or resumed.
 // Every frame a switch receives was relayed once (nodes never originate), hence Hops 1. Switches never
 // relay further.
+//
+// An 802.1Qbb frame from the node is its memory guard (not part of the paper, whose relay queue is never
+// paused and unbounded): any pausing priority pauses all of the port's IHFQs, which hold exactly the
+// frames the node would relay; a frame pausing nothing resumes them. The DDQ, whose frames the node
+// consumes, keeps flowing. The guard sends explicit resumes, so the quanta are read as on/off.
 func (f *PortFC) Receive(in int, p *pkt.Packet) {
+	if p.Kind == pkt.PFC {
+		on := false
+		for prio := 0; prio < 8; prio++ {
+			if p.PauseMask&(1<<uint(prio)) != 0 && p.PauseQuanta[prio] > 0 {
+				on = true
+			}
+		}
+		if on == f.mem[in] {
+			return
+		}
+		f.mem[in] = on
+		for q := 0; q < f.n-1; q++ {
+			f.dev.Port(in).Pause(q, on || f.rx[in*f.n+q])
+		}
+		f.dev.Note(in, -1, on, false, true, 0)
+		return
+	}
 	if p.Kind != pkt.PortFC {
 		return
 	}
@@ -208,7 +234,7 @@ func (f *PortFC) Receive(in int, p *pkt.Packet) {
 	r := &f.rx[in*f.n+q]
 	change := *r != p.FCPause
 	*r = p.FCPause
-	f.dev.Port(in).Pause(q, p.FCPause)
+	f.dev.Port(in).Pause(q, p.FCPause || f.mem[in])
 	f.dev.Note(in, q, p.FCPause, false, change, 1)
 }
 

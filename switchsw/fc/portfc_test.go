@@ -284,3 +284,30 @@ func contains(s, sub string) bool {
 	}
 	return false
 }
+
+// TestPortFCNodeMemoryPause: an 802.1Qbb pause from a node's memory guard pauses every IHFQ of the
+// port toward it (what the node would relay) and leaves its DDQ running; it composes with Algorithm 4
+// (an IHFQ paused by a relayed frame stays paused after the guard's resume).
+func TestPortFCNodeMemoryPause(t *testing.T) {
+	s := newNDC41Switch(t, 4)
+	pfc := func(quanta uint16) *pkt.Packet {
+		f := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Src: -1, Dst: -1, PauseMask: 0x7F}
+		for p := 0; p < 7; p++ {
+			f.PauseQuanta[p] = quanta
+		}
+		return f
+	}
+	s.sw.Receive(1, &pkt.Packet{Kind: pkt.PortFC, Size: pkt.MinFrame, Src: -1, Dst: -1, FCQueue: 3, FCPort: 2, FCPause: true})
+	s.sw.Receive(1, pfc(0xFFFF))
+	for q := 0; q < 4; q++ {
+		if s.sw.Port(1).Paused(q) != (q < 3) {
+			t.Fatalf("guard pause: queue %d paused=%v, want the three IHFQs only", q, s.sw.Port(1).Paused(q))
+		}
+	}
+	s.sw.Receive(1, pfc(0))
+	for q := 0; q < 4; q++ {
+		if s.sw.Port(1).Paused(q) != (q == 1) {
+			t.Fatalf("guard resume: queue %d paused=%v, want only Algorithm 4's IHFQ 1", q, s.sw.Port(1).Paused(q))
+		}
+	}
+}
