@@ -22,7 +22,10 @@ func init() {
 				if len(args) > 0 {
 					return errors.New("--all takes no lab names")
 				}
-				names, err := netns.DownAll()
+				names, notes, err := netns.DownAll()
+				for _, n := range notes {
+					fmt.Fprintln(out, n)
+				}
 				for _, n := range names {
 					fmt.Fprintf(out, "lab %s down\n", n)
 				}
@@ -36,7 +39,11 @@ func init() {
 			}
 			var errs []error
 			for _, n := range args {
-				if err := netns.Down(n); err != nil {
+				notes, err := netns.DownNotes(n)
+				for _, note := range notes {
+					fmt.Fprintln(out, note)
+				}
+				if err != nil {
 					errs = append(errs, fmt.Errorf("lab %s: %w", n, err))
 					continue
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"text/tabwriter"
 
@@ -16,19 +17,27 @@ func init() {
 		Short: "List labs (those with a state file) and whether their namespaces and links exist",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sts, err := netns.Status()
-			if err != nil {
+			sts, errs := netns.Status()
+			// A bad state file is reported and skipped: the other labs are still listed.
+			for _, err := range errs {
+				fmt.Fprintln(cmd.ErrOrStderr(), "lab status:", err)
+			}
+			err := errors.Join(errs...)
+			if len(sts) == 0 && err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(sts)
+				if eerr := enc.Encode(sts); eerr != nil {
+					return eerr
+				}
+				return err
 			}
 			if len(sts) == 0 {
 				fmt.Fprintln(out, "no labs")
-				return nil
+				return err
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "LAB\tFAMILY\tSTATE\tNAMESPACES\tLINKS\tPID")
@@ -49,7 +58,10 @@ func init() {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d/%d\t%s\n", s.Lab, s.Family, state,
 					s.NamespacesPresent, s.Namespaces, s.LinksPresent, s.Links, pid)
 			}
-			return tw.Flush()
+			if ferr := tw.Flush(); ferr != nil {
+				return ferr
+			}
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")

@@ -14,12 +14,15 @@ package netns
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"sync"
 	"time"
 
@@ -205,15 +208,19 @@ func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, er
 		return nil, wrapPerm(err)
 	}
 
+	token, err := newToken()
+	if err != nil {
+		return nil, err
+	}
 	rec := &recorder{st: State{Lab: name, PID: os.Getpid(), Created: time.Now().UTC(), Family: g.Family,
-		MTU: opts.MTU, TxQueueLen: opts.TxQueueLen, Namespaces: []NSEntry{}, Links: []LinkEntry{}}}
+		MTU: opts.MTU, TxQueueLen: opts.TxQueueLen, Token: token, Namespaces: []NSEntry{}, Links: []LinkEntry{}}}
 	if err := rec.update(func(*State) {}); err != nil {
 		return nil, err
 	}
 	lab, err := bringUp(ctx, name, g, opts, rec)
 	if err != nil {
 		// Clean up everything the state file lists; the file was written before each object.
-		if derr := downLocked(name); derr != nil {
+		if _, derr := downLocked(name); derr != nil {
 			err = errors.Join(err, fmt.Errorf("cleanup after failed bring-up: %w", derr))
 		}
 		return nil, wrapPerm(err)
@@ -249,7 +256,7 @@ func bringUp(ctx context.Context, name string, g *topo.Graph, opts Options, rec 
 	}
 	err := parallel(ctx, len(g.Nodes), opts.Workers, func() (func(), error) { return func() {}, nil },
 		func(i int) error {
-			c, err := createNS(NSName(name, g.Nodes[i].Name), !opts.KeepIPv6)
+			c, err := createNS(NSName(name, g.Nodes[i].Name), !opts.KeepIPv6, rec.st.Mark())
 			if err != nil {
 				return err
 			}
@@ -465,6 +472,10 @@ func (l *Lab) nsHandle(device string) (vnetns.NsHandle, error) {
 		return -1, fmt.Errorf("open namespace of %s: %w", device, err)
 	}
 	h := vnetns.NsHandle(fd)
+	if e.Ino == 0 && (l.State.Mark() == "" || !nsMarked(e.Name, l.State.Mark())) {
+		h.Close()
+		return -1, fmt.Errorf("namespace %s has no recorded inode and is not marked as lab %s's", e.Name, l.Name)
+	}
 	if e.Ino != 0 {
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil || st.Ino != e.Ino {
@@ -550,79 +561,101 @@ func (l *Lab) Offloads(device, ifname string) (Offloads, error) {
 // Down removes lab name: exactly the namespaces its state file lists (their veths go with them), then
 // the state directory. Anything not in the state file is never touched.
 func Down(name string) error {
+	_, err := DownNotes(name)
+	return err
+}
+
+// DownNotes is Down, also returning what it left alone because it is not verifiably the lab's (a
+// namespace of a listed name that someone else made): not an error, the lab is down.
+func DownNotes(name string) ([]string, error) {
 	if err := checkRoot(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := ValidateName(name); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := ReadState(name); err != nil {
-		return err
+		return nil, err
 	}
 	lk, err := lockLab(name, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer lk.unlock()
 	return downLocked(name)
 }
 
-func downLocked(name string) error {
+func downLocked(name string) ([]string, error) {
 	st, err := ReadState(name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// Agents first: they hold sockets in the namespaces (see backend_agents.go).
 	if _, err := KillAgents(name); err != nil {
-		return fmt.Errorf("killing lab %s's agents: %w", name, err)
+		return nil, fmt.Errorf("killing lab %s's agents: %w", name, err)
 	}
 	var (
-		mu   sync.Mutex
-		errs []error
+		mu    sync.Mutex
+		errs  []error
+		notes []string
 	)
+	mark := st.Mark()
 	// Unmounting is cheap; the kernel tears the namespaces down asynchronously afterwards.
 	parallel(context.Background(), len(st.Namespaces), 4*runtime.NumCPU(),
 		func() (func(), error) { return func() {}, nil },
 		func(i int) error {
 			e := st.Namespaces[i]
-			if err := deleteNS(e.Name, e.Ino); err != nil {
-				mu.Lock()
+			note, err := deleteNS(e.Name, e.Ino, mark)
+			mu.Lock()
+			if err != nil {
 				errs = append(errs, err)
-				mu.Unlock()
 			}
+			if note != "" {
+				notes = append(notes, note)
+			}
+			mu.Unlock()
 			return nil
 		})
+	sort.Strings(notes)
 	if len(errs) > 0 {
 		// Keep the state file so a retry knows what is ours.
-		return errors.Join(errs...)
+		return notes, errors.Join(errs...)
 	}
 	// The lock file lives in the state directory; removing it while we hold the flock is fine (the
 	// lock dies with the file), and a concurrent Up re-creates the directory.
 	if err := os.RemoveAll(stateDir(name)); err != nil {
-		return err
+		return notes, err
 	}
-	return nil
+	return notes, nil
 }
 
-// DownAll brings down every lab that has a state file and returns their names.
-func DownAll() ([]string, error) {
+// DownAll brings down every lab that has a valid state file and returns their names and what was left
+// alone; a bad state file is reported in the error and skipped.
+func DownAll() ([]string, []string, error) {
 	if err := checkRoot(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sts, err := List()
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	var errs []error
+	sts, errs := List()
+	var names, notes []string
 	for _, st := range sts {
-		if err := Down(st.Lab); err != nil {
+		n, err := DownNotes(st.Lab)
+		notes = append(notes, n...)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("lab %s: %w", st.Lab, err))
 			continue
 		}
 		names = append(names, st.Lab)
 	}
-	return names, errors.Join(errs...)
+	return names, notes, errors.Join(errs...)
+}
+
+// newToken is a lab's random token (State.Token).
+func newToken() (string, error) {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // LabStatus says whether a lab's objects exist.
@@ -639,20 +672,18 @@ type LabStatus struct {
 	Missing           []string
 }
 
-// Status reports every lab with a state file and how much of it exists.
-func Status() ([]LabStatus, error) {
+// Status reports every lab with a valid state file and how much of it exists; bad state files come back
+// as errors, one each, without hiding the other labs.
+func Status() ([]LabStatus, []error) {
 	if err := checkRoot(); err != nil {
-		return nil, err
+		return nil, []error{err}
 	}
-	sts, err := List()
-	if err != nil {
-		return nil, err
-	}
+	sts, errs := List()
 	out := make([]LabStatus, 0, len(sts))
 	for i := range sts {
 		out = append(out, labStatus(&sts[i]))
 	}
-	return out, nil
+	return out, errs
 }
 
 func labStatus(st *State) LabStatus {
@@ -670,7 +701,7 @@ func labStatus(st *State) LabStatus {
 	}()
 	for _, e := range st.Namespaces {
 		ino, err := nsIno(e.Name)
-		if err == nil && ino != 0 && (e.Ino == 0 || ino == e.Ino) {
+		if err == nil && ino != 0 && (e.Ino == ino || e.Ino == 0 && st.Mark() != "" && nsMarked(e.Name, st.Mark())) {
 			s.NamespacesPresent++
 			if h, err := l.Handle(e.Device); err == nil {
 				handles[e.Name] = h

@@ -123,9 +123,9 @@ func TestUpDownTiny(t *testing.T) {
 	if _, err := Up(context.Background(), name, g, Options{}); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("second up: %v", err)
 	}
-	sts, err := Status()
-	if err != nil {
-		t.Fatal(err)
+	sts, errs := Status()
+	if len(errs) > 0 {
+		t.Fatal(errs)
 	}
 	found := false
 	for _, s := range sts {
@@ -157,12 +157,12 @@ func TestClashIsErrorNotDeletion(t *testing.T) {
 	needRoot(t)
 	name := "ut-clash"
 	foreign := NSName(name, "s0")
-	c, err := createNS(foreign, false)
+	c, err := createNS(foreign, false, "someone-else")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.close()
-	defer deleteNS(foreign, 0)
+	defer deleteNS(foreign, 0, "someone-else")
 	_, err = Up(context.Background(), name, tiny(), Options{})
 	if err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("want refusal, got %v", err)
@@ -232,5 +232,118 @@ func TestMeasureNDC81(t *testing.T) {
 		down := time.Since(t1)
 		t.Logf("run %d: %d namespaces, %d links: up %v (%s), down %v", r+1, len(g.Nodes), len(g.Links),
 			up.Round(time.Millisecond), strings.Join(phases, ", "), down.Round(time.Millisecond))
+	}
+}
+
+// writeRawState writes st as lab's state file without any check, as a crash or a hand edit could leave it.
+func writeRawState(t *testing.T, st State) {
+	t.Helper()
+	if err := writeState(&st); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A state file naming anything outside the lab's own names (a path out of NetnsDir, another lab's
+// namespace, a link to a namespace it does not list) is refused by Down and Status, and blinds neither
+// to the other labs.
+func TestStateNamesChecked(t *testing.T) {
+	needRoot(t)
+	canary := filepath.Join(t.TempDir(), "canary")
+	if err := os.WriteFile(canary, []byte("not the lab's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(NetnsDir, canary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []State{
+		{Lab: "ut-bad1", Namespaces: []NSEntry{{Name: rel, Device: "h0"}}},
+		{Lab: "ut-bad2", Namespaces: []NSEntry{{Name: "fl-ut-bad2-../../x", Device: "../../x"}}},
+		{Lab: "ut-bad3", Namespaces: []NSEntry{{Name: "fl-other-h0", Device: "h0"}}},
+		{Lab: "ut-bad4", Namespaces: []NSEntry{{Name: "fl-ut-bad4-h0", Device: "h0"}},
+			Links: []LinkEntry{{A: LinkEnd{NS: "fl-ut-bad4-h0", Ifname: "p0"}, B: LinkEnd{NS: "fl-x-h1", Ifname: "p0"}}}},
+	}
+	for _, st := range bad {
+		writeRawState(t, st)
+		defer os.RemoveAll(stateDir(st.Lab))
+		if err := Down(st.Lab); err == nil || !strings.Contains(err.Error(), "refusing") {
+			t.Errorf("%s: Down: want a refusal, got %v", st.Lab, err)
+		}
+	}
+	if _, err := os.Stat(canary); err != nil {
+		t.Fatalf("the file a bad state file named was touched: %v", err)
+	}
+	good := "ut-good"
+	if _, err := Up(context.Background(), good, tiny(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer Down(good)
+	sts, errs := Status()
+	if len(errs) < len(bad) {
+		t.Errorf("want one error per bad state file, got %v", errs)
+	}
+	found := false
+	for _, s := range sts {
+		found = found || s.Lab == good
+	}
+	if !found {
+		t.Error("a bad state file hid a good lab from Status")
+	}
+}
+
+// The crash window of Up: the state file lists a namespace name before it is made and records its inode
+// after. Down removes a namespace of that name only if it carries the lab's mark; someone else's, made
+// in the window, is left alone.
+func TestNoInodeDeletedOnlyIfOurs(t *testing.T) {
+	needRoot(t)
+	if err := ensureNetnsDir(); err != nil {
+		t.Fatal(err)
+	}
+	name := "ut-window"
+	st := State{Lab: name, Token: "0123456789abcdef", Namespaces: []NSEntry{
+		{Name: NSName(name, "h0"), Device: "h0"}, // ours, made before the crash, inode not recorded
+		{Name: NSName(name, "h1"), Device: "h1"}, // someone else's, made in the window
+		{Name: NSName(name, "h2"), Device: "h2"}, // our placeholder file, crash before the mount
+		{Name: NSName(name, "h3"), Device: "h3"}, // someone else's plain file
+	}}
+	writeRawState(t, st)
+	defer os.RemoveAll(stateDir(name))
+	ours, err := createNS(NSName(name, "h0"), false, st.Mark())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours.close()
+	foreign, err := createNS(NSName(name, "h1"), false, "someone-else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign.close()
+	defer deleteNS(NSName(name, "h1"), 0, "someone-else")
+	if err := os.WriteFile(filepath.Join(NetnsDir, NSName(name, "h2")), []byte(st.Mark()+"\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(NetnsDir, NSName(name, "h3")), []byte("x\n"), 0o444); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(filepath.Join(NetnsDir, NSName(name, "h3")))
+
+	notes, err := DownNotes(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("notes: %q", notes)
+	for _, gone := range []string{"h0", "h2"} {
+		if _, err := os.Lstat(filepath.Join(NetnsDir, NSName(name, gone))); err == nil {
+			t.Errorf("%s (ours) is still there", gone)
+		}
+	}
+	if ino, _ := nsIno(NSName(name, "h1")); ino == 0 {
+		t.Error("someone else's namespace was removed")
+	}
+	if _, err := os.Lstat(filepath.Join(NetnsDir, NSName(name, "h3"))); err != nil {
+		t.Error("someone else's file was removed")
+	}
+	if all := strings.Join(notes, "\n"); len(notes) != 2 || !strings.Contains(all, "h1") || !strings.Contains(all, "h3") {
+		t.Errorf("notes %q: want h1 and h3 named as left alone", notes)
 	}
 }

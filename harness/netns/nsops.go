@@ -74,7 +74,11 @@ func ensureNetnsDir() error {
 // ever be scheduled on a thread left in the wrong namespace (the hazard behind netns.NewNamed, which
 // moves the calling thread). Everything that must be opened from inside (netlink socket, ioctl socket,
 // sysctls) is done on that thread before it exits; sockets keep their namespace afterwards.
-func createNS(name string, ipv6Off bool) (*nsConn, error) {
+//
+// mark (the lab's marker, see State.Token) is set as the alias of the namespace's loopback before the
+// namespace is mounted, and written into the placeholder file before that: a name the state file lists
+// without an inode (a crash before it was recorded) is then deleted only if it carries the mark.
+func createNS(name string, ipv6Off bool, mark string) (*nsConn, error) {
 	type result struct {
 		c   *nsConn
 		err error
@@ -82,24 +86,34 @@ func createNS(name string, ipv6Off bool) (*nsConn, error) {
 	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked on purpose: see above
-		c, err := createNSLocked(name, ipv6Off)
+		c, err := createNSLocked(name, ipv6Off, mark)
 		ch <- result{c, err}
 	}()
 	r := <-ch
 	return r.c, r.err
 }
 
-func createNSLocked(name string, ipv6Off bool) (c *nsConn, err error) {
+func createNSLocked(name string, ipv6Off bool, mark string) (c *nsConn, err error) {
 	path := filepath.Join(NetnsDir, name)
-	// O_EXCL: a namespace (or any file) already at this name is someone else's; never reuse it.
-	f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	// The placeholder the namespace is mounted on appears under its name already holding the mark (an
+	// unnamed O_TMPFILE, written, then linked in), so a crash never leaves an unmarked file of ours; the
+	// link fails like O_EXCL when anything is at the name: someone else's, never reused.
+	tf, err := unix.Open(NetnsDir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o444)
 	if err != nil {
-		if errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("placeholder for %s: %w", name, err)
+	}
+	_, err = unix.Write(tf, []byte(mark+"\n"))
+	if err == nil {
+		err = unix.Linkat(tf, "", unix.AT_FDCWD, path, unix.AT_EMPTY_PATH)
+	}
+	unix.Close(tf)
+	if err != nil {
+		if errors.Is(err, unix.EEXIST) {
 			return nil, fmt.Errorf("namespace %s already exists and is not this lab's: refusing to touch it", name)
 		}
-		return nil, err
+		return nil, fmt.Errorf("placeholder for %s: %w", name, err)
 	}
-	f.Close()
+	var werr error
 	mounted := false
 	defer func() {
 		if err != nil {
@@ -111,15 +125,28 @@ func createNSLocked(name string, ipv6Off bool) (c *nsConn, err error) {
 			c = nil
 		}
 	}()
+	if werr != nil {
+		return nil, werr
+	}
 	if err = unix.Unshare(unix.CLONE_NEWNET); err != nil {
 		return nil, fmt.Errorf("unshare netns for %s: %w", name, err)
 	}
+	c = &nsConn{fd: -1, sock: -1}
+	if c.nl, err = netlink.NewHandle(); err != nil {
+		return c, fmt.Errorf("netlink handle in %s: %w", name, err)
+	}
+	lo, err := c.nl.LinkByName("lo")
+	if err == nil {
+		err = c.nl.LinkSetAlias(lo, mark)
+	}
+	if err != nil {
+		return c, fmt.Errorf("marking %s as this lab's: %w", name, err)
+	}
 	self := fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid())
 	if err = unix.Mount(self, path, "none", unix.MS_BIND, ""); err != nil {
-		return nil, fmt.Errorf("bind-mount namespace %s: %w", name, err)
+		return c, fmt.Errorf("bind-mount namespace %s: %w", name, err)
 	}
 	mounted = true
-	c = &nsConn{fd: -1, sock: -1}
 	var st unix.Stat_t
 	if err = unix.Stat(path, &st); err != nil {
 		return c, err
@@ -140,18 +167,12 @@ func createNSLocked(name string, ipv6Off bool) (c *nsConn, err error) {
 		return c, err
 	}
 	c.fd = vnetns.NsHandle(fd)
-	if c.nl, err = netlink.NewHandle(); err != nil {
-		return c, fmt.Errorf("netlink handle in %s: %w", name, err)
-	}
 	// The ethtool ioctl acts on the namespace of the socket it is issued on, whatever thread issues it.
 	if c.sock, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
 		return c, fmt.Errorf("ioctl socket in %s: %w", name, err)
 	}
 	// Loopback up: agents in the namespace may talk to themselves; it carries nothing onto the fabric.
-	lo, err := c.nl.LinkByName("lo")
-	if err == nil {
-		err = c.nl.LinkSetUp(lo)
-	}
+	err = c.nl.LinkSetUp(lo)
 	if err != nil {
 		return c, fmt.Errorf("lo up in %s: %w", name, err)
 	}
@@ -179,29 +200,83 @@ func nsIno(name string) (uint64, error) {
 	return st.Ino, nil
 }
 
+// nsMarked says whether the namespace mounted at NetnsDir/name carries mark as its loopback's alias.
+func nsMarked(name, mark string) bool {
+	fd, err := unix.Open(filepath.Join(NetnsDir, name), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	ns := vnetns.NsHandle(fd)
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return false
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	return err == nil && lo.Attrs().Alias == mark
+}
+
+// fileMarked says whether path is a small regular file (not a link, not a mount) holding exactly mark:
+// the placeholder createNS writes before it mounts a namespace over it.
+func fileMarked(path, mark string) bool {
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 512)
+	n, _ := f.Read(b)
+	return n == len(mark)+1 && string(b[:n]) == mark+"\n"
+}
+
 // deleteNS unmounts and removes the namespace file. The kernel destroys the namespace, and with it
 // every veth end inside (which takes the peer end with it), once no process holds it open.
-// wantIno guards against deleting a namespace that is not the one we made: if the name now refers to
-// a different namespace (ours vanished and someone reused the name), it is left alone.
-func deleteNS(name string, wantIno uint64) error {
+//
+// Only a namespace verifiably this lab's is touched: one whose inode is the recorded one, or, when none
+// was recorded (a crash between making it and recording it), one marked with the lab's mark. Anything
+// else at the name (someone else's namespace, made after ours was gone or in the crash window) is left
+// alone, and the returned note says so; err is for failures to remove what is ours.
+func deleteNS(name string, wantIno uint64, mark string) (note string, err error) {
 	path := filepath.Join(NetnsDir, name)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		return fmt.Sprintf("%s is a symbolic link, never one of this lab's namespaces: left alone", path), nil
+	}
 	ino, err := nsIno(name)
 	if err != nil {
-		return err
-	}
-	if ino != 0 && wantIno != 0 && ino != wantIno {
-		return fmt.Errorf("namespace %s is not the one this lab made (inode %d, recorded %d): left alone", name, ino, wantIno)
+		return "", err
 	}
 	if ino != 0 {
-		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
-			return fmt.Errorf("unmount %s: %w", path, err)
+		switch {
+		case wantIno != 0 && ino != wantIno:
+			return fmt.Sprintf("namespace %s is not the one this lab made (inode %d, recorded %d): left alone", name, ino, wantIno), nil
+		case wantIno == 0 && (mark == "" || !nsMarked(name, mark)):
+			return fmt.Sprintf("namespace %s has no recorded inode and does not carry this lab's mark: someone else's, left alone", name), nil
 		}
+		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			return "", fmt.Errorf("unmount %s: %w", path, err)
+		}
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		return "", nil
 	}
-	// The file may exist unmounted: created by us (O_EXCL) right before a crash.
+	// Nothing mounted: absent, or the placeholder createNS made right before a crash (ours only if it
+	// holds our mark).
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() || mark == "" || !fileMarked(path, mark) {
+		return fmt.Sprintf("%s is not a namespace this lab made (no mark): left alone", path), nil
+	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
+		return "", err
 	}
-	return nil
+	return "", nil
 }
 
 // ethtool ioctl commands and the feature string set (linux/ethtool.h).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"sync"
 	"time"
@@ -29,6 +30,10 @@ type State struct {
 	MTU        int         `json:"mtu"`
 	TxQueueLen int         `json:"txqueuelen"`
 	Complete   bool        `json:"complete"` // Up finished; false after a crash or while coming up
+	// Token is random, written before anything is made; Mark() of it tags every namespace the lab makes
+	// (its loopback's alias, and the placeholder file under it), so one the file lists without an inode
+	// can be told from someone else's of the same name.
+	Token      string      `json:"token,omitempty"`
 	Namespaces []NSEntry   `json:"namespaces"`
 	Links      []LinkEntry `json:"links"`
 }
@@ -53,6 +58,44 @@ type LinkEnd struct {
 	NS     string `json:"ns"`
 	Ifname string `json:"ifname"`
 }
+
+// Mark is the tag of the lab's namespaces ("" for a state file from before tokens: nothing is verifiable
+// by it).
+func (st *State) Mark() string {
+	if st.Token == "" {
+		return ""
+	}
+	return "fabriclab:" + st.Lab + ":" + st.Token
+}
+
+// Check refuses a state file naming anything that is not the lab's own: every namespace must be
+// fl-<lab>-<device> for a device name of [a-z0-9]+ (so its path is a direct child of NetnsDir, never
+// "../x"), every link must join two of those namespaces by port names p<i>. Down and Status act only on
+// a state file that passes.
+func (st *State) Check() error {
+	if err := ValidateName(st.Lab); err != nil {
+		return err
+	}
+	ours := map[string]bool{}
+	for _, e := range st.Namespaces {
+		if !deviceRE.MatchString(e.Device) || len(e.Device) > 32 || e.Name != NSName(st.Lab, e.Device) {
+			return fmt.Errorf("namespace %q (device %q) is not one of lab %s's names (%s): refusing to act on this state file",
+				e.Name, e.Device, st.Lab, NSName(st.Lab, "<device>"))
+		}
+		ours[e.Name] = true
+	}
+	for _, k := range st.Links {
+		for _, end := range []LinkEnd{k.A, k.B} {
+			if !ours[end.NS] || !portRE.MatchString(end.Ifname) {
+				return fmt.Errorf("link %d end %s:%s is not in one of lab %s's namespaces: refusing to act on this state file",
+					k.Index, end.NS, end.Ifname, st.Lab)
+			}
+		}
+	}
+	return nil
+}
+
+var portRE = regexp.MustCompile(`^p[0-9]{1,4}$`)
 
 func stateDir(lab string) string  { return filepath.Join(StateRoot, lab) }
 func statePath(lab string) string { return filepath.Join(stateDir(lab), "state.json") }
@@ -125,19 +168,24 @@ func ReadState(lab string) (*State, error) {
 	if st.Lab != lab {
 		return nil, fmt.Errorf("state file %s names lab %q, not %q", statePath(lab), st.Lab, lab)
 	}
+	if err := st.Check(); err != nil {
+		return nil, fmt.Errorf("state file %s: %w", statePath(lab), err)
+	}
 	return &st, nil
 }
 
-// List returns the state of every lab that has a state file, sorted by name.
-func List() ([]State, error) {
+// List returns the state of every lab that has a readable, valid state file, sorted by name, and one
+// error for each that has not: a bad state file is reported and skipped, never hides the other labs.
+func List() ([]State, []error) {
 	ents, err := os.ReadDir(StateRoot)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, err
+		return nil, []error{err}
 	}
 	var out []State
+	var errs []error
 	for _, e := range ents {
 		if !e.IsDir() || ValidateName(e.Name()) != nil {
 			continue
@@ -147,10 +195,11 @@ func List() ([]State, error) {
 		}
 		st, err := ReadState(e.Name())
 		if err != nil {
-			return out, err
+			errs = append(errs, fmt.Errorf("lab %s: %w (skipped)", e.Name(), err))
+			continue
 		}
 		out = append(out, *st)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Lab < out[j].Lab })
-	return out, nil
+	return out, errs
 }

@@ -106,8 +106,8 @@ var _ = Describe("netns backend", Serial, func() {
 
 		Expect(netns.Down(a)).To(Succeed())
 		Expect(leftovers(a)).To(BeEmpty())
-		sts, err := netns.Status()
-		Expect(err).NotTo(HaveOccurred())
+		sts, errs := netns.Status()
+		Expect(errs).To(BeEmpty())
 		var sb *netns.LabStatus
 		for i := range sts {
 			if sts[i].Lab == b {
@@ -157,6 +157,39 @@ var _ = Describe("netns backend", Serial, func() {
 		down, err := exec.Command(labBin, "down", name).CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "lab down: %s", down)
 		Expect(leftovers(name)).To(BeEmpty())
+	})
+
+	It("leaves a foreign namespace made under a planned name in a killed `lab up`'s crash window", func() {
+		name := labName("win")
+		DeferCleanup(downIfPresent, name)
+		cmd, out := upThenSignal(name, syscall.SIGKILL)
+		Expect(cmd.ProcessState.Success()).To(BeFalse(), "lab up finished before it was killed:\n%s", out)
+		b, err := os.ReadFile(filepath.Join(netns.StateRoot, name, "state.json"))
+		Expect(err).NotTo(HaveOccurred())
+		var st netns.State
+		Expect(json.Unmarshal(b, &st)).To(Succeed())
+		// A name the state file lists (planned) with no inode that the killed lab never made: someone else
+		// now makes a namespace there, as `ip netns add` would.
+		foreign := ""
+		for _, e := range st.Namespaces {
+			if _, err := os.Lstat(filepath.Join(netns.NetnsDir, e.Name)); e.Ino == 0 && err != nil {
+				foreign = e.Name
+				break
+			}
+		}
+		Expect(foreign).NotTo(BeEmpty(), "the kill came after every namespace was made")
+		add, err := exec.Command("ip", "netns", "add", foreign).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "ip netns add: %s", add)
+		DeferCleanup(func() { exec.Command("ip", "netns", "del", foreign).Run() })
+
+		down, err := exec.Command(labBin, "down", name).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "lab down: %s", down)
+		Expect(string(down)).To(ContainSubstring(foreign))
+		Expect(string(down)).To(ContainSubstring("left alone"))
+		_, err = os.Stat(filepath.Join(netns.NetnsDir, foreign))
+		Expect(err).NotTo(HaveOccurred(), "lab down removed someone else's namespace")
+		left := leftovers(name)
+		Expect(left).To(ConsistOf(filepath.Join(netns.NetnsDir, foreign)), "everything else the lab made is gone")
 	})
 
 	It("removes what it made when `lab up` is interrupted (Ctrl-C)", func() {
