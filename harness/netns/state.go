@@ -23,13 +23,13 @@ var NetnsDir = "/run/netns"
 // State is a lab's state file: every namespace and link the lab made, written before each is made.
 // Teardown trusts this file and nothing else.
 type State struct {
-	Lab        string      `json:"lab"`
-	PID        int         `json:"pid"` // the process that brought the lab up
-	Created    time.Time   `json:"created"`
-	Family     string      `json:"family,omitempty"`
-	MTU        int         `json:"mtu"`
-	TxQueueLen int         `json:"txqueuelen"`
-	Complete   bool        `json:"complete"` // Up finished; false after a crash or while coming up
+	Lab        string    `json:"lab"`
+	PID        int       `json:"pid"` // the process that brought the lab up
+	Created    time.Time `json:"created"`
+	Family     string    `json:"family,omitempty"`
+	MTU        int       `json:"mtu"`
+	TxQueueLen int       `json:"txqueuelen"`
+	Complete   bool      `json:"complete"` // Up finished; false after a crash or while coming up
 	// Token is random, written before anything is made; Mark() of it tags every namespace the lab makes
 	// (its loopback's alias, and the placeholder file under it), so one the file lists without an inode
 	// can be told from someone else's of the same name.
