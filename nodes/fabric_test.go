@@ -257,3 +257,35 @@ func BenchmarkBackToBack(b *testing.B) {
 	}
 	b.ReportMetric(float64(pkts*b.N)/time.Since(start).Seconds(), "pkts/s")
 }
+
+// TestUnfinishedFlowRecordsDelivered: a flow cut off by the run's end is recorded with the bytes the
+// receiver cumulatively acknowledged (whole MTUs, less than its size); a completed one with its size.
+func TestUnfinishedFlowRecordsDelivered(t *testing.T) {
+	pr := newPair(t, baseCfg(0, g100, us), baseCfg(1, g100, us), us)
+	pr.ab.noTap, pr.ba.noTap = true, true
+	pr.a.StartFlow(Flow{ID: 1, Dst: 1, Size: 10_000})
+	pr.a.StartFlow(Flow{ID: 2, Dst: 1, Size: 10_000_000})
+	pr.clk.RunUntil(100 * us) // 1.25 MB at 100 Gb/s: the 10 MB flow is far from done
+	pr.a.Flush()
+	var small, big *records.Flow
+	for i, f := range pr.a.log.Flows {
+		switch f.ID {
+		case 1:
+			small = &pr.a.log.Flows[i]
+		case 2:
+			big = &pr.a.log.Flows[i]
+		}
+	}
+	if small == nil || !small.Completed || small.Delivered != small.Size {
+		t.Fatalf("completed flow record %+v", small)
+	}
+	mtu := int64(pr.a.cfg.MTU)
+	if big == nil || big.Completed || big.Delivered <= 0 || big.Delivered >= big.Size || big.Delivered%mtu != 0 {
+		t.Fatalf("unfinished flow record %+v (MTU %d)", big, mtu)
+	}
+	// At most what the link could carry in 100 us.
+	if max := int64(100e-6 * 100e9 / 8); big.Delivered > max {
+		t.Fatalf("delivered %d > %d the link carries in 100 us", big.Delivered, max)
+	}
+	t.Logf("unfinished 10 MB flow delivered %d B in 100 us", big.Delivered)
+}

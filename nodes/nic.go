@@ -245,6 +245,7 @@ func (n *NIC) Flush() {
 	}
 	sort.Slice(open, func(i, j int) bool { return open[i].seq < open[j].seq }) // start order
 	for _, q := range open {
+		q.rec.Delivered = q.ackedBytes()
 		n.log.Flows = append(n.log.Flows, q.rec)
 	}
 	c := n.counters

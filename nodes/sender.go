@@ -414,6 +414,7 @@ func (n *NIC) complete(q *qp) {
 	}
 	q.rec.Finish = n.clk.Now()
 	q.rec.Completed = true
+	q.rec.Delivered = q.rec.Size
 	n.log.Flows = append(n.log.Flows, q.rec)
 	delete(n.qps, q.id)
 	n.active--
@@ -506,4 +507,13 @@ func (l *lane) remove(q *qp) {
 			l.timer = nil
 		}
 	}
+}
+
+// ackedBytes is the application bytes the receiver has cumulatively acknowledged (every PSN below
+// sndUna): what an unfinished flow delivered, as the report's goodput over all flows counts it.
+func (q *qp) ackedBytes() int64 {
+	if q.sndUna >= q.npkts {
+		return q.rec.Size
+	}
+	return int64(q.sndUna) * int64(q.mtu)
 }

@@ -19,6 +19,10 @@ type Flow struct {
 	Completed   bool
 	Retransmits int64  // packets retransmitted
 	Class       string // workload entry that made it: "flows", "incast", "poisson", ...
+	// Delivered is the application bytes cumulatively acknowledged at the sender when the record was
+	// written: Size once completed, what got through by the run's end otherwise. The report's goodput
+	// over all flows counts unfinished flows by it. 0 with Completed means "not recorded" (older logs).
+	Delivered int64
 }
 
 // FCT is the flow completion time, or 0 if the flow did not complete.

@@ -70,8 +70,10 @@ func Compare(runs []*Run) Table {
 	row("slowdown avg", func(r *Run) string { return num(r.Summary.Slowdown.Avg) })
 	row("slowdown p50", func(r *Run) string { return num(r.Summary.Slowdown.P50) })
 	row("slowdown p99", func(r *Run) string { return num(r.Summary.Slowdown.P99) })
-	row("throughput (aggregate)", func(r *Run) string { return gbps(r.Summary.ThroughputBps) })
-	row("per-flow goodput (avg)", func(r *Run) string { return gbps(r.Summary.AvgFlowGoodputBps) })
+	// Every reading of throughput, named by its definition (MetricDefs; the report's definitions table).
+	for _, m := range goodputMetrics {
+		row(m.label, func(r *Run) string { v, _ := r.Metric(m.name); return gbps(v) })
+	}
 	for _, c := range classes(runs) {
 		row("class "+c+" FCT avg", func(r *Run) string {
 			if cs, ok := r.Summary.Classes[c]; ok {
@@ -85,12 +87,14 @@ func Compare(runs []*Run) Table {
 			}
 			return "-"
 		})
-		row("class "+c+" throughput", func(r *Run) string {
-			if cs, ok := r.Summary.Classes[c]; ok {
-				return gbps(cs.ThroughputBps)
-			}
-			return "-"
-		})
+		for _, m := range goodputMetrics {
+			row("class "+c+" "+m.label, func(r *Run) string {
+				if v, ok := r.Metric("class." + c + "." + m.name); ok {
+					return gbps(v)
+				}
+				return "-"
+			})
+		}
 	}
 	row("drops lossless", func(r *Run) string { return fmt.Sprint(r.Summary.Drops.Lossless) })
 	row("drops lossy", func(r *Run) string { return fmt.Sprint(r.Summary.Drops.Lossy) })

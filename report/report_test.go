@@ -60,7 +60,7 @@ func sampleLog() *records.Log {
 			{ID: 1, Src: 1, Dst: 2, SPort: 10001, DPort: 4791, Size: 1000, Start: 0, Finish: 2000 * us,
 				Ideal: 3000 * us, Completed: true, Class: "incast"},
 			// Not completed.
-			{ID: 3, Src: 2, Dst: 0, Size: 5000, Start: 5000 * us, Ideal: 1000 * us, Class: "incast"},
+			{ID: 3, Src: 2, Dst: 0, Size: 5000, Start: 5000 * us, Ideal: 1000 * us, Class: "incast", Delivered: 2000},
 			// No ideal: no slowdown.
 			{ID: 4, Src: 3, Dst: 1, SPort: 7, DPort: 8, Size: 4000, Start: 2000 * us, Finish: 6000 * us, Completed: true},
 		},
@@ -311,13 +311,13 @@ func TestRunDirRoundTrip(t *testing.T) {
 	}
 	csvText, _ := os.ReadFile(filepath.Join(dir, FlowsFile))
 	lines := strings.Split(strings.TrimSpace(string(csvText)), "\n")
-	if lines[0] != "id,src,dst,class,size,start_s,finish_s,fct_s,ideal_s,slowdown,completed,retransmits,sport,dport" {
+	if lines[0] != "id,src,dst,class,size,start_s,finish_s,fct_s,ideal_s,slowdown,completed,retransmits,sport,dport,delivered" {
 		t.Errorf("header %q", lines[0])
 	}
-	if lines[3] != "3,h2,h0,incast,5000,5e-06,,,1e-06,,false,0,0,0" {
+	if lines[3] != "3,h2,h0,incast,5000,5e-06,,,1e-06,,false,0,0,0,2000" {
 		t.Errorf("incomplete flow row %q", lines[3])
 	}
-	if lines[4] != "4,h3,h1,,4000,2e-06,6e-06,4e-06,0,,true,0,7,8" {
+	if lines[4] != "4,h3,h1,,4000,2e-06,6e-06,4e-06,0,,true,0,7,8,4000" {
 		t.Errorf("no-ideal flow row %q", lines[4])
 	}
 	drops, _ := os.ReadFile(filepath.Join(dir, DropsFile))
@@ -345,7 +345,7 @@ func TestReadFlowsCSVErrors(t *testing.T) {
 	if _, err := ReadFlowsCSV(strings.NewReader("id,src\n")); err == nil || !strings.Contains(err.Error(), "no column") {
 		t.Errorf("missing column: %v", err)
 	}
-	text := strings.Join(flowsHeader, ",") + "\n1,x3,h0,,1,0,,,0,,false,0,0,0\n"
+	text := strings.Join(flowsHeader, ",") + "\n1,x3,h0,,1,0,,,0,,false,0,0,0,0\n"
 	if _, err := ReadFlowsCSV(strings.NewReader(text)); err == nil || !strings.Contains(err.Error(), "line 2: src") {
 		t.Errorf("bad host: %v", err)
 	}

@@ -22,6 +22,7 @@ type FlowRow struct {
 	Slowdown     float64 // max(FCT/Ideal, 1); 0 if not completed or no ideal
 	Completed    bool
 	Retransmits  int64
+	Delivered    int64 // bytes acknowledged by the finish or the run's end (records.Flow.Delivered)
 }
 
 // Slowdown is HPCC's slowdown: fct/ideal floored at 1; 0 (unknown) when ideal <= 0.
@@ -40,9 +41,10 @@ func Rows(log *records.Log, meta Meta) []FlowRow {
 		r := FlowRow{
 			ID: f.ID, Src: int(f.Src), Dst: int(f.Dst), SPort: f.SPort, DPort: f.DPort, Class: f.Class,
 			Size: f.Size, StartS: meta.seconds(f.Start), IdealS: meta.seconds(f.Ideal),
-			Completed: f.Completed, Retransmits: f.Retransmits,
+			Completed: f.Completed, Retransmits: f.Retransmits, Delivered: f.Delivered,
 		}
 		if f.Completed {
+			r.Delivered = f.Size
 			r.FinishS = meta.seconds(f.Finish)
 			r.FCTS = meta.seconds(f.FCT())
 			// The ratio is taken in engine units: exact, and independent of D.

@@ -73,6 +73,9 @@ type Run struct {
 	Pauses  []PauseEvent // nil if pfc.csv is absent
 	Expect  map[string]Expected
 	Scheme  string // "flow_control/transport" from the spec, for labels
+	// Seed and Set place a run of a tree (manifest.json): cross-run expect: forms pair runs by them.
+	Seed int64
+	Set  []Setting
 }
 
 // LoadRun reads a run directory: summary.json and flows.csv (required), pfc.csv, queues.csv and
@@ -83,9 +86,11 @@ func LoadRun(dir string) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir)), Summary: s, Rows: rows}
+	fillGoodput(s, rows)
 	if b, err := os.ReadFile(filepath.Join(dir, SpecFile)); err == nil {
 		var sp struct {
 			Name   string              `yaml:"name"`
+			Seed   int64               `yaml:"seed"`
 			Expect map[string]Expected `yaml:"expect"`
 			Switch struct {
 				FlowControl string `yaml:"flow_control"`
@@ -101,6 +106,7 @@ func LoadRun(dir string) (*Run, error) {
 			r.Name = sp.Name
 		}
 		r.Expect = sp.Expect
+		r.Seed = sp.Seed
 		r.Scheme = sp.Switch.FlowControl + "/" + sp.Host.Transport
 	}
 	if f, err := os.Open(filepath.Join(dir, QueuesFile)); err == nil {
@@ -168,25 +174,31 @@ func readPauses(rd io.Reader) ([]PauseEvent, error) {
 	return out, err
 }
 
-// Metric looks up a measured number by the name an `expect:` entry uses:
-//
-//	flows_completed, fct_avg_s, fct_p50_s, fct_p95_s, fct_p99_s, fct_p999_s, slowdown_avg, slowdown_p50,
-//	slowdown_p99, throughput_bps, avg_flow_goodput_bps, drops_lossless, drops_lossy, retransmissions,
-//	pauses_sent, ecn_marks, nic_queue_peak_bytes, and class.<class>.<fct_avg_s|fct_p99_s|throughput_bps|...> per workload.
+// Metric looks up a measured number by the name an `expect:` entry uses: a MetricDefs name (old
+// aliases included), or class.<class>.<name> per workload class for the names that exist per class.
 func (r *Run) Metric(name string) (float64, bool) {
-	s := r.Summary
+	return SummaryMetric(r.Summary, name)
+}
+
+// SummaryMetric is Run.Metric on a summary alone (suites that summarize in process use it).
+func SummaryMetric(s *Summary, name string) (float64, bool) {
 	if rest, ok := strings.CutPrefix(name, "class."); ok {
 		cls, m, ok := strings.Cut(rest, ".")
-		if !ok {
+		if !ok || !classMetrics[m] {
 			return 0, false
 		}
 		c, ok := s.Classes[cls]
 		if !ok {
 			return 0, false
 		}
-		return statMetric(m, c.Flows, c.FCT, c.Slowdown, c.ThroughputBps)
+		if m == "throughput_bps" { // the older name, read as written (summaries built in Go set only it)
+			return c.ThroughputBps, true
+		}
+		return statMetric(m, c.Flows, c.FCT, c.Slowdown, c.Goodput)
 	}
 	switch name {
+	case "throughput_bps": // older names, read as written
+		return s.ThroughputBps, true
 	case "avg_flow_goodput_bps":
 		return s.AvgFlowGoodputBps, true
 	case "drops_lossless":
@@ -201,14 +213,23 @@ func (r *Run) Metric(name string) (float64, bool) {
 		return float64(s.ECNMarks), true
 	case "nic_queue_peak_bytes":
 		return float64(s.NIC.PeakBytes), true
+	case "cnps":
+		return float64(s.CNPs), true
 	}
-	return statMetric(name, s.Flows, s.FCT, s.Slowdown, s.ThroughputBps)
+	return statMetric(name, s.Flows, s.FCT, s.Slowdown, s.Goodput)
 }
 
-func statMetric(name string, fl FlowCounts, fct, sd Stats, tput float64) (float64, bool) {
+func statMetric(name string, fl FlowCounts, fct, sd Stats, g Goodput) (float64, bool) {
 	switch name {
+	case "flows_total":
+		return float64(fl.Total), true
 	case "flows_completed":
 		return float64(fl.Completed), true
+	case "flows_completed_fraction":
+		if fl.Total == 0 {
+			return 0, true
+		}
+		return float64(fl.Completed) / float64(fl.Total), true
 	case "fct_avg_s":
 		return fct.Avg, true
 	case "fct_p50_s":
@@ -225,8 +246,16 @@ func statMetric(name string, fl FlowCounts, fct, sd Stats, tput float64) (float6
 		return sd.P50, true
 	case "slowdown_p99":
 		return sd.P99, true
-	case "throughput_bps":
-		return tput, true
+	case "goodput_per_flow_all_bps":
+		return g.PerFlowAllBps, true
+	case "goodput_per_flow_completed_bps":
+		return g.PerFlowCompletedBps, true
+	case "goodput_aggregate_bps":
+		return g.AggregateBps, true
+	case "goodput_aggregate_completed_bps":
+		return g.AggregateCompletedBps, true
+	case "delivered_bytes":
+		return float64(g.DeliveredBytes), true
 	}
 	return 0, false
 }

@@ -177,7 +177,7 @@ func WritePFC(w io.Writer, log *records.Log, meta Meta) error {
 }
 
 var flowsHeader = []string{"id", "src", "dst", "class", "size", "start_s", "finish_s", "fct_s", "ideal_s",
-	"slowdown", "completed", "retransmits", "sport", "dport"}
+	"slowdown", "completed", "retransmits", "sport", "dport", "delivered"}
 
 func ftoa(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
@@ -199,7 +199,7 @@ func WriteFlowsCSV(w io.Writer, rows []FlowRow) error {
 		rec := []string{strconv.FormatUint(uint64(r.ID), 10), "h" + strconv.Itoa(r.Src), "h" + strconv.Itoa(r.Dst),
 			r.Class, strconv.FormatInt(r.Size, 10), ftoa(r.StartS), finish, fct, ftoa(r.IdealS), sd,
 			strconv.FormatBool(r.Completed), strconv.FormatInt(r.Retransmits, 10),
-			strconv.Itoa(int(r.SPort)), strconv.Itoa(int(r.DPort))}
+			strconv.Itoa(int(r.SPort)), strconv.Itoa(int(r.DPort)), strconv.FormatInt(r.Delivered, 10)}
 		if err := cw.Write(rec); err != nil {
 			return err
 		}
@@ -305,6 +305,10 @@ func ReadFlowsCSV(r io.Reader) ([]FlowRow, error) {
 			FCTS: p.float("fct_s"), IdealS: p.float("ideal_s"), Slowdown: p.float("slowdown"),
 			Completed: p.bool("completed"), Retransmits: p.int("retransmits"),
 			SPort: uint16(p.uint("sport", 16)), DPort: uint16(p.uint("dport", 16)),
+			Delivered: p.int("delivered"),
+		}
+		if row.Completed {
+			row.Delivered = row.Size // also for flows.csv files written before the column
 		}
 		if p.err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, p.err)

@@ -15,9 +15,11 @@
 //     (1-based), so it is always a measured value; for 1..100, p50 = 50, p99 = 99, p999 = 100. HPCC's
 //     script takes index int(p*N) (0-based), one rank higher when p*N is whole; the two agree for large N.
 //     Statistics of an empty set are 0 (JSON has no NaN).
-//   - throughput_bps is aggregate goodput: the bytes of completed flows * 8 over the span from the first
-//     start to the last finish among them. avg_flow_goodput_bps is the mean over completed flows of
-//     size*8/FCT. Both in paper units.
+//   - goodput (and goodput per class) gives every common reading of throughput side by side (Goodput,
+//     MetricDefs): per flow over all flows (unfinished ones with the bytes acknowledged by the run's
+//     end), per flow over completed flows, aggregate over the delivered bytes, aggregate over completed
+//     flows. throughput_bps and avg_flow_goodput_bps are the older names of the two completed-only
+//     readings, kept for readers of older summaries.
 //   - pauses.sent / pauses.received count pause (XOFF) frames a device sent / received; resumes are
 //     counted separately. PFC and PortFC frames both count.
 //   - retransmissions: engines may report them per flow (Flow.Retransmits) and per device
@@ -107,6 +109,7 @@ type Summary struct {
 	Slowdown          Stats      `json:"slowdown"`
 	ThroughputBps     float64    `json:"throughput_bps"`
 	AvgFlowGoodputBps float64    `json:"avg_flow_goodput_bps"`
+	Goodput           Goodput    `json:"goodput"`
 	Drops             Drops      `json:"drops"`
 	Retransmissions   int64      `json:"retransmissions"`
 	Pauses            Pauses     `json:"pauses"`
@@ -183,6 +186,7 @@ type ClassSummary struct {
 	FCT           Stats      `json:"fct_s"`
 	Slowdown      Stats      `json:"slowdown"`
 	ThroughputBps float64    `json:"throughput_bps"`
+	Goodput       Goodput    `json:"goodput"`
 }
 
 // Percentile is the nearest-rank p-quantile (0 <= p <= 1) of ascending-sorted values: the value of rank
@@ -225,15 +229,9 @@ func NewStats(values []float64) Stats {
 func Summarize(log *records.Log, meta Meta) *Summary {
 	rows := Rows(log, meta)
 	s := &Summary{Dilation: meta.dilation(), DurationS: meta.seconds(meta.Duration)}
-	all := summarizeRows(rows)
-	s.Flows, s.FCT, s.Slowdown, s.ThroughputBps = all.Flows, all.FCT, all.Slowdown, all.ThroughputBps
-	var gp []float64
-	for _, r := range rows {
-		if r.Completed && r.FCTS > 0 {
-			gp = append(gp, float64(r.Size)*8/r.FCTS)
-		}
-	}
-	s.AvgFlowGoodputBps = NewStats(gp).Avg
+	all := summarizeRows(rows, s.DurationS)
+	s.Flows, s.FCT, s.Slowdown, s.ThroughputBps, s.Goodput = all.Flows, all.FCT, all.Slowdown, all.ThroughputBps, all.Goodput
+	s.AvgFlowGoodputBps = s.Goodput.PerFlowCompletedBps
 
 	byClass := map[string][]FlowRow{}
 	for _, r := range rows {
@@ -246,7 +244,7 @@ func Summarize(log *records.Log, meta Meta) *Summary {
 	if len(byClass) > 0 {
 		s.Classes = map[string]ClassSummary{}
 		for c, rs := range byClass {
-			s.Classes[c] = summarizeRows(rs)
+			s.Classes[c] = summarizeRows(rs, s.DurationS)
 		}
 	}
 
@@ -303,7 +301,7 @@ func Summarize(log *records.Log, meta Meta) *Summary {
 	return s
 }
 
-func summarizeRows(rows []FlowRow) ClassSummary {
+func summarizeRows(rows []FlowRow, endS float64) ClassSummary {
 	var cs ClassSummary
 	var fct, sd []float64
 	var bytes int64
@@ -325,5 +323,6 @@ func summarizeRows(rows []FlowRow) ClassSummary {
 	if last > first {
 		cs.ThroughputBps = float64(bytes) * 8 / (last - first)
 	}
+	cs.Goodput = GoodputOf(rows, endS)
 	return cs
 }

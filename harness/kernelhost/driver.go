@@ -227,6 +227,7 @@ func Run(ctx context.Context, l *netns.Lab, flows []Flow, opts Options) (*Result
 		if fin, ok := r.done[f.ID]; ok {
 			rec.Finish = clock.Time(fin-epoch) * clock.Nanosecond
 			rec.Completed = true
+			rec.Delivered = f.Size
 		}
 		res.Flows = append(res.Flows, rec)
 	}
