@@ -23,9 +23,21 @@ retransmissions and pauses; FCT and goodput per NetBench size bucket; median and
 5-percentile size bin (HPCC's fct_analysis.py); and, when a spec declares published numbers (expect:),
 measured next to published. Writes report.txt, comparison.csv and plots (fct_cdf, slowdown_bins,
 queue_depth when the run sampled queues, pauses; PNG and SVG) into -o (default: the run directory
-for one run, DIR/../comparison for several).`,
+for one run, DIR/../comparison for several).
+
+A run tree (lab run with several specs, --seeds or --set; DIR/manifest.json) is aggregated instead:
+every metric's mean and 95% confidence interval (Student t) over seeds per spec and sweep point, the
+published numbers (expect:) against that interval, cross-run forms paired by seed, the definition of
+every metric, aggregate.csv and aggregate.json, and plots of --metric against the swept value (or per
+spec) with error bars.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if isTreeReport(args) {
+				if out == "" {
+					out = args[0]
+				}
+				return reportTree(cmd.OutOrStdout(), args, out, noPlots)
+			}
 			var runs []*report.Run
 			for _, d := range args {
 				r, err := report.LoadRun(d)
@@ -84,5 +96,6 @@ for one run, DIR/../comparison for several).`,
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "where to write report.txt, comparison.csv and the plots")
 	cmd.Flags().BoolVar(&noPlots, "no-plots", false, "tables only")
+	cmd.Flags().StringArrayVar(&reportFlags.metrics, "metric", nil, "run trees: plot this metric against the swept value (repeat; default fct_avg_s, fct_p99_s, goodput_per_flow_all_bps, goodput_aggregate_bps)")
 	root.AddCommand(cmd)
 }

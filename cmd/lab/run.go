@@ -25,22 +25,49 @@ func init() {
 	var out string
 	var quiet bool
 	cmd := &cobra.Command{
-		Use:   "run SPEC -o DIR",
-		Short: "run an experiment spec and write its run directory",
+		Use:   "run SPEC [SPEC...] -o DIR",
+		Short: "run experiment specs (with seeds and sweeps) and write their run directories",
 		Long: `Run an experiment spec (YAML) and write the run directory: the resolved spec, the topology,
 summary.json, fct.txt and pfc.txt (HPCC formats), flows.csv, drops and pauses. Ctrl-C stops the run and
-keeps what was measured so far.`,
-		Args: cobra.ExactArgs(1),
+keeps what was measured so far.
+
+Several specs, --seeds N (or the spec's seeds:) and --set path=v1,v2,... (or the spec's sweep: block)
+make a run tree instead: DIR/[<spec name>/][<path=value,...>/]seed-<n>/, one run directory each, and
+DIR/manifest.json saying which has which seed and values; lab report DIR aggregates it. Every run is
+checked before any starts; virtual runs go -j at a time (default: the cores), netns runs one at a time.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			multi, err := multiRun(args)
+			if err != nil {
+				return err
+			}
+			if multi {
+				runs, err := planRuns(args)
+				if err != nil {
+					return err
+				}
+				jobs, err := runJobs(runs, sweepFlags.jobs)
+				if err != nil {
+					return err
+				}
+				if out == "" {
+					out = filepath.Join("results", runs[0].pt.Spec.Name)
+				}
+				showProgress = false // several runs share the terminal: one line per finished run instead
+				return runTree(ctx, cmd.OutOrStdout(), args, runs, out, jobs, quiet)
+			}
 			s, err := spec.Load(args[0])
 			if err != nil {
+				return err
+			}
+			if err := report.CheckExpect(s.Expect); err != nil {
 				return err
 			}
 			if out == "" {
 				out = filepath.Join("results", s.Name)
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			showProgress = !quiet
 			sum, res, err := runSpec(ctx, s, out)
 			if sum != nil && (!quiet || res.Fidelity != nil && !res.Fidelity.Faithful) {
@@ -52,6 +79,9 @@ keeps what was measured so far.`,
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (default results/<spec name>)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing on success (and no progress bar)")
 	cmd.Flags().Var(&sampleEvery, "sample-every", "record every switch port's queue depth at this period (e.g. 10us) into queues.csv, for the queue-depth plot")
+	cmd.Flags().IntVar(&sweepFlags.seeds, "seeds", 0, "run each spec with this many seeds: its seed, seed+1, ... (replaces the spec's seeds:)")
+	cmd.Flags().StringArrayVar(&sweepFlags.sets, "set", nil, "sweep a spec field by path: --set workload.0.load=0.3,0.5,0.7 (repeat for more axes; one value just sets it)")
+	cmd.Flags().IntVarP(&sweepFlags.jobs, "jobs", "j", 0, "run trees: runs at once (default and maximum: the cores; netns: 1)")
 	cmd.Flags().BoolVar(&keepRunningOnDeadlock, "keep-running-on-deadlock", false,
 		"virtual backend: run to the spec's duration after the deadlock monitor fires (default: stop there)")
 	root.AddCommand(cmd)

@@ -24,6 +24,7 @@ func (s *Spec) Clone() *Spec {
 	c := *s
 	c.Topology.Params = cloneMap(s.Topology.Params)
 	c.Expect = cloneMap(s.Expect)
+	c.Sweep = cloneMap(s.Sweep)
 	// lines is shared: it is never written after decoding.
 	c.Stop = cloneBool(s.Stop)
 	c.Switch.ECN.Enabled = cloneBool(s.Switch.ECN.Enabled)

@@ -32,6 +32,11 @@ type Spec struct {
 	Stop *bool `yaml:"stop,omitempty"`
 	// Expect holds published numbers the report prints next to the measured ones, by metric name.
 	Expect map[string]Expectation `yaml:"expect,omitempty"`
+	// Seeds asks lab run for this many runs, seeds Seed, Seed+1, ... (0 or 1: one run); Sweep for one
+	// run per combination of values of spec fields by path ("workload.0.load": [0.3, 0.5]). Expand
+	// turns a spec file into its runs; each run's spec has neither field.
+	Seeds int                 `yaml:"seeds,omitempty"`
+	Sweep map[string][]string `yaml:"sweep,omitempty"`
 
 	// lines maps field paths to the YAML line they came from, so validation errors found after
 	// decoding can still point into the file. Nil for specs built in Go.

@@ -130,6 +130,7 @@ func (s *Spec) validate() Errors {
 	for i := range s.Workload {
 		s.Workload[i].validate(c, fmt.Sprintf("workload[%d]", i), s)
 	}
+	s.validateSweep(c)
 	for _, k := range sortedKeys(s.Expect) {
 		e := s.Expect[k]
 		f := "expect." + k

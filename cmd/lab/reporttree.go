@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/fabriclab/fabriclab/report"
+)
+
+// reportFlags are lab report's flags for run trees.
+var reportFlags struct {
+	metrics []string
+}
+
+// isTreeReport says whether lab report's arguments hold a run tree (a manifest.json) or several runs of
+// one spec (seeds), which it aggregates rather than lists run by run.
+func isTreeReport(dirs []string) bool {
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, report.ManifestFile)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// reportTree aggregates run trees: every metric's mean and 95% CI per spec and sweep point, the
+// published numbers against the CI (cross-run forms paired by seed), the metric definitions, and plots
+// of metrics against the swept value (or per group) with CI error bars.
+func reportTree(w io.Writer, dirs []string, out string, noPlots bool) error {
+	t, err := report.LoadTrees(dirs)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	es := report.AggregateExpectations(t)
+	var text bytes.Buffer
+	if err := report.AggregateTable(t).WriteText(&text); err != nil {
+		return err
+	}
+	if len(es) > 0 {
+		text.WriteString("\n")
+		if err := report.ExpectationsCI(es).WriteText(&text); err != nil {
+			return err
+		}
+	}
+	if len(t.Skipped) > 0 {
+		fmt.Fprintf(&text, "\nnot in the aggregate (did not finish):\n")
+		for _, s := range t.Skipped {
+			fmt.Fprintf(&text, "  %s\n", s)
+		}
+	}
+	text.WriteString("\n")
+	text.WriteString(report.DefinitionsText(es))
+	w.Write(text.Bytes())
+	if err := os.WriteFile(filepath.Join(out, "report.txt"), text.Bytes(), 0o644); err != nil {
+		return err
+	}
+	var csvb bytes.Buffer
+	if err := report.AggregateCSV(t).WriteCSV(&csvb); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "aggregate.csv"), csvb.Bytes(), 0o644); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(report.Aggregate(t, es), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "aggregate.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	files := []string{filepath.Join(out, "report.txt"), filepath.Join(out, "aggregate.csv"), filepath.Join(out, "aggregate.json")}
+	if !noPlots {
+		pf, err := report.WriteSweepPlots(out, t, reportFlags.metrics)
+		if err != nil {
+			return err
+		}
+		files = append(files, pf...)
+		// The per-run figures (FCT CDF, slowdown bins, ...) for each group's first seed, labelled by group.
+		var firsts []*report.Run
+		for _, g := range t.Groups {
+			r := *g.Runs[0]
+			r.Name = fmt.Sprintf("%s seed %d", g.Label(), r.Seed)
+			firsts = append(firsts, &r)
+		}
+		if len(firsts) <= 8 {
+			pf, err := report.WritePlots(out, firsts)
+			if err != nil {
+				return err
+			}
+			files = append(files, pf...)
+		}
+	}
+	fmt.Fprintf(w, "\nwrote")
+	for i, f := range files {
+		if i > 0 {
+			fmt.Fprint(w, ",")
+		}
+		fmt.Fprintf(w, " %s", f)
+	}
+	fmt.Fprintln(w)
+	return nil
+}

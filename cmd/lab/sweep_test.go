@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fabriclab/fabriclab/report"
+)
+
+const treeSpec = `
+name: NAME
+backend: BACKEND
+topology: {family: ndc, n: 2, k: 1, link: {rate: 100Gbps, delay: 1us}}
+switch: {buffer: 5MB, flow_control: pfc, xoff: 6bdp, xon: 4bdp}
+host: {transport: lossless, cc: dcqcn, mtu: 1000}
+routing: {algorithm: bcube}
+workload:
+  - {kind: poisson, name: web, cdf: websearch, load: 0.5, duration: 300us}
+duration: 3ms
+`
+
+func writeTreeSpec(t *testing.T, dir, name, backend, extra string) string {
+	t.Helper()
+	p := filepath.Join(dir, name+".yaml")
+	text := strings.NewReplacer("NAME", name, "BACKEND", backend).Replace(treeSpec) + extra
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRunTreeAndAggregate: two specs x two loads x two seeds run side by side into one tree; a run of
+// the tree is bit-for-bit the same run made alone; lab report aggregates the tree, pairing the
+// cross-run expectation by seed and load.
+func TestRunTreeAndAggregate(t *testing.T) {
+	dir := t.TempDir()
+	a := writeTreeSpec(t, dir, "a", "virtual", `expect:
+  "reduction:fct_avg_s:b": {value: 0, unit: "%", source: "same fabric, same flows"}
+  goodput_per_flow_all_bps: {value: 1e9, source: "made up"}
+`)
+	b := writeTreeSpec(t, dir, "b", "virtual", "")
+	sweepFlags.seeds, sweepFlags.sets, sweepFlags.jobs = 2, []string{"workload.0.load=0.3,0.6"}, 0
+	defer func() { sweepFlags.seeds, sweepFlags.sets = 0, nil }()
+	files := []string{a, b}
+	runs, err := planRuns(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 8 || runs[0].dir != filepath.Join("a", "workload.0.load=0.3", "seed-1") {
+		t.Fatalf("%d runs, first %s", len(runs), runs[0].dir)
+	}
+	jobs, err := runJobs(runs, 0)
+	if err != nil || jobs < 1 {
+		t.Fatal(jobs, err)
+	}
+	out := filepath.Join(dir, "tree")
+	if err := runTree(context.Background(), io.Discard, files, runs, out, max(jobs, 2), true); err != nil {
+		t.Fatal(err)
+	}
+	var m report.Manifest
+	mb, _ := os.ReadFile(filepath.Join(out, report.ManifestFile))
+	if err := json.Unmarshal(mb, &m); err != nil || len(m.Runs) != 8 || m.Seeds != 2 || len(m.Axes) != 1 {
+		t.Fatalf("manifest %s: %v", mb, err)
+	}
+	for _, r := range m.Runs {
+		if r.Status != "done" {
+			t.Errorf("%s: %s %s", r.Dir, r.Status, r.Error)
+		}
+	}
+	// The same point run alone gives the same summary, byte for byte.
+	last := runs[7]
+	alone := filepath.Join(dir, "alone")
+	if _, err := runSpec(context.Background(), last.pt.Spec, alone); err != nil {
+		t.Fatal(err)
+	}
+	s1, _ := os.ReadFile(filepath.Join(out, last.dir, report.SummaryFile))
+	s2, _ := os.ReadFile(filepath.Join(alone, report.SummaryFile))
+	if len(s1) == 0 || !bytes.Equal(s1, s2) {
+		t.Errorf("%s differs from the same run alone", last.dir)
+	}
+
+	rep := filepath.Join(dir, "rep")
+	if err := reportTree(io.Discard, []string{out}, rep, false); err != nil {
+		t.Fatal(err)
+	}
+	var agg struct {
+		Groups []struct {
+			Label   string
+			Seeds   []int64
+			Metrics map[string]struct {
+				N    int
+				Mean float64
+			}
+		}
+		Expectations []struct {
+			Group, Metric, Verdict string
+			N                      int
+			Mean                   *float64
+		}
+	}
+	ab, _ := os.ReadFile(filepath.Join(rep, "aggregate.json"))
+	if err := json.Unmarshal(ab, &agg); err != nil {
+		t.Fatal(err)
+	}
+	if len(agg.Groups) != 4 || agg.Groups[0].Label != "a workload.0.load=0.3" || len(agg.Groups[0].Seeds) != 2 {
+		t.Fatalf("groups %+v", agg.Groups)
+	}
+	if g := agg.Groups[0].Metrics["goodput_per_flow_all_bps"]; g.N != 2 || g.Mean <= 0 {
+		t.Errorf("goodput %+v", g)
+	}
+	// a and b are the same fabric and flows: paired by seed and load, the reduction is exactly 0.
+	found := 0
+	for _, e := range agg.Expectations {
+		if e.Metric == "reduction:fct_avg_s:b" {
+			found++
+			if e.N != 2 || e.Mean == nil || *e.Mean != 0 {
+				t.Errorf("%s: %+v", e.Group, e)
+			}
+		}
+	}
+	if found != 2 {
+		t.Errorf("%d reduction rows, want one per load", found)
+	}
+	for _, f := range []string{"report.txt", "aggregate.csv", "sweep_fct_avg_s.png", "sweep_goodput_per_flow_all_bps.svg"} {
+		if _, err := os.Stat(filepath.Join(rep, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestRunTreeRefusals: every run is checked before any runs, and netns runs are never parallel.
+func TestRunTreeRefusals(t *testing.T) {
+	dir := t.TempDir()
+	a := writeTreeSpec(t, dir, "a", "virtual", "")
+	defer func() { sweepFlags.seeds, sweepFlags.sets = 0, nil }()
+	sweepFlags.seeds, sweepFlags.sets = 1, []string{"workload.0.load=0.5,1.5"}
+	if _, err := planRuns([]string{a}); err == nil || !strings.Contains(err.Error(), "workload.0.load=1.5") {
+		t.Errorf("bad sweep value: %v", err)
+	}
+	sweepFlags.sets = nil
+	bad := writeTreeSpec(t, dir, "bad", "virtual", "expect: {avg_fct_reduction_vs_irn: {value: 1, source: x}}\n")
+	if _, err := planRuns([]string{a, bad}); err == nil || !strings.Contains(err.Error(), "expect.avg_fct_reduction_vs_irn") {
+		t.Errorf("unknown expect metric: %v", err)
+	}
+	if _, err := planRuns([]string{a, a}); err == nil || !strings.Contains(err.Error(), "both named") {
+		t.Errorf("duplicate names: %v", err)
+	}
+	n := writeTreeSpec(t, dir, "n", "netns", "")
+	sweepFlags.seeds = 2
+	runs, err := planRuns([]string{n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runJobs(runs, 2); err == nil || !strings.Contains(err.Error(), "one at a time") {
+		t.Errorf("netns -j 2: %v", err)
+	}
+	if j, err := runJobs(runs, 0); err != nil || j != 1 {
+		t.Errorf("netns default jobs %d %v", j, err)
+	}
+}

@@ -1,0 +1,295 @@
+package spec
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// A Setting gives the spec field at Path (dotted: workload.0.load, switch.ecn.kmin; workload[0].load
+// also reads) the YAML value Value.
+type Setting struct {
+	Path  string `json:"path"`
+	Value string `json:"value"`
+}
+
+// An Axis is one swept field and its values, in order.
+type Axis struct {
+	Path   string
+	Values []string
+}
+
+// Point is one run of an expanded spec: its sweep settings (in axis order), its seed and the spec
+// with both applied, decoded, defaulted and validated like any spec file.
+type Point struct {
+	Set  []Setting
+	Seed int64
+	Spec *Spec
+}
+
+// Label names the point's settings as "path=value,path=value" ("" without a sweep).
+func (p Point) Label() string {
+	parts := make([]string, len(p.Set))
+	for i, s := range p.Set {
+		parts[i] = s.Path + "=" + s.Value
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseSet reads a command-line sweep: "path=v1,v2,v3" (commas inside [] or {} belong to a value, so
+// "workload.0.hosts=[h0,h1],[h2,h3]" is two values).
+func ParseSet(arg string) (Axis, error) {
+	path, vals, ok := strings.Cut(arg, "=")
+	path = strings.TrimSpace(path)
+	if !ok || path == "" {
+		return Axis{}, fmt.Errorf("--set %q: want path=value[,value...], e.g. workload.0.load=0.3,0.5", arg)
+	}
+	a := Axis{Path: path}
+	depth, start := 0, 0
+	for i := 0; i <= len(vals); i++ {
+		if i < len(vals) {
+			switch vals[i] {
+			case '[', '{':
+				depth++
+			case ']', '}':
+				depth--
+			}
+			if vals[i] != ',' || depth > 0 {
+				continue
+			}
+		}
+		v := strings.TrimSpace(vals[start:i])
+		if v == "" {
+			return Axis{}, fmt.Errorf("--set %q: empty value", arg)
+		}
+		a.Values = append(a.Values, v)
+		start = i + 1
+	}
+	return a, nil
+}
+
+// Expand reads the spec file at path and returns its runs: one per combination of sweep values (the
+// spec's sweep: block, then the axes given, which replace a spec axis of the same path; the first axis
+// varies slowest) and per seed (seeds > 0 replaces the spec's seeds:). Every run is checked before
+// Expand returns, so a bad value fails before anything runs; an error names the run's settings.
+func Expand(path string, axes []Axis, seeds int) ([]Point, error) {
+	base, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	root := doc.Content[0]
+	dropKey(root, "sweep")
+	dropKey(root, "seeds")
+
+	var all []Axis
+	for _, p := range sortedKeys(base.Sweep) {
+		all = append(all, Axis{Path: p, Values: base.Sweep[p]})
+	}
+	for _, a := range axes {
+		replaced := false
+		for i := range all {
+			if normPath(all[i].Path) == normPath(a.Path) {
+				all[i], replaced = a, true
+			}
+		}
+		if !replaced {
+			all = append(all, a)
+		}
+	}
+	if seeds <= 0 {
+		seeds = base.Seeds
+	}
+	if seeds <= 0 {
+		seeds = 1
+	}
+	first := base.Seed // defaulted: never 0
+
+	var points []Point
+	var errs []string
+	combo := make([]int, len(all))
+	for {
+		set := make([]Setting, len(all))
+		for i, a := range all {
+			set[i] = Setting{Path: a.Path, Value: a.Values[combo[i]]}
+		}
+		for k := 0; k < seeds; k++ {
+			pt := Point{Set: set, Seed: first + int64(k)}
+			s, err := pointSpec(root, path, pt, base.Name)
+			if err != nil {
+				what := "seed " + strconv.FormatInt(pt.Seed, 10)
+				if l := pt.Label(); l != "" {
+					what = l + ", " + what
+				}
+				errs = append(errs, fmt.Sprintf("%s (%s): %v", path, what, err))
+				continue
+			}
+			pt.Spec = s
+			points = append(points, pt)
+		}
+		// Next combination, last axis fastest.
+		i := len(all) - 1
+		for ; i >= 0; i-- {
+			if combo[i]++; combo[i] < len(all[i].Values) {
+				break
+			}
+			combo[i] = 0
+		}
+		if i < 0 {
+			break
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return points, nil
+}
+
+// pointSpec applies a point's settings and seed to a copy of the document and decodes it as a spec
+// file, so every field keeps its own parsing and validation.
+func pointSpec(root *yaml.Node, file string, pt Point, name string) (*Spec, error) {
+	doc := cloneNode(root)
+	for _, st := range pt.Set {
+		var v yaml.Node
+		if err := yaml.Unmarshal([]byte(st.Value), &v); err != nil || len(v.Content) == 0 {
+			return nil, fmt.Errorf("%s: value %q is not YAML", st.Path, st.Value)
+		}
+		if err := setPath(doc, st.Path, v.Content[0]); err != nil {
+			return nil, err
+		}
+	}
+	if err := setPath(doc, "seed", &yaml.Node{Kind: yaml.ScalarNode, Value: strconv.FormatInt(pt.Seed, 10)}); err != nil {
+		return nil, err
+	}
+	if err := setPath(doc, "name", &yaml.Node{Kind: yaml.ScalarNode, Value: name, Style: yaml.DoubleQuotedStyle}); err != nil {
+		return nil, err
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	if err := enc.Encode(doc); err != nil {
+		return nil, err
+	}
+	s, errs := decode(b.Bytes())
+	if s != nil {
+		resolvePaths(s, filepath.Dir(file))
+	}
+	// Lines point into the rewritten document, not the file: leave them out.
+	if s != nil {
+		s.lines = nil
+	}
+	return finish(s, errs, "")
+}
+
+// normPath writes workload[0].load as workload.0.load.
+func normPath(p string) string {
+	p = strings.ReplaceAll(p, "[", ".")
+	p = strings.ReplaceAll(p, "]", "")
+	return strings.Trim(p, ".")
+}
+
+// setPath puts v at the dotted path under a mapping, creating missing mapping keys (a field the file
+// leaves to its default) but never list entries.
+func setPath(n *yaml.Node, path string, v *yaml.Node) error {
+	parts := strings.Split(normPath(path), ".")
+	for i, key := range parts {
+		where := strings.Join(parts[:i+1], ".")
+		last := i == len(parts)-1
+		switch n.Kind {
+		case yaml.MappingNode:
+			var next *yaml.Node
+			for j := 0; j+1 < len(n.Content); j += 2 {
+				if n.Content[j].Value == key {
+					next = n.Content[j+1]
+					if last {
+						n.Content[j+1] = v
+					}
+				}
+			}
+			if last {
+				if next == nil {
+					n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
+				}
+				return nil
+			}
+			if next == nil || (next.Kind == yaml.ScalarNode && next.Tag == "!!null") {
+				next = &yaml.Node{Kind: yaml.MappingNode}
+				n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, next)
+			}
+			n = next
+		case yaml.SequenceNode:
+			idx, err := strconv.Atoi(key)
+			if err != nil || idx < 0 || idx >= len(n.Content) {
+				return fmt.Errorf("%s: %s has %d entries, want an index 0..%d", where, strings.Join(parts[:i], "."), len(n.Content), len(n.Content)-1)
+			}
+			if last {
+				n.Content[idx] = v
+				return nil
+			}
+			n = n.Content[idx]
+		default:
+			return fmt.Errorf("%s: %s is a single value, it has no fields", where, strings.Join(parts[:i], "."))
+		}
+	}
+	return nil
+}
+
+func dropKey(m *yaml.Node, key string) {
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if m.Content[j].Value == key {
+			m.Content = append(m.Content[:j], m.Content[j+2:]...)
+			return
+		}
+	}
+}
+
+func cloneNode(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, x := range n.Content {
+		c.Content[i] = cloneNode(x)
+	}
+	if n.Alias != nil {
+		c.Alias = cloneNode(n.Alias)
+	}
+	return &c
+}
+
+func (s *Spec) validateSweep(c *checker) {
+	if s.Seeds < 0 {
+		c.add("seeds", "%d: want how many seeds to run (1 or more)", s.Seeds)
+	}
+	for _, k := range sortedKeys(s.Sweep) {
+		f := "sweep." + k
+		switch p := normPath(k); {
+		case p == "seed" && s.Seeds > 1:
+			c.add(f, "sweeps seed while seeds: also asks for seeds; use one of them")
+		case p == "sweep" || p == "seeds" || strings.HasPrefix(p, "sweep.") || p == "name":
+			c.add(f, "cannot be swept")
+		}
+		if len(s.Sweep[k]) == 0 {
+			c.add(f, "required: the values to sweep, e.g. [0.3, 0.5, 0.7]")
+		}
+		seen := map[string]bool{}
+		for _, v := range s.Sweep[k] {
+			if seen[v] {
+				c.add(f, "value %q given twice", v)
+			}
+			seen[v] = true
+		}
+	}
+}

@@ -1,0 +1,680 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// ManifestFile is a run tree's index, written by lab run for seeds, sweeps and several specs.
+const ManifestFile = "manifest.json"
+
+// Setting is one swept spec field's value in a run (spec.Setting as the manifest stores it).
+type Setting struct {
+	Path  string `json:"path"`
+	Value string `json:"value"`
+}
+
+// ManifestRun is one run of a tree.
+type ManifestRun struct {
+	Dir    string    `json:"dir"`  // relative to the tree
+	Name   string    `json:"name"` // the spec's name
+	Spec   string    `json:"spec"` // the spec file
+	Seed   int64     `json:"seed"`
+	Set    []Setting `json:"set,omitempty"`
+	Status string    `json:"status"` // pending, done, failed, interrupted, not run
+	Error  string    `json:"error,omitempty"`
+	WallS  float64   `json:"wall_s,omitempty"`
+}
+
+// ManifestAxis is a swept field and its values in sweep order.
+type ManifestAxis struct {
+	Path   string   `json:"path"`
+	Values []string `json:"values"`
+}
+
+// Manifest is manifest.json.
+type Manifest struct {
+	Specs []string       `json:"specs"`
+	Seeds int            `json:"seeds"`
+	Jobs  int            `json:"jobs"`
+	Axes  []ManifestAxis `json:"axes,omitempty"`
+	Runs  []ManifestRun  `json:"runs"`
+}
+
+// SetLabel writes settings as "path=value,path=value".
+func SetLabel(set []Setting) string {
+	parts := make([]string, len(set))
+	for i, s := range set {
+		parts[i] = s.Path + "=" + s.Value
+	}
+	return strings.Join(parts, ",")
+}
+
+// Group is the runs of one spec at one sweep point: its seeds.
+type Group struct {
+	Name  string    // the spec's name
+	Set   []Setting // the sweep point ("" label without a sweep)
+	Runs  []*Run    // by seed
+	Seeds []int64
+}
+
+// Label names a group in tables and legends: the spec name, and the sweep point if any.
+func (g *Group) Label() string {
+	if l := SetLabel(g.Set); l != "" {
+		return g.Name + " " + l
+	}
+	return g.Name
+}
+
+// Value returns the group's setting for path ("" if it has none).
+func (g *Group) Value(path string) string {
+	for _, s := range g.Set {
+		if s.Path == path {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+// Tree is what lab report aggregates: groups of runs (from run trees' manifests, or single run
+// directories as groups of one), the swept axes, and the runs a manifest lists that did not finish.
+type Tree struct {
+	Groups  []*Group
+	Axes    []ManifestAxis
+	Skipped []string // "dir: status (error)"
+}
+
+// Runs is every run of every group, in group order.
+func (t *Tree) Runs() []*Run {
+	var rs []*Run
+	for _, g := range t.Groups {
+		rs = append(rs, g.Runs...)
+	}
+	return rs
+}
+
+// LoadTrees reads run trees (directories with manifest.json) and plain run directories into one Tree.
+// Runs of the same spec name and sweep point from different arguments join one group.
+func LoadTrees(dirs []string) (*Tree, error) {
+	t := &Tree{}
+	byKey := map[string]*Group{}
+	add := func(r *Run, set []Setting) {
+		r.Set = set
+		key := r.Name + "\x00" + SetLabel(set)
+		g, ok := byKey[key]
+		if !ok {
+			g = &Group{Name: r.Name, Set: set}
+			byKey[key] = g
+			t.Groups = append(t.Groups, g)
+		}
+		g.Runs = append(g.Runs, r)
+	}
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ManifestFile))
+		if os.IsNotExist(err) {
+			r, err := LoadRun(d)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", d, err)
+			}
+			add(r, nil)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		var m Manifest
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(d, ManifestFile), err)
+		}
+		for _, a := range m.Axes {
+			if !hasAxis(t.Axes, a.Path) {
+				t.Axes = append(t.Axes, a)
+			}
+		}
+		for _, mr := range m.Runs {
+			dir := filepath.Join(d, mr.Dir)
+			if mr.Status != "done" {
+				s := fmt.Sprintf("%s: %s", dir, mr.Status)
+				if mr.Error != "" {
+					s += " (" + mr.Error + ")"
+				}
+				t.Skipped = append(t.Skipped, s)
+				continue
+			}
+			r, err := LoadRun(dir)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", dir, err)
+			}
+			r.Seed = mr.Seed
+			if mr.Name != "" {
+				r.Name = mr.Name
+			}
+			add(r, mr.Set)
+		}
+	}
+	for _, g := range t.Groups {
+		sort.SliceStable(g.Runs, func(i, j int) bool { return g.Runs[i].Seed < g.Runs[j].Seed })
+		g.Seeds = nil
+		for _, r := range g.Runs {
+			g.Seeds = append(g.Seeds, r.Seed)
+		}
+	}
+	if len(t.Groups) == 0 {
+		return nil, fmt.Errorf("no finished runs in %s", strings.Join(dirs, ", "))
+	}
+	return t, nil
+}
+
+func hasAxis(as []ManifestAxis, p string) bool {
+	for _, a := range as {
+		if a.Path == p {
+			return true
+		}
+	}
+	return false
+}
+
+// CI is a sample's mean with a two-sided Student-t confidence interval: Mean ± Half, Half =
+// t(1-(1-level)/2, N-1) · SD/√N. With fewer than two values there is no interval (Half is NaN).
+type CI struct {
+	N          int
+	Mean, SD   float64
+	Half       float64 // NaN when N < 2
+	Level      float64 // e.g. 0.95
+	Lo, Hi     float64 // Mean ∓ Half (NaN when N < 2)
+	Values     []float64
+	Undefined  int // values that could not be measured (left out)
+	FirstError string
+}
+
+// TQuantile is Student's t quantile function: the t with P(T <= t) = p for df degrees of freedom.
+func TQuantile(p float64, df int) float64 {
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(p)
+}
+
+// MeanCI is the mean and the level (e.g. 0.95) confidence interval of xs, assuming independent draws
+// (one per seed) of a roughly normal mean.
+func MeanCI(xs []float64, level float64) CI {
+	c := CI{N: len(xs), Level: level, Values: append([]float64(nil), xs...), Half: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
+	if c.N == 0 {
+		c.Mean, c.SD = math.NaN(), math.NaN()
+		return c
+	}
+	for _, x := range xs {
+		c.Mean += x
+	}
+	c.Mean /= float64(c.N)
+	if c.N < 2 {
+		c.SD = math.NaN()
+		return c
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - c.Mean) * (x - c.Mean)
+	}
+	c.SD = math.Sqrt(ss / float64(c.N-1))
+	c.Half = TQuantile(1-(1-level)/2, c.N-1) * c.SD / math.Sqrt(float64(c.N))
+	c.Lo, c.Hi = c.Mean-c.Half, c.Mean+c.Half
+	return c
+}
+
+// Level is the confidence level of every interval the report prints.
+const Level = 0.95
+
+// GroupMetric is a metric's mean and CI over a group's seeds.
+func (g *Group) GroupMetric(name string) CI {
+	var xs []float64
+	bad, first := 0, ""
+	for _, r := range g.Runs {
+		if v, ok := r.Metric(name); ok && !math.IsNaN(v) {
+			xs = append(xs, v)
+		} else {
+			bad++
+			if first == "" {
+				first = fmt.Sprintf("no metric %q", name)
+			}
+		}
+	}
+	c := MeanCI(xs, Level)
+	c.Undefined, c.FirstError = bad, first
+	return c
+}
+
+// CheckMetricName says why an `expect:` key is not a metric the report can measure: a MetricDefs name
+// (class.<class>.<name> for the per-class ones) or reduction:<metric>:<run> / ratio:<metric>:<run>.
+func CheckMetricName(name string) error {
+	metric := name
+	if kind, rest, ok := strings.Cut(name, ":"); ok {
+		if kind != "reduction" && kind != "ratio" {
+			return fmt.Errorf("%q: cross-run forms are reduction:<metric>:<run> and ratio:<metric>:<run>", name)
+		}
+		i := strings.LastIndex(rest, ":")
+		if i <= 0 || i == len(rest)-1 {
+			return fmt.Errorf("%q: want %s:<metric>:<run>", name, kind)
+		}
+		metric = rest[:i]
+	}
+	if _, ok := LookupMetric(metric); !ok {
+		return fmt.Errorf("%q: no metric %q (metrics: %s; class.<workload name>.<metric> per class)", name, metric, strings.Join(metricNames(), ", "))
+	}
+	return nil
+}
+
+func metricNames() []string {
+	var ns []string
+	for _, d := range MetricDefs {
+		if d.Alias == "" {
+			ns = append(ns, d.Name)
+		}
+	}
+	return ns
+}
+
+// CheckExpect checks every key of a spec's expect: block (lab run refuses a spec whose published
+// numbers could never be compared).
+func CheckExpect[E any](expect map[string]E) error {
+	keys := make([]string, 0, len(expect))
+	for k := range expect {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []string
+	for _, k := range keys {
+		if err := CheckMetricName(k); err != nil {
+			errs = append(errs, "expect."+k+": "+err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// MetricDefinition is the definition a metric name (cross-run forms included) compares against.
+func MetricDefinition(name string) string {
+	if kind, rest, ok := strings.Cut(name, ":"); ok && (kind == "reduction" || kind == "ratio") {
+		i := strings.LastIndex(rest, ":")
+		if i < 0 {
+			return ""
+		}
+		inner := MetricDefinition(rest[:i])
+		if kind == "ratio" {
+			return fmt.Sprintf("this run's %s / run %s's, paired by seed; %s: %s", rest[:i], rest[i+1:], rest[:i], inner)
+		}
+		return fmt.Sprintf("(1 - this run's %s / run %s's) x 100, paired by seed; %s: %s", rest[:i], rest[i+1:], rest[:i], inner)
+	}
+	d, ok := LookupMetric(name)
+	if !ok {
+		return ""
+	}
+	if d.Alias != "" {
+		return fmt.Sprintf("older name of %s: %s", d.Name, d.Definition)
+	}
+	return d.Definition
+}
+
+// pairedRun finds the run of spec other that pairs with r: the same seed, at r's sweep point when
+// other was swept the same way, else at other's only point.
+func pairedRun(all []*Run, r *Run, other string) (*Run, error) {
+	var cands []*Run
+	for _, x := range all {
+		if x.Name == other && x.Seed == r.Seed {
+			cands = append(cands, x)
+		}
+	}
+	if len(cands) == 0 {
+		if r.Seed != 0 {
+			return nil, fmt.Errorf("run %s has no seed %d in this report", other, r.Seed)
+		}
+		return nil, fmt.Errorf("run %s is not in this report", other)
+	}
+	label := SetLabel(r.Set)
+	for _, c := range cands {
+		if SetLabel(c.Set) == label {
+			return c, nil
+		}
+	}
+	if len(cands) == 1 {
+		return cands[0], nil
+	}
+	return nil, fmt.Errorf("run %s seed %d has %d sweep points and none is %s", other, r.Seed, len(cands), label)
+}
+
+// AggExpectation is one `expect:` entry of a group: the measured mean and CI over its seeds (cross-run
+// forms computed per seed pair) next to the published number.
+type AggExpectation struct {
+	Group      string
+	Metric     string
+	Definition string
+	Published  Expected
+	N          int
+	Mean       float64
+	Half       float64 // NaN for one seed
+	Values     []float64
+	Error      string // why some seeds could not be measured
+	// Verdict: "within CI" when the published value lies in [Mean-Half, Mean+Half], else "above CI" or
+	// "below CI" (the published number is above/below the interval); "one seed" without an interval.
+	Verdict string
+}
+
+// AggregateExpectations evaluates every group's expect: entries over its seeds.
+func AggregateExpectations(t *Tree) []AggExpectation {
+	all := t.Runs()
+	var out []AggExpectation
+	for _, g := range t.Groups {
+		if len(g.Runs) == 0 {
+			continue
+		}
+		exp := g.Runs[0].Expect
+		keys := make([]string, 0, len(exp))
+		for k := range exp {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			a := AggExpectation{Group: g.Label(), Metric: k, Definition: MetricDefinition(k), Published: exp[k]}
+			var xs []float64
+			for _, r := range g.Runs {
+				v, err := measurePaired(all, r, k)
+				if err != nil {
+					if a.Error == "" {
+						a.Error = err.Error()
+					}
+					continue
+				}
+				xs = append(xs, v)
+			}
+			c := MeanCI(xs, Level)
+			a.N, a.Mean, a.Half, a.Values = c.N, c.Mean, c.Half, c.Values
+			switch p := a.Published.Value; {
+			case c.N == 0:
+				a.Verdict = "not measured"
+			case c.N < 2:
+				a.Verdict = "one seed"
+			case p < c.Lo:
+				a.Verdict = "below CI"
+			case p > c.Hi:
+				a.Verdict = "above CI"
+			default:
+				a.Verdict = "within CI"
+			}
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// measurePaired is Measure with cross-run forms paired by seed and sweep point.
+func measurePaired(all []*Run, r *Run, name string) (float64, error) {
+	kind, rest, ok := strings.Cut(name, ":")
+	if !ok || (kind != "reduction" && kind != "ratio") {
+		return Measure(all, r, name)
+	}
+	i := strings.LastIndex(rest, ":")
+	if i < 0 {
+		return 0, fmt.Errorf("want %s:<metric>:<run>", kind)
+	}
+	o, err := pairedRun(all, r, rest[i+1:])
+	if err != nil {
+		return 0, err
+	}
+	return Measure([]*Run{r, o}, r, name)
+}
+
+// units for the aggregate table: seconds as us, bit/s as Gb/s.
+func scaleFor(name string) (float64, string) {
+	d, _ := LookupMetric(name)
+	switch d.Unit {
+	case "s":
+		return 1e6, "us"
+	case "bps":
+		return 1e-9, "Gb/s"
+	}
+	return 1, ""
+}
+
+func fmtCI(c CI, scale float64) string {
+	if c.N == 0 {
+		return "-"
+	}
+	if c.N < 2 || math.IsNaN(c.Half) {
+		return num(c.Mean * scale)
+	}
+	return fmt.Sprintf("%s ±%s", num(c.Mean*scale), num(c.Half*scale))
+}
+
+// aggregateRows are the metrics of the aggregate table: every MetricDefs metric, then per class the
+// FCT and goodput readings.
+func aggregateRows(t *Tree) []string {
+	names := metricNames()
+	set := map[string]bool{}
+	for _, r := range t.Runs() {
+		for c := range r.Summary.Classes {
+			set[c] = true
+		}
+	}
+	var cls []string
+	for c := range set {
+		cls = append(cls, c)
+	}
+	sort.Strings(cls)
+	for _, c := range cls {
+		for _, m := range []string{"flows_completed_fraction", "fct_avg_s", "fct_p99_s", "goodput_per_flow_all_bps",
+			"goodput_per_flow_completed_bps", "goodput_aggregate_bps", "goodput_aggregate_completed_bps"} {
+			names = append(names, "class."+c+"."+m)
+		}
+	}
+	return names
+}
+
+// AggregateTable is every metric's mean ± 95% CI half-width over each group's seeds, one column per
+// group (FCTs in us, goodputs in Gb/s).
+func AggregateTable(t *Tree) Table {
+	tb := Table{Title: fmt.Sprintf("mean ±95%% CI half-width over seeds (Student t; FCT in us, goodput in Gb/s)"),
+		Header: []string{"metric"}}
+	for _, g := range t.Groups {
+		tb.Header = append(tb.Header, g.Label())
+	}
+	seeds := []string{"seeds"}
+	for _, g := range t.Groups {
+		seeds = append(seeds, strconv.Itoa(len(g.Runs)))
+	}
+	tb.Rows = append(tb.Rows, seeds)
+	for _, m := range aggregateRows(t) {
+		scale, _ := scaleFor(m)
+		row := []string{m}
+		any := false
+		for _, g := range t.Groups {
+			c := g.GroupMetric(m)
+			if c.N > 0 {
+				any = true
+			}
+			row = append(row, fmtCI(c, scale))
+		}
+		if any {
+			tb.Rows = append(tb.Rows, row)
+		}
+	}
+	return tb
+}
+
+// AggregateCSV is AggregateTable with mean, CI half-width and n in their own columns, unscaled (seconds,
+// bit/s), for scripts.
+func AggregateCSV(t *Tree) Table {
+	tb := Table{Header: []string{"group", "name"}}
+	for _, a := range t.Axes {
+		tb.Header = append(tb.Header, a.Path)
+	}
+	tb.Header = append(tb.Header, "metric", "n", "mean", "ci95_half", "sd")
+	for _, g := range t.Groups {
+		for _, m := range aggregateRows(t) {
+			c := g.GroupMetric(m)
+			if c.N == 0 {
+				continue
+			}
+			row := []string{g.Label(), g.Name}
+			for _, a := range t.Axes {
+				row = append(row, g.Value(a.Path))
+			}
+			row = append(row, m, strconv.Itoa(c.N), ftoa(c.Mean), ftoaNaN(c.Half), ftoaNaN(c.SD))
+			tb.Rows = append(tb.Rows, row)
+		}
+	}
+	return tb
+}
+
+func ftoaNaN(x float64) string {
+	if math.IsNaN(x) {
+		return ""
+	}
+	return ftoa(x)
+}
+
+// ExpectationsCI is the measured-vs-published table over seeds.
+func ExpectationsCI(es []AggExpectation) Table {
+	t := Table{Title: "measured (mean ±95% CI over seeds) vs published", Header: []string{"run", "metric", "n", "measured", "95% CI", "published", "unit", "verdict", "source"}}
+	for _, e := range es {
+		ci, meas := "-", "n/a"
+		if e.N > 0 {
+			meas = num(e.Mean)
+		}
+		if e.N >= 2 {
+			ci = fmt.Sprintf("[%s, %s]", num(e.Mean-e.Half), num(e.Mean+e.Half))
+		}
+		v := e.Verdict
+		if e.Error != "" {
+			v += " (" + e.Error + ")"
+		}
+		t.Rows = append(t.Rows, []string{e.Group, e.Metric, strconv.Itoa(e.N), meas, ci, num(e.Published.Value), e.Published.Unit, v, e.Published.Source})
+	}
+	return t
+}
+
+// DefinitionsTable names what each metric of the report measures, and each expect: key's definition.
+func DefinitionsTable(es []AggExpectation) Table {
+	t := Table{Title: "metric definitions", Header: []string{"metric", "definition"}}
+	seen := map[string]bool{}
+	for _, d := range MetricDefs {
+		if d.Alias != "" {
+			continue
+		}
+		seen[d.Name] = true
+		t.Rows = append(t.Rows, []string{d.Name, d.Definition})
+	}
+	for _, e := range es {
+		if !seen[e.Metric] {
+			seen[e.Metric] = true
+			t.Rows = append(t.Rows, []string{e.Metric, e.Definition})
+		}
+	}
+	return t
+}
+
+// WriteText for definitions: left-aligned, since definitions are sentences.
+func (t Table) writeLeft(w *strings.Builder) {
+	if t.Title != "" {
+		fmt.Fprintf(w, "%s\n", t.Title)
+	}
+	width := 0
+	for _, r := range t.Rows {
+		width = max(width, len(r[0]))
+	}
+	for _, r := range t.Rows {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, r[0], strings.Join(r[1:], " "))
+	}
+}
+
+// DefinitionsText is the definitions table as left-aligned text.
+func DefinitionsText(es []AggExpectation) string {
+	var b strings.Builder
+	DefinitionsTable(es).writeLeft(&b)
+	return b.String()
+}
+
+// AggregateJSON is aggregate.json: every group's metrics (mean, CI, values) and the expectations.
+type AggregateJSON struct {
+	Level        float64              `json:"level"`
+	Axes         []ManifestAxis       `json:"axes,omitempty"`
+	Groups       []AggregateGroup     `json:"groups"`
+	Expectations []AggExpectationJSON `json:"expectations,omitempty"`
+	Definitions  map[string]string    `json:"definitions"`
+	Skipped      []string             `json:"skipped,omitempty"`
+}
+
+// AggregateGroup is one group in aggregate.json.
+type AggregateGroup struct {
+	Label   string                `json:"label"`
+	Name    string                `json:"name"`
+	Set     []Setting             `json:"set,omitempty"`
+	Seeds   []int64               `json:"seeds"`
+	Metrics map[string]MetricJSON `json:"metrics"`
+}
+
+// MetricJSON is a CI as JSON (no NaN in JSON: absent half-width means one seed).
+type MetricJSON struct {
+	N      int       `json:"n"`
+	Mean   float64   `json:"mean"`
+	Half   *float64  `json:"ci95_half,omitempty"`
+	Values []float64 `json:"values"`
+}
+
+// AggExpectationJSON is AggExpectation as JSON.
+type AggExpectationJSON struct {
+	Group      string    `json:"group"`
+	Metric     string    `json:"metric"`
+	Definition string    `json:"definition"`
+	Published  float64   `json:"published"`
+	Unit       string    `json:"unit,omitempty"`
+	Source     string    `json:"source"`
+	N          int       `json:"n"`
+	Mean       *float64  `json:"mean,omitempty"`
+	Half       *float64  `json:"ci95_half,omitempty"`
+	Values     []float64 `json:"values"`
+	Verdict    string    `json:"verdict"`
+	Error      string    `json:"error,omitempty"`
+}
+
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+// Aggregate builds aggregate.json's content.
+func Aggregate(t *Tree, es []AggExpectation) AggregateJSON {
+	out := AggregateJSON{Level: Level, Axes: t.Axes, Definitions: map[string]string{}, Skipped: t.Skipped}
+	for _, g := range t.Groups {
+		ag := AggregateGroup{Label: g.Label(), Name: g.Name, Set: g.Set, Seeds: g.Seeds, Metrics: map[string]MetricJSON{}}
+		for _, m := range aggregateRows(t) {
+			c := g.GroupMetric(m)
+			if c.N == 0 {
+				continue
+			}
+			ag.Metrics[m] = MetricJSON{N: c.N, Mean: c.Mean, Half: finite(c.Half), Values: c.Values}
+		}
+		out.Groups = append(out.Groups, ag)
+	}
+	for _, e := range es {
+		out.Expectations = append(out.Expectations, AggExpectationJSON{Group: e.Group, Metric: e.Metric,
+			Definition: e.Definition, Published: e.Published.Value, Unit: e.Published.Unit, Source: e.Published.Source,
+			N: e.N, Mean: finite(e.Mean), Half: finite(e.Half), Values: e.Values, Verdict: e.Verdict, Error: e.Error})
+	}
+	for _, d := range MetricDefs {
+		if d.Alias == "" {
+			out.Definitions[d.Name] = d.Definition
+		}
+	}
+	for _, e := range es {
+		out.Definitions[e.Metric] = e.Definition
+	}
+	return out
+}

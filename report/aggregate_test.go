@@ -1,0 +1,126 @@
+package report
+
+import (
+	"math"
+	"testing"
+)
+
+// Student t quantiles from standard tables (two-sided 95%: t(0.975, df)).
+func TestTQuantileKnownValues(t *testing.T) {
+	for _, c := range []struct {
+		df   int
+		want float64
+	}{{1, 12.7062}, {2, 4.3027}, {4, 2.7764}, {9, 2.2622}, {29, 2.0452}, {1000, 1.9623}} {
+		if got := TQuantile(0.975, c.df); math.Abs(got-c.want) > 5e-4 {
+			t.Errorf("t(0.975, %d) = %.4f, want %.4f", c.df, got, c.want)
+		}
+	}
+	if got := TQuantile(0.95, 4); math.Abs(got-2.1318) > 5e-4 {
+		t.Errorf("t(0.95, 4) = %.4f, want 2.1318", got)
+	}
+}
+
+func TestMeanCI(t *testing.T) {
+	c := MeanCI([]float64{1, 2, 3, 4, 5}, 0.95)
+	// sd = sqrt(2.5); half = t(0.975, 4) * sd / sqrt(5) = 2.7764 * 0.70711.
+	if c.N != 5 || c.Mean != 3 || math.Abs(c.SD-math.Sqrt(2.5)) > 1e-12 || math.Abs(c.Half-1.9632) > 5e-4 {
+		t.Errorf("CI of 1..5: %+v", c)
+	}
+	if c.Lo != c.Mean-c.Half || c.Hi != c.Mean+c.Half {
+		t.Errorf("bounds %+v", c)
+	}
+	// Identical draws: a zero-width interval, not NaN.
+	if c := MeanCI([]float64{7, 7, 7}, 0.95); c.Mean != 7 || c.Half != 0 {
+		t.Errorf("constant %+v", c)
+	}
+	// One draw: a mean but no interval.
+	if c := MeanCI([]float64{4}, 0.95); c.Mean != 4 || !math.IsNaN(c.Half) {
+		t.Errorf("one value %+v", c)
+	}
+	if c := MeanCI(nil, 0.95); c.N != 0 || !math.IsNaN(c.Mean) {
+		t.Errorf("empty %+v", c)
+	}
+}
+
+func seedRun(name string, seed int64, fct float64, set ...Setting) *Run {
+	return &Run{Name: name, Seed: seed, Set: set, Summary: &Summary{FCT: Stats{Avg: fct}}}
+}
+
+// Cross-run forms pair runs by seed (and sweep point): the mean of per-seed reductions, not the
+// reduction of the means.
+func TestExpectationsPairBySeed(t *testing.T) {
+	pub := map[string]Expected{"reduction:fct_avg_s:irn": {Value: 50, Unit: "%", Source: "paper"}, "fct_avg_s": {Value: 1, Source: "p"}}
+	a1, a2, a3 := seedRun("portfc", 1, 10), seedRun("portfc", 2, 30), seedRun("portfc", 3, 20)
+	for _, r := range []*Run{a1, a2, a3} {
+		r.Expect = pub
+	}
+	// irn's seeds listed out of order: pairing is by seed, not position.
+	b3, b1, b2 := seedRun("irn", 3, 40), seedRun("irn", 1, 20), seedRun("irn", 2, 40)
+	tree := &Tree{Groups: []*Group{{Name: "portfc", Runs: []*Run{a1, a2, a3}}, {Name: "irn", Runs: []*Run{b3, b1, b2}}}}
+	es := AggregateExpectations(tree)
+	if len(es) != 2 {
+		t.Fatalf("%d expectations", len(es))
+	}
+	red := es[1]
+	if red.Metric != "reduction:fct_avg_s:irn" {
+		red = es[0]
+	}
+	// Per seed: 1-10/20 = 50%, 1-30/40 = 25%, 1-20/40 = 50%.
+	want := MeanCI([]float64{50, 25, 50}, 0.95)
+	if red.N != 3 || math.Abs(red.Mean-want.Mean) > 1e-9 || math.Abs(red.Half-want.Half) > 1e-9 {
+		t.Errorf("paired reduction %+v, want mean %g ± %g", red, want.Mean, want.Half)
+	}
+	if red.Verdict != "within CI" {
+		t.Errorf("verdict %q", red.Verdict)
+	}
+	// Reduction of the means would be 1-20/33.3 = 40%: not what is reported.
+	if math.Abs(red.Mean-40) < 1 {
+		t.Error("reduction of means reported")
+	}
+	// A missing partner seed is said, not silently skipped.
+	tree.Groups[1].Runs = []*Run{b1, b2}
+	es = AggregateExpectations(tree)
+	for _, e := range es {
+		if e.Metric == "reduction:fct_avg_s:irn" && (e.N != 2 || e.Error == "") {
+			t.Errorf("missing seed 3: %+v", e)
+		}
+	}
+}
+
+func TestPairedRunBySweepPoint(t *testing.T) {
+	lo, hi := Setting{"workload.0.load", "0.3"}, Setting{"workload.0.load", "0.7"}
+	r := seedRun("portfc", 1, 10, hi)
+	all := []*Run{r, seedRun("irn", 1, 20, lo), seedRun("irn", 1, 40, hi), seedRun("pfc", 1, 5)}
+	if o, err := pairedRun(all, r, "irn"); err != nil || o.Summary.FCT.Avg != 40 {
+		t.Errorf("same point: %v %v", o, err)
+	}
+	// An unswept baseline pairs with every point.
+	if o, err := pairedRun(all, r, "pfc"); err != nil || o.Summary.FCT.Avg != 5 {
+		t.Errorf("unswept partner: %v %v", o, err)
+	}
+	other := seedRun("portfc", 1, 10, Setting{"workload.0.load", "0.5"})
+	if _, err := pairedRun(all, other, "irn"); err == nil {
+		t.Error("ambiguous partner accepted")
+	}
+	if _, err := pairedRun(all, seedRun("portfc", 9, 1), "irn"); err == nil {
+		t.Error("missing seed accepted")
+	}
+}
+
+func TestCheckMetricName(t *testing.T) {
+	for _, ok := range []string{"fct_avg_s", "throughput_bps", "class.incast.goodput_per_flow_all_bps",
+		"reduction:fct_p99_s:irn", "ratio:goodput_per_flow_completed_bps:pfcstar", "ratio:class.web.fct_avg_s:irn"} {
+		if err := CheckMetricName(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"avg_fct_reduction_vs_irn", "reduction:fct_avg_s", "speedup:fct_avg_s:irn",
+		"ratio:nope:irn", "class.web.ecn_marks", "reduction:fct_avg_s:"} {
+		if err := CheckMetricName(bad); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	if err := CheckExpect(map[string]Expected{"fct_avg_s": {}, "bogus": {}}); err == nil || err.Error()[:13] != "expect.bogus:" {
+		t.Errorf("CheckExpect: %v", err)
+	}
+}
