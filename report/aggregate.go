@@ -29,7 +29,7 @@ type ManifestRun struct {
 	Spec   string    `json:"spec"` // the spec file
 	Seed   int64     `json:"seed"`
 	Set    []Setting `json:"set,omitempty"`
-	Status string    `json:"status"` // pending, done, failed, interrupted, not run
+	Status string    `json:"status"` // pending, done, failed, unfaithful (netns fidelity), interrupted, not run
 	Error  string    `json:"error,omitempty"`
 	WallS  float64   `json:"wall_s,omitempty"`
 }

@@ -199,7 +199,7 @@ func runTree(ctx context.Context, w io.Writer, files []string, runs []plannedRun
 				mu.Unlock()
 				r := runs[i]
 				t0 := time.Now()
-				sum, err := runSpec(ctx, r.pt.Spec, filepath.Join(out, r.dir))
+				sum, res, err := runSpec(ctx, r.pt.Spec, filepath.Join(out, r.dir))
 				mu.Lock()
 				mr := &m.Runs[i]
 				mr.WallS = time.Since(t0).Seconds()
@@ -209,6 +209,10 @@ func runTree(ctx context.Context, w io.Writer, files []string, runs []plannedRun
 					failed++
 				case err != nil:
 					mr.Status, mr.Error = "failed", err.Error()
+					failed++
+				case res != nil && res.Fidelity != nil && !res.Fidelity.Faithful:
+					// The numbers are not the fabric's: kept on disk, left out of the aggregate.
+					mr.Status, mr.Error = "unfaithful", res.Fidelity.Reason
 					failed++
 				default:
 					mr.Status = "done"

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -76,7 +77,7 @@ func TestRunTreeAndAggregate(t *testing.T) {
 	// The same point run alone gives the same summary, byte for byte.
 	last := runs[7]
 	alone := filepath.Join(dir, "alone")
-	if _, err := runSpec(context.Background(), last.pt.Spec, alone); err != nil {
+	if _, _, err := runSpec(context.Background(), last.pt.Spec, alone); err != nil {
 		t.Fatal(err)
 	}
 	s1, _ := os.ReadFile(filepath.Join(out, last.dir, report.SummaryFile))
@@ -162,5 +163,27 @@ func TestRunTreeRefusals(t *testing.T) {
 	}
 	if j, err := runJobs(runs, 0); err != nil || j != 1 {
 		t.Errorf("netns default jobs %d %v", j, err)
+	}
+}
+
+// TestShippedExpectKeys: every shipped experiment's expect: keys name metrics the report measures
+// (lab run would refuse the spec otherwise).
+func TestShippedExpectKeys(t *testing.T) {
+	var files []string
+	for _, g := range []string{"../../lab/experiments/*.yaml", "../../lab/experiments/*/*.yaml"} {
+		m, _ := filepath.Glob(g)
+		files = append(files, m...)
+	}
+	if len(files) == 0 {
+		t.Fatal("no shipped specs found")
+	}
+	for _, f := range files {
+		s, err := spec.Load(f)
+		if err != nil {
+			continue // not a spec this test judges (other tests load them)
+		}
+		if err := report.CheckExpect(s.Expect); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
