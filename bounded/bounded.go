@@ -12,8 +12,8 @@ import (
 const (
 	Spec     = 16 << 20  // a spec YAML
 	CDF      = 16 << 20  // a flow-size CDF
-	Trace    = 1 << 30   // a flow.txt / .cm trace (10 M flows are ~400 MB)
-	Topology = 256 << 20 // a topology JSON
+	Trace    = 256 << 20 // a flow.txt / .cm trace (about 6 M flows)
+	Topology = 64 << 20  // a topology JSON (NDC(64,2), 262 k hosts, is about 60 MB)
 	RunFile  = 1 << 30   // one file of a run directory (fct.txt of millions of flows)
 	State    = 16 << 20  // a netns lab's state file
 )
@@ -28,9 +28,28 @@ func (e *TooLarge) Error() string {
 	return fmt.Sprintf("%s: more than %d bytes, the limit for this file", e.Path, e.Limit)
 }
 
-// ReadFile is os.ReadFile refusing files larger than limit bytes.
-func ReadFile(path string, limit int64) ([]byte, error) {
+// Open opens a file to read, refusing devices and directories (/dev/zero, /dev/urandom: endless, and
+// never meant). Regular files and pipes (a shell's <(...)) are fine.
+func Open(path string) (*os.File, error) {
 	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if m := st.Mode(); !m.IsRegular() && m&os.ModeNamedPipe == 0 {
+		f.Close()
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, m.Type())
+	}
+	return f, nil
+}
+
+// ReadFile is os.ReadFile refusing files larger than limit bytes and devices.
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}

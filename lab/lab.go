@@ -31,7 +31,8 @@ type Lab struct {
 	// End is when the run stops at the latest (engine time, before dilation).
 	End clock.Time
 
-	diameter int // host-to-host, in links
+	diameter int   // host-to-host, in links
+	work     *work // the budget left while the schedule is made (budget.go)
 }
 
 // SwitchDev is one switch and its configuration.
@@ -66,8 +67,11 @@ type FlowPlan struct {
 	Ideal     clock.Time
 }
 
-// Build resolves s (defaults, validation) and assembles the lab.
-func Build(s *spec.Spec) (*Lab, error) {
+// Build resolves s (defaults, validation) and assembles the lab within DefaultBudget.
+func Build(s *spec.Spec) (*Lab, error) { return BuildWithin(s, DefaultBudget) }
+
+// BuildWithin is Build with a work budget: a spec needing more is refused before the work is done.
+func BuildWithin(s *spec.Spec, b Budget) (*Lab, error) {
 	s.ApplyDefaults()
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -76,6 +80,9 @@ func Build(s *spec.Spec) (*Lab, error) {
 	g, err := topo.Build(family, params)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
+	}
+	if err := b.checkTopology(len(g.Nodes), len(g.Hosts)); err != nil {
+		return nil, err
 	}
 	if !fcImplemented(s.Switch.FlowControl) {
 		return nil, fmt.Errorf("switch.flow_control: %q is not available in this build (available: %v)", s.Switch.FlowControl, fc.Modes())
@@ -92,7 +99,8 @@ func Build(s *spec.Spec) (*Lab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("routing.algorithm: %w", err)
 	}
-	l := &Lab{Spec: s, Graph: g, Tables: tables, Router: router, End: s.Duration.Clock(), diameter: g.Stats().Diameter}
+	l := &Lab{Spec: s, Graph: g, Tables: tables, Router: router, End: s.Duration.Clock(), diameter: g.Stats().Diameter,
+		work: &work{b: b, baseMem: float64(len(g.Nodes)) * (float64(len(g.Hosts))*bytesPerEntry + bytesPerDevice)}}
 	if l.End <= 0 {
 		return nil, fmt.Errorf("duration: a run needs a duration (it bounds a run that deadlocks)")
 	}

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/traffic"
+	"github.com/fabriclab/fabriclab/units"
 )
 
 // schedule expands the workloads into flows and gives each its route and ideal FCT. Every workload
@@ -89,6 +91,9 @@ func (l *Lab) expand(w *spec.Workload, field string, r *rand.Rand) (traffic.Sche
 	if err != nil {
 		return nil, err
 	}
+	if err := l.chargeWorkload(w, field, hosts); err != nil {
+		return nil, err
+	}
 	switch w.Kind {
 	case "flows":
 		var s traffic.Schedule
@@ -143,6 +148,9 @@ func (l *Lab) expand(w *spec.Workload, field string, r *rand.Rand) (traffic.Sche
 		if w.Kind == "permutation" {
 			m = traffic.Permutation(r, chosen)
 		}
+		if err := l.charge(field, matrixFlows(m, false), fmt.Sprintf("%d hosts", len(chosen)), 0); err != nil {
+			return nil, err
+		}
 		return wrap(l.matrixFlows(w, field, r, m, false))
 	case "adv1", "adv2":
 		groups := traffic.Groups(hosts, func(h int) int { return l.Graph.Nodes[l.Graph.Hosts[h]].Group })
@@ -154,6 +162,9 @@ func (l *Lab) expand(w *spec.Workload, field string, r *rand.Rand) (traffic.Sche
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s.kind: %w (groups come from the topology: dragonfly groups, fat-tree pods)", field, err)
+		}
+		if err := l.charge(field, matrixFlows(m, true), fmt.Sprintf("%d sources", len(m.Src)), 0); err != nil {
+			return nil, err
 		}
 		return wrap(l.matrixFlows(w, field, r, m, true))
 	case "ps":
@@ -183,8 +194,11 @@ func (l *Lab) expand(w *spec.Workload, field string, r *rand.Rand) (traffic.Sche
 		if err != nil {
 			return nil, fmt.Errorf("%s.path: %w", field, err)
 		}
-		for k := range fl {
-			fl[k].At += w.Start.Clock()
+		if err := l.charge(field, float64(len(fl)), "the trace's flows", 0); err != nil {
+			return nil, err
+		}
+		if err := l.placeTrace(w, field, fl); err != nil {
+			return nil, err
 		}
 		return wrap(fl, nil)
 	}
@@ -294,7 +308,12 @@ func (l *Lab) incast(w *spec.Workload, field string, r *rand.Rand, hosts []int) 
 	count := max(w.Count, 1)
 	var s traffic.Schedule
 	for c := 0; c < count; c++ {
-		at := w.At.Clock() + clock.Time(c)*w.Interval.Clock()
+		at := w.At.Clock()
+		if iv := w.Interval.Clock(); iv > 0 && clock.Time(c) > clock.Never/iv {
+			at = clock.Never // validation refuses incasts after the run; this only keeps it from wrapping
+		} else {
+			at = clock.Add(at, clock.Time(c)*iv)
+		}
 		fl, err := traffic.Incast(r, len(l.Graph.Hosts), w.Senders, recv, from, size, at)
 		if err != nil {
 			return nil, err
@@ -305,4 +324,111 @@ func (l *Lab) incast(w *spec.Workload, field string, r *rand.Rand, hosts []int) 
 		s[k].ID = uint32(k + 1)
 	}
 	return s, nil
+}
+
+// charge counts flows against the budget (nil work: a Lab not made by Build, nothing to check).
+func (l *Lab) charge(field string, flows float64, how string, draws float64) error {
+	if l.work == nil {
+		return nil
+	}
+	return l.work.add(field, flows, how, draws)
+}
+
+// matrixFlows is how many flows traffic.Once makes from m.
+func matrixFlows(m traffic.Matrix, draw bool) float64 {
+	if draw {
+		return float64(len(m.Src))
+	}
+	var n float64
+	for _, row := range m.Dst {
+		n += float64(len(row))
+	}
+	return n
+}
+
+// chargeWorkload estimates, in floating point so nothing overflows, the flows of the kinds whose count
+// the spec fixes or whose expected count follows from load, and charges them before generation.
+// Pattern kinds without cdf and traces are charged where their matrix or file is known.
+func (l *Lab) chargeWorkload(w *spec.Workload, field string, hosts []int) error {
+	n := float64(len(hosts))
+	rate := l.hostRate()
+	switch w.Kind {
+	case "flows":
+		return l.charge(field, float64(len(w.List)), "the listed flows", 0)
+	case "incast":
+		if w.Load > 0 {
+			size := float64(w.Size.Resolve(l.hostBDP()))
+			events := w.Duration.Clock().Seconds() * rate * n * w.Load / (float64(w.Senders) * size * 8)
+			return l.charge(field, events*float64(w.Senders), fmt.Sprintf("about %s incasts of %d senders", fmtCount(math.Round(events)), w.Senders), 0)
+		}
+		return l.charge(field, float64(max(w.Count, 1))*float64(w.Senders), fmt.Sprintf("count %d x senders %d", max(w.Count, 1), w.Senders), 0)
+	case "poisson", "permutation", "all-to-all", "adv1", "adv2":
+		if w.CDF == "" {
+			return nil // one flow per pair: charged once the matrix is drawn
+		}
+		sizes, err := l.sizes(w, field)
+		if err != nil {
+			return err
+		}
+		sources := n
+		if len(w.Pairs) > 0 {
+			src := map[string]bool{}
+			for _, p := range w.Pairs {
+				src[p.Src] = true
+			}
+			sources = float64(len(src))
+		}
+		perSource := w.Duration.Clock().Seconds() * rate * w.Load / (sizes.Mean() * 8)
+		return l.charge(field, sources*perSource, fmt.Sprintf("%d sources x %s arrivals each over %s at load %g",
+			int(sources), fmtCount(math.Round(perSource)), w.Duration, w.Load), 0)
+	case "ps":
+		workers := float64(w.Workers)
+		if workers == 0 {
+			workers = n - 1
+		}
+		return l.charge(field, 2*workers*float64(w.Rounds), fmt.Sprintf("rounds %d x %d workers x 2", w.Rounds, int(workers)), 0)
+	case "moe":
+		draws := float64(w.Layers) * float64(w.Tokens) * float64(w.TopK)
+		// Bytes one (token host, expert host) pair can gather in a layer: every token to it.
+		if b := float64(w.Tokens) * float64(w.TopK) * float64(w.TokenSize.Resolve(l.hostBDP())); b > float64(units.MaxBytes) {
+			return fmt.Errorf("%s.token_size: tokens x top_k x token_size is %g bytes, more than %d, the largest flow", field, b, units.MaxBytes)
+		}
+		pairs := math.Min(n*n, float64(w.Tokens)*float64(w.TopK))
+		return l.charge(field, 2*float64(w.Layers)*pairs, fmt.Sprintf("layers %d x 2 x up to %s host pairs", w.Layers, fmtCount(pairs)),
+			draws)
+	}
+	return nil
+}
+
+// placeTrace puts a trace's flows at the workload's start (rebase: its first flow at start) and refuses
+// a trace whose flows would start at or after the run's end: they would never run, and the run would
+// report "0/0 flows" as if nothing were wrong (HPCC's generator starts flows at 2 s).
+func (l *Lab) placeTrace(w *spec.Workload, field string, fl traffic.Schedule) error {
+	if len(fl) == 0 {
+		return nil
+	}
+	first, last := fl[0].At, fl[0].At
+	for _, f := range fl {
+		first, last = min(first, f.At), max(last, f.At)
+	}
+	shift := w.Start.Clock()
+	if w.Rebase {
+		shift -= first
+	}
+	late := 0
+	for k := range fl {
+		fl[k].At = clock.Add(fl[k].At, shift)
+		if fl[k].At >= l.End {
+			late++
+		}
+	}
+	if late == 0 {
+		return nil
+	}
+	hint := "set rebase: true to start the trace's first flow at `start`, or lengthen duration"
+	if w.Rebase {
+		hint = "lengthen duration"
+	}
+	return fmt.Errorf("%s: %d of %d flows would start at or after the run's duration %s (the trace's flows start from %v to %v, shifted by %v): %s",
+		field, late, len(fl), l.Spec.Duration, first, last, shift, hint)
 }

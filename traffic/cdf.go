@@ -6,10 +6,12 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/fabriclab/fabriclab/bounded"
+	"github.com/fabriclab/fabriclab/units"
 )
 
 // SizeDist is a flow-size distribution: a sampler and its true mean (the mean the load formula uses).
@@ -117,12 +119,22 @@ func ParseCDF(name string, r io.Reader) (*CDF, error) {
 
 // LoadCDF reads a CDF file (ParseCDF).
 func LoadCDF(path string) (*CDF, error) {
-	f, err := os.Open(path)
+	f, err := bounded.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ParseCDF(path, f)
+	return ParseCDF(path, bounded.Reader(f, path, bounded.CDF))
+}
+
+// Format writes c in the HPCC format ParseCDF reads: "size cumulative-percent" per line.
+func (c *CDF) Format(w io.Writer) error {
+	for i := range c.Size {
+		if _, err := fmt.Fprintf(w, "%s %s\n", strconv.FormatFloat(c.Size[i], 'g', -1, 64), strconv.FormatFloat(c.Cum[i]*100, 'g', -1, 64)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (c *CDF) check() error {
@@ -131,8 +143,9 @@ func (c *CDF) check() error {
 		return fmt.Errorf("a CDF needs at least two points, got %d", n)
 	}
 	for i := range c.Size {
-		if c.Size[i] < 0 || math.IsNaN(c.Size[i]) || c.Cum[i] < 0 || c.Cum[i] > 1 || math.IsNaN(c.Cum[i]) {
-			return fmt.Errorf("point %d (%v, %v): sizes must be >= 0 and cumulative values in [0, 100]", i+1, c.Size[i], c.Cum[i]*100)
+		// An infinite size would make Sample loop on ever larger flows; the range is units'.
+		if !(c.Size[i] >= 0 && c.Size[i] <= float64(units.MaxBytes)) || !(c.Cum[i] >= 0 && c.Cum[i] <= 1) {
+			return fmt.Errorf("point %d (%v, %v): sizes must be in [0, %d] bytes and cumulative values in [0, 100]", i+1, c.Size[i], c.Cum[i]*100, units.MaxBytes)
 		}
 		if i > 0 && (c.Size[i] < c.Size[i-1] || c.Cum[i] < c.Cum[i-1]) {
 			return fmt.Errorf("point %d (%v, %v): sizes and cumulative values must not decrease", i+1, c.Size[i], c.Cum[i]*100)

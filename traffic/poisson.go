@@ -142,12 +142,14 @@ func Poisson(r *rand.Rand, a Arrivals) (Schedule, error) {
 		return nil, fmt.Errorf("poisson: %w", err)
 	}
 	gap := mean * 8 / (a.RateBps * a.Load) // mean inter-arrival, seconds
-	end := a.Start + a.Duration
+	end := clock.Add(a.Start, a.Duration)
 	var s Schedule
 	for i, src := range a.Matrix.Src {
 		t := a.Start
 		for {
-			t += clock.Time(r.ExpFloat64() * gap * float64(clock.Second))
+			// Saturating: a gap beyond the clock's range (load 1e-12) ends the arrivals instead of
+			// wrapping to a negative time that would run first.
+			t = clock.Add(t, clock.FromSeconds(r.ExpFloat64()*gap))
 			if t >= end {
 				break
 			}
@@ -191,10 +193,10 @@ func PoissonIncast(r *rand.Rand, a IncastArrivals) (Schedule, error) {
 	perEvent := float64(a.Senders) * float64(a.Size) * 8
 	gap := perEvent / (a.RateBps * float64(n) * a.Load)
 	var s Schedule
-	t := a.Start
+	t, end := a.Start, clock.Add(a.Start, a.Duration)
 	for {
-		t += clock.Time(r.ExpFloat64() * gap * float64(clock.Second))
-		if t >= a.Start+a.Duration {
+		t = clock.Add(t, clock.FromSeconds(r.ExpFloat64()*gap))
+		if t >= end {
 			break
 		}
 		recv := a.Hosts[r.IntN(n)]

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/units"
 )
 
 // ReadHPCC reads the HPCC simulator's flow.txt: a line with the flow count, then one flow per line,
@@ -72,11 +73,15 @@ func checkTraceFlow(src, dst int, size int64, start float64, hosts int) error {
 		return fmt.Errorf("size %d must be positive", size)
 	case !(start >= 0) || math.IsInf(start, 0):
 		return fmt.Errorf("start %v must be a time >= 0", start)
+	case start > units.MaxTime.Seconds():
+		return fmt.Errorf("start %v s is beyond %.0f s, the latest time", start, units.MaxTime.Seconds())
+	case size > units.MaxBytes:
+		return fmt.Errorf("size %d is more than %d bytes, the largest flow", size, units.MaxBytes)
 	}
 	return nil
 }
 
-func seconds(s float64) clock.Time { return clock.Time(math.Round(s * float64(clock.Second))) }
+func seconds(s float64) clock.Time { return clock.FromSeconds(s) }
 
 // WriteHPCC writes s as HPCC's flow.txt (the format its traffic generator prints: "%d %d 3 100 %d %.9f").
 // Dependencies (After) cannot be expressed there and are dropped; WriteHTSim keeps them.
@@ -262,16 +267,17 @@ func WriteHTSim(w io.Writer, s Schedule, hosts int) error {
 
 // LoadTrace reads a trace file in format "hpcc" or "htsim".
 func LoadTrace(format, path string, hosts int) (Schedule, error) {
-	f, err := os.Open(path)
+	f, err := bounded.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	rd := bounded.Reader(f, path, bounded.Trace)
 	switch format {
 	case "hpcc":
-		return ReadHPCC(path, f, hosts)
+		return ReadHPCC(path, rd, hosts)
 	case "htsim":
-		return ReadHTSim(path, f, hosts)
+		return ReadHTSim(path, rd, hosts)
 	}
 	return nil, fmt.Errorf("trace format %q is not hpcc or htsim", format)
 }

@@ -44,7 +44,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			l, err := lab.Build(s)
+			l, err := buildLab(s)
 			if err != nil {
 				return err
 			}

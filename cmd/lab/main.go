@@ -7,6 +7,9 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
 var root = &cobra.Command{
@@ -14,6 +17,24 @@ var root = &cobra.Command{
 	Short:         "fabriclab: data-center fabrics in Linux network namespaces",
 	SilenceUsage:  true,
 	SilenceErrors: true,
+}
+
+// budgetFlag raises (or, "off", lifts) the work budget every command that builds a lab checks.
+var budgetFlag string
+
+func init() {
+	root.PersistentFlags().StringVar(&budgetFlag, "budget", "",
+		"raise the work budget a spec is refused beyond: flows=N,devices=N,entries=N,draws=N,memory=SIZE, or off "+
+			"(defaults: flows=5e6, devices=1e5, entries=1e8 routing table entries, draws=1e9, memory=8GB)")
+}
+
+// buildLab builds s within the budget --budget sets.
+func buildLab(s *spec.Spec) (*lab.Lab, error) {
+	b, err := lab.ParseBudget(budgetFlag, lab.DefaultBudget)
+	if err != nil {
+		return nil, err
+	}
+	return lab.BuildWithin(s, b)
 }
 
 func main() {

@@ -125,7 +125,7 @@ var keepRunningOnDeadlock bool
 // directory next to out, renamed to out once complete, so out is never a half-written run (a crash
 // leaves the temporary one, marked by its name).
 func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *backendResult, error) {
-	l, err := lab.Build(s)
+	l, err := buildLab(s)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
@@ -14,7 +13,7 @@ func init() {
 		if err != nil {
 			return nil, "", err
 		}
-		l, err := lab.Build(s)
+		l, err := buildLab(s)
 		if err != nil {
 			return nil, "", err
 		}

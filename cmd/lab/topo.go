@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	var asJSON, asDOT bool
+	var asJSON, asDOT, allPairs bool
 	cmd := &cobra.Command{
 		Use:   "topo FAMILY [key=value ...]",
 		Short: "Describe a topology without creating anything",
@@ -33,15 +33,17 @@ func init() {
 			out := cmd.OutOrStdout()
 			switch {
 			case asJSON:
-				return g.WriteJSON(out)
+				return g.WriteJSONStats(out, allPairs)
 			case asDOT:
 				return g.WriteDOT(out)
 			}
-			return writeTopoSummary(out, g)
+			return writeTopoSummary(out, g, allPairs)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the topology as JSON")
 	cmd.Flags().BoolVar(&asDOT, "dot", false, "print the topology as Graphviz DOT")
+	cmd.Flags().BoolVar(&allPairs, "stats", false, "compute diameters and average paths even on a graph too large to do so unasked "+
+		"(more than 2e9 search steps: searches x (nodes + links))")
 	root.AddCommand(cmd)
 }
 
@@ -53,8 +55,8 @@ func familyHelp() string {
 	return b.String()
 }
 
-func writeTopoSummary(w io.Writer, g *topo.Graph) error {
-	st := g.Stats()
+func writeTopoSummary(w io.Writer, g *topo.Graph, allPairs bool) error {
+	st := g.StatsBounded(allPairs)
 	keys := make([]string, 0, len(g.Params))
 	for k := range g.Params {
 		keys = append(keys, k)
@@ -67,6 +69,11 @@ func writeTopoSummary(w io.Writer, g *topo.Graph) error {
 	fmt.Fprintf(w, "family    %s\n", g.Family)
 	fmt.Fprintf(w, "params    %s\n", strings.Join(kv, " "))
 	fmt.Fprintf(w, "hosts     %d\nswitches  %d\nlinks     %d\n", st.Hosts, st.Switches, st.Links)
+	if st.AllPairsSkipped {
+		_, err := fmt.Fprintf(w, "diameter  not computed: the all-pairs searches would take %.3g steps, more than %.3g (--stats computes them)\n",
+			g.AllPairsWork(), topo.AllPairsLimit)
+		return err
+	}
 	if !st.Connected {
 		fmt.Fprintf(w, "connected no (diameter and averages cover reachable pairs only)\n")
 	}

@@ -242,6 +242,8 @@ func TestInvalidValues(t *testing.T) {
 		{"workload: [{kind: incast, senders: 4, size: 1MB, count: 2000000000, interval: 1us}]", "workload[0].count", "not in 1..1073741824"},
 		{"workload: [{kind: moe, experts: 4, tokens: 10, token_size: 1KB, zipf: .inf}]", "workload[0].zipf", "not a finite number"},
 		{"routing: {k: 100000}", "routing.k", "not in 1..1000"},
+		{"workload: [{kind: incast, senders: 4, size: 1MB, count: 100000000, interval: 1ms}]", "workload[0].count", "would start at 99999.999s"},
+		{"workload: [{kind: trace, format: hpcc, path: x, start: 1e12s}]", "workload[0].start", "longest time"},
 	} {
 		text := mergeBase(tc.yaml)
 		expectField(t, fieldErrs(t, text), tc.field, tc.msg)

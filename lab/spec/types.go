@@ -205,6 +205,9 @@ type Workload struct {
 	// trace
 	Format string `yaml:"format,omitempty"` // TraceFormats
 	Path   string `yaml:"path,omitempty"`
+	// Rebase shifts a trace so that its first flow starts at Start: HPCC's generator starts flows at
+	// 2 s, which a 20 ms run would otherwise never reach (such a trace is refused without it).
+	Rebase bool `yaml:"rebase,omitempty"`
 }
 
 // Flow is one explicit flow. Via names the relay hosts of a server-centric route in order; Path names
@@ -259,7 +262,7 @@ var WorkloadFields = map[string][]string{
 	"moe":         {"experts", "top_k", "tokens", "token_size", "zipf", "layers", "at", "hosts"},
 	"adv1":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap"},
 	"adv2":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap"},
-	"trace":       {"format", "path", "start"},
+	"trace":       {"format", "path", "start", "rebase"},
 }
 
 // TopologyKeys, when set, lists the keys a topology family accepts (nil for an unknown family), and

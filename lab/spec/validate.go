@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/fabriclab/fabriclab/clock"
 )
 
 // Validate reports every problem with the spec as Errors (nil if none), each naming the field, the bad
@@ -332,8 +334,13 @@ func (w *Workload) validate(c *checker, f string, s *Spec) {
 			c.integer(f+".count", w.Count, 1, MaxCount, "incast events")
 			if w.Count > 1 && w.Interval <= 0 {
 				c.add(f+".interval", "required when count > 1: the time between incasts")
-			} else {
-				c.time(f+".interval", w.Interval, false)
+			} else if c.time(f+".interval", w.Interval, false) && w.Count > 1 && s.Duration > 0 {
+				// In float: count x interval can pass int64. Incasts after the end would never run.
+				last := float64(w.At) + float64(w.Count-1)*float64(w.Interval)
+				if last >= float64(s.Duration) {
+					c.add(f+".count", "the last of %d incasts would start at %gs (at + (count-1) x interval), not before the run's duration %s",
+						w.Count, last/float64(clock.Second), s.Duration)
+				}
 			}
 			if w.Duration != 0 {
 				c.add(f+".duration", "only with load (Poisson-arriving incasts)")

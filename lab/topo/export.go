@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/units"
 )
 
 // The JSON form is DESIGN.md §8's `lab topo --json` object. Beyond the contract's fields it carries
@@ -45,8 +46,10 @@ type jsonLink struct {
 	Class   string   `json:"class,omitempty"`
 }
 
-// MarshalJSON writes the §8 object, stats included.
-func (g *Graph) MarshalJSON() ([]byte, error) {
+// MarshalJSON writes the §8 object, stats included (all-pairs figures only below AllPairsLimit).
+func (g *Graph) MarshalJSON() ([]byte, error) { return g.marshalJSON(false) }
+
+func (g *Graph) marshalJSON(allPairs bool) ([]byte, error) {
 	jg := jsonGraph{Family: g.Family, Params: g.Params, Nodes: make([]jsonNode, len(g.Nodes)),
 		Links: make([]jsonLink, len(g.Links))}
 	if jg.Params == nil {
@@ -60,14 +63,18 @@ func (g *Graph) MarshalJSON() ([]byte, error) {
 		jg.Links[i] = jsonLink{A: g.Nodes[l.A.Node].Name, B: g.Nodes[l.B.Node].Name, RateBps: &rate, DelayS: &delay,
 			APort: &ap, BPort: &bp, Class: l.Class}
 	}
-	st := g.Stats()
+	st := g.StatsBounded(allPairs)
 	jg.Stats = &st
 	return json.Marshal(jg)
 }
 
 // WriteJSON writes the §8 object, indented, with a trailing newline.
-func (g *Graph) WriteJSON(w io.Writer) error {
-	data, err := g.MarshalJSON()
+func (g *Graph) WriteJSON(w io.Writer) error { return g.WriteJSONStats(w, false) }
+
+// WriteJSONStats is WriteJSON computing the all-pairs statistics whatever the graph's size when
+// allPairs is set.
+func (g *Graph) WriteJSONStats(w io.Writer, allPairs bool) error {
+	data, err := g.marshalJSON(allPairs)
 	if err != nil {
 		return err
 	}
@@ -95,7 +102,7 @@ func (g *Graph) UnmarshalJSON(data []byte) error {
 // Family and params come from the file (family "file" if it names none), so an exported graph
 // re-imports as itself.
 func ReadJSON(r io.Reader, rateBps float64, delay clock.Time) (*Graph, error) {
-	data, err := io.ReadAll(r)
+	data, err := bounded.ReadAll(r, "topology JSON", bounded.Topology)
 	if err != nil {
 		return nil, err
 	}
@@ -158,14 +165,21 @@ func decodeGraph(data []byte, rateBps float64, delay clock.Time) (*Graph, error)
 		}
 		lk := Link{A: End{Node: a}, B: End{Node: b}, RateBps: rateBps, Delay: delay, Class: l.Class}
 		if l.RateBps != nil {
+			if !(*l.RateBps > 0 && *l.RateBps <= units.MaxRate) {
+				return nil, fmt.Errorf("topology JSON: links[%d]: rate_bps %v is not in (0, %g]", i, *l.RateBps, units.MaxRate)
+			}
 			lk.RateBps = *l.RateBps
 		}
 		if l.DelayS != nil {
+			if !(*l.DelayS >= 0 && *l.DelayS <= units.MaxTime.Seconds()) {
+				return nil, fmt.Errorf("topology JSON: links[%d]: delay_s %v is not in [0, %.0f]", i, *l.DelayS, units.MaxTime.Seconds())
+			}
 			lk.Delay = clock.FromSeconds(*l.DelayS)
 		}
 		if explicit > 0 {
-			if l.APort == nil || l.BPort == nil || *l.APort < 0 || *l.BPort < 0 {
-				return nil, fmt.Errorf("topology JSON: links[%d]: a_port and b_port must both be given and non-negative", i)
+			// Ports are one byte in source routes; a port of 1e9 would allocate a billion-entry table.
+			if l.APort == nil || l.BPort == nil || *l.APort < 0 || *l.BPort < 0 || *l.APort > MaxPort || *l.BPort > MaxPort {
+				return nil, fmt.Errorf("topology JSON: links[%d]: a_port and b_port must both be given, in 0..%d", i, MaxPort)
 			}
 			lk.A.Port, lk.B.Port = *l.APort, *l.BPort
 			for _, e := range []End{lk.A, lk.B} {
@@ -192,9 +206,12 @@ func decodeGraph(data []byte, rateBps float64, delay clock.Time) (*Graph, error)
 	return g, nil
 }
 
+// MaxPort is the largest port number a file may give: source routes hold ports in one byte.
+const MaxPort = 255
+
 func init() {
 	register("file", []paramSpec{{name: "path", required: true}}, func(p *params) (*Graph, error) {
-		f, err := os.Open(p.m["path"])
+		f, err := bounded.Open(p.m["path"])
 		if err != nil {
 			return nil, p.errf("path", "%v", err)
 		}

@@ -1,0 +1,95 @@
+package lab_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
+)
+
+// Issue 12's bad inputs that pass spec validation: each is refused by the lab, quickly, naming the
+// field and the number, or runs correctly.
+func TestBadInputRefusedByLab(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"incast count", "workload: [{kind: incast, senders: 1, size: 1KB, count: 100000000, interval: 1ps}]",
+			"workload[0]: about 1e+08 flows (count 100000000 x senders 1), more than the budget of 5000000"},
+		{"moe tokens", "workload: [{kind: moe, experts: 64, top_k: 8, tokens: 1000000, token_size: 10GB}]",
+			"workload[0].token_size: tokens x top_k x token_size"},
+		{"moe draws", "workload: [{kind: moe, experts: 64, top_k: 8, tokens: 100000000, token_size: 1B, layers: 4}]",
+			"random draws"},
+		{"poisson load x duration", "duration: 10s\nworkload: [{kind: poisson, cdf: hadoop, load: 1}]",
+			"flows (16 sources x"},
+		{"ndc(10,4)", "topology: {family: ndc, n: 10, k: 4}", "topology: about 150000 devices"},
+		{"fattree k=64", "topology: {family: fattree, k: 40}", "routing table entries"},
+	} {
+		text := withBase(tc.yaml)
+		s, err := spec.Parse([]byte(text))
+		if err != nil {
+			t.Fatalf("%s: spec refused: %v", tc.name, err)
+		}
+		start := time.Now()
+		_, err = lab.Build(s)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+		if d := time.Since(start); d > 5*time.Second { // generous: 2 shared cores; the claim is "under a second"
+			t.Errorf("%s: refused after %v", tc.name, d)
+		}
+	}
+	// --budget raises the limit: the same incast at count 1000 fits, at 1e8 it needs flows=1e9.
+	b, err := lab.ParseBudget("flows=2e8,memory=1000GB", lab.DefaultBudget)
+	if err != nil || b.Flows != 2e8 || b.MemoryBytes != 1e12 {
+		t.Fatalf("ParseBudget: %+v %v", b, err)
+	}
+	if _, err := lab.ParseBudget("flows=nan", lab.DefaultBudget); err == nil {
+		t.Error("--budget flows=nan accepted")
+	}
+}
+
+// withBase adds the base spec's keys the case does not set itself.
+func withBase(y string) string {
+	out := y
+	for _, l := range []string{"name: t", "topology: {family: ndc, n: 4, k: 1}", "duration: 10ms"} {
+		key, _, _ := strings.Cut(l, ":")
+		if !strings.Contains("\n"+y, "\n"+key+":") {
+			out = l + "\n" + out
+		}
+	}
+	return out
+}
+
+// HPCC's generator starts flows at 2 s: a 20 ms run refuses the trace, naming the count and rebase;
+// with rebase: true the flows start at `start` and run.
+func TestTraceOutsideTheRun(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "flow.txt")
+	if err := os.WriteFile(p, []byte("3\n0 1 3 100 1000 2.0\n2 3 3 100 1000 2.000001\n1 0 3 100 1000 2.00001\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := "name: t\ntopology: {family: ndc, n: 2, k: 1}\nduration: 20ms\nworkload: [{kind: trace, format: hpcc, path: %s%s}]\n"
+	s, err := spec.Parse([]byte(fmt.Sprintf(base, p, "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.Build(s); err == nil || !strings.Contains(err.Error(), "workload[0]: 3 of 3 flows would start at or after the run's duration 20ms") ||
+		!strings.Contains(err.Error(), "rebase: true") {
+		t.Fatalf("2 s trace in a 20 ms run: %v", err)
+	}
+	s, err = spec.Parse([]byte(fmt.Sprintf(base, p, ", rebase: true, start: 1ms")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Flows) != 3 || l.Flows[0].At != clock.Millisecond || l.Flows[2].At != clock.Millisecond+10*clock.Microsecond {
+		t.Errorf("rebased flows start at %v, %v, %v; want 1ms, 1.001ms, 1.01ms", l.Flows[0].At, l.Flows[1].At, l.Flows[2].At)
+	}
+}
