@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/report"
 )
@@ -111,7 +110,7 @@ func checkRun(s *spec.Spec) error {
 	if _, ok := backends[s.Backend]; !ok {
 		return fmt.Errorf("backend: %q runs are not available in this build", s.Backend)
 	}
-	l, err := lab.Build(s)
+	l, err := buildLab(s)
 	if err != nil {
 		return err
 	}
