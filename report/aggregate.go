@@ -678,3 +678,20 @@ func Aggregate(t *Tree, es []AggExpectation) AggregateJSON {
 	}
 	return out
 }
+
+// RunDefinitionsText is DefinitionsText for runs reported one by one: every metric and every expect:
+// key of the runs.
+func RunDefinitionsText(runs []*Run) string {
+	var es []AggExpectation
+	for _, r := range runs {
+		keys := make([]string, 0, len(r.Expect))
+		for k := range r.Expect {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			es = append(es, AggExpectation{Metric: k, Definition: MetricDefinition(k)})
+		}
+	}
+	return DefinitionsText(es)
+}

@@ -68,6 +68,7 @@ spec) with error bars.`,
 					return err
 				}
 			}
+			text.WriteString("\n" + report.RunDefinitionsText(runs))
 			cmd.OutOrStdout().Write(text.Bytes())
 			if err := os.WriteFile(filepath.Join(out, "report.txt"), text.Bytes(), 0o644); err != nil {
 				return err

@@ -176,8 +176,8 @@ func runTree(ctx context.Context, w io.Writer, files []string, runs []plannedRun
 		return err
 	}
 	if !quiet {
-		fmt.Fprintf(w, "lab run: %d runs (%d seeds, %d sweep points), %d at a time, into %s\n",
-			len(runs), m.Seeds, len(runs)/max(1, m.Seeds)/max(1, len(files)), jobs, out)
+		fmt.Fprintf(w, "lab run: %d runs (%d specs x %d sweep points x %d seeds), %d at a time, into %s\n",
+			len(runs), len(files), len(runs)/max(1, m.Seeds)/max(1, len(files)), m.Seeds, jobs, out)
 	}
 	var mu sync.Mutex
 	next, done, failed := 0, 0, 0
