@@ -695,3 +695,50 @@ func RunDefinitionsText(runs []*Run) string {
 	}
 	return DefinitionsText(es)
 }
+
+// AggregateBucketTable is BucketTable over seeds: per NetBench size bucket, each group's FCT avg and
+// p99 and mean per-flow goodput (completed flows), mean ±95% CI half-width.
+func AggregateBucketTable(t *Tree) Table {
+	tb := Table{Title: "per size bucket (NetBench), mean ±95% CI over seeds: FCT in us, per-flow goodput (completed flows) in Gb/s",
+		Header: []string{"bucket", "figure"}}
+	per := make([][][]Bucket, len(t.Groups)) // group, run, bucket
+	for gi, g := range t.Groups {
+		tb.Header = append(tb.Header, g.Label())
+		for _, r := range g.Runs {
+			per[gi] = append(per[gi], SizeBuckets(r.Rows, nil))
+		}
+	}
+	for b := range NetBenchBuckets {
+		for _, f := range []struct {
+			name  string
+			scale float64
+			get   func(Bucket) (float64, bool)
+		}{
+			{"FCT avg", 1e6, func(x Bucket) (float64, bool) { return x.FCT.Avg, x.Flows.Completed > 0 }},
+			{"FCT p99", 1e6, func(x Bucket) (float64, bool) { return x.FCT.P99, x.Flows.Completed > 0 }},
+			{"goodput", 1e-9, func(x Bucket) (float64, bool) { return x.GoodputBps, x.Flows.Completed > 0 }},
+		} {
+			row := []string{NetBenchBuckets[b].Name, f.name}
+			any := false
+			for gi := range t.Groups {
+				var xs []float64
+				for _, bs := range per[gi] {
+					if v, ok := f.get(bs[b]); ok {
+						xs = append(xs, v)
+					}
+				}
+				c := MeanCI(xs, Level)
+				any = any || c.N > 0
+				cell := fmtCI(c, f.scale)
+				if c.N > 0 && c.N < len(per[gi]) {
+					cell += fmt.Sprintf(" (n=%d)", c.N)
+				}
+				row = append(row, cell)
+			}
+			if any {
+				tb.Rows = append(tb.Rows, row)
+			}
+		}
+	}
+	return tb
+}

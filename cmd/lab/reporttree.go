@@ -43,6 +43,10 @@ func reportTree(w io.Writer, dirs []string, out string, noPlots bool) error {
 	if err := report.AggregateTable(t).WriteText(&text); err != nil {
 		return err
 	}
+	text.WriteString("\n")
+	if err := report.AggregateBucketTable(t).WriteText(&text); err != nil {
+		return err
+	}
 	if len(es) > 0 {
 		text.WriteString("\n")
 		if err := report.ExpectationsCI(es).WriteText(&text); err != nil {
