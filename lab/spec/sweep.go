@@ -115,7 +115,29 @@ func Expand(path string, axes []Axis, seeds int) ([]Point, error) {
 	if seeds <= 0 {
 		seeds = 1
 	}
-	first := base.Seed // defaulted: never 0
+	// The seeds: base.Seed (defaulted: never 0) onwards, or a swept seed's values.
+	var seedList []int64
+	for k := 0; k < seeds; k++ {
+		seedList = append(seedList, base.Seed+int64(k))
+	}
+	for i, a := range all {
+		if normPath(a.Path) != "seed" {
+			continue
+		}
+		if seeds > 1 {
+			return nil, fmt.Errorf("%s: seed is swept (%s) and %d seeds are asked for: use one of them", path, strings.Join(a.Values, ","), seeds)
+		}
+		seedList = nil
+		for _, v := range a.Values {
+			x, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || x <= 0 {
+				return nil, fmt.Errorf("%s: seed=%s: want a positive integer", path, v)
+			}
+			seedList = append(seedList, x)
+		}
+		all = append(all[:i:i], all[i+1:]...)
+		break
+	}
 
 	var points []Point
 	var errs []string
@@ -125,8 +147,8 @@ func Expand(path string, axes []Axis, seeds int) ([]Point, error) {
 		for i, a := range all {
 			set[i] = Setting{Path: a.Path, Value: a.Values[combo[i]]}
 		}
-		for k := 0; k < seeds; k++ {
-			pt := Point{Set: set, Seed: first + int64(k)}
+		for _, seed := range seedList {
+			pt := Point{Set: set, Seed: seed}
 			s, err := pointSpec(root, path, pt, base.Name)
 			if err != nil {
 				what := "seed " + strconv.FormatInt(pt.Seed, 10)

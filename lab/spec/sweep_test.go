@@ -59,6 +59,15 @@ func TestExpandSeedsAndSweep(t *testing.T) {
 	if err != nil || len(pts) != 3 || pts[2].Spec.Workload[0].Load != 0.9 || pts[2].Seed != 5 {
 		t.Fatalf("override: %d points, %v", len(pts), err)
 	}
+	// Sweeping seed itself picks the seeds (not an axis of its own).
+	ax, _ = ParseSet("seed=7,11")
+	pts, err = Expand(writeSpec(t, sweepBase), []Axis{ax}, 0)
+	if err != nil || len(pts) != 2 || pts[1].Seed != 11 || pts[1].Spec.Seed != 11 || pts[1].Label() != "" {
+		t.Fatalf("seed sweep: %+v %v", pts, err)
+	}
+	if _, err := Expand(writeSpec(t, sweepBase), []Axis{ax}, 2); err == nil {
+		t.Error("seed sweep with --seeds 2 accepted")
+	}
 }
 
 func TestExpandErrorsNameTheRun(t *testing.T) {
