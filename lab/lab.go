@@ -63,8 +63,11 @@ type FlowPlan struct {
 	Base      nodes.PathBase
 	ThenBase  nodes.PathBase
 	PathBases []nodes.PathBase
-	Path      route.Path // the path the ideal FCT was computed on
-	Ideal     clock.Time
+	// Cands are Paths as the router gave them (with per-hop classes) when the NIC spreads the flow over
+	// its pair's paths (spread.go); nil otherwise.
+	Cands []route.Path
+	Path  route.Path // the path the ideal FCT was computed on
+	Ideal clock.Time
 }
 
 // Build resolves s (defaults, validation) and assembles the lab within DefaultBudget.
@@ -141,6 +144,9 @@ func routingParams(s *spec.Spec) map[string]string {
 	}
 	if r.Trials > 0 {
 		m["trials"] = strconv.Itoa(r.Trials)
+	}
+	if r.MaxPaths > 0 {
+		m["max_paths"] = strconv.Itoa(r.MaxPaths)
 	}
 	if seed := routingSeed(s); seed > 0 {
 		m["seed"] = strconv.FormatInt(seed, 10)
@@ -283,6 +289,7 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 	}
 	l.hostFC(n, &c)      // fc.go
 	l.hostPathSelect(&c) // adaptive.go
+	l.hostSpread(&c)     // spread.go
 	return c
 }
 

@@ -55,6 +55,9 @@ func (l *Lab) schedule() error {
 		if err := l.adaptivePaths(&fp); err != nil { // adaptive.go
 			return err
 		}
+		if err := l.spreadPaths(&fp); err != nil { // spread.go
+			return err
+		}
 		mtu := s.Host.MTU
 		fp.Ideal = nodes.IdealFCT(f.Size, mtu, len(fp.Route), p.Rates(g), p.Delays(g))
 		fp.Base = l.pathBase(p)

@@ -122,6 +122,10 @@ type Config struct {
 	PathSelect string          `json:"path_select,omitempty"`
 	Telemetry  TelemetryConfig `json:"telemetry,omitzero"`
 	ATE        ATEConfig       `json:"ate,omitzero"` // PathSelect "ate": first-hop choice at flow start (ate.go)
+	// Spread is how a flow with candidate routes and no PathSelect uses them: "" keeps Route, "flow",
+	// "flowlet" (after an idle SpreadGap) or "packet" (spread.go).
+	Spread    string     `json:"spread,omitempty"`
+	SpreadGap clock.Time `json:"spread_gap_ps,omitempty"`
 }
 
 // CNP generation modes (Config.CNP).
@@ -254,6 +258,9 @@ func (cfg Config) WithDefaults() (Config, error) {
 		return c, err
 	}
 	if err := c.checkATE(); err != nil { // ate.go
+		return c, err
+	}
+	if err := c.checkSpread(); err != nil { // spread.go
 		return c, err
 	}
 	for h, ports := range c.FIB {

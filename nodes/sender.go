@@ -57,8 +57,9 @@ type qp struct {
 	rtoFire    func()
 	timeouts   uint64
 
-	cc  *dcqcn
-	sel *pathSel // choice among Flow.Paths (telemetry.go); nil without candidates
+	cc     *dcqcn
+	sel    *pathSel  // choice among Flow.Paths by measured delay (telemetry.go); nil without candidates
+	spread *spreader // choice among Flow.Paths by hash or round robin (spread.go); nil without candidates
 
 	rec  records.Flow
 	done bool
@@ -147,8 +148,15 @@ func (n *NIC) StartFlow(f Flow) error {
 	l.qps = append(l.qps, q)
 	n.qps[f.ID] = q
 	n.active++
-	if n.cfg.PathSelect != "" && len(f.Paths) > 1 {
-		q.sel = n.newPathSel(q, f.Paths, f.PathBases)
+	if len(f.Paths) > 1 {
+		if n.cfg.PathSelect != "" {
+			q.sel = n.newPathSel(q, f.Paths, f.PathBases)
+		} else if n.cfg.Spread != "" {
+			q.spread = n.newSpreader(q, f.Paths, f.PathBases)
+		}
+		if q.sel != nil || q.spread != nil {
+			q.rec.PathBytes = make([]int64, len(f.Paths))
+		}
 	}
 	l.refill()
 	return nil
@@ -214,12 +222,7 @@ func (q *qp) send(psn uint32) {
 	if last {
 		payload = q.lastPayload
 	}
-	route := q.route
-	// By offset, not by send order, so a retransmission takes the same route as the original (the
-	// thesis' rule: a packet goes direct iff the bytes up to and including it are at most Q).
-	if q.then != nil && int64(psn)*int64(q.mtu)+int64(payload) > q.after {
-		route = q.then
-	}
+	route, _ := q.routeFor(psn, payload, now) // spread.go
 	size := int32(pkt.DataSize(int(payload), len(route)))
 	p := &pkt.Packet{Kind: pkt.Data, Size: size, Segs: 1, Src: n.cfg.Host, Dst: q.dst, Flow: q.id, SPort: q.sport,
 		DPort: RoCEv2Port, Proto: ProtoUDP, Prio: q.prio, ECN: pkt.ECT0, PSN: psn, Payload: payload, Last: last,

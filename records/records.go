@@ -23,6 +23,9 @@ type Flow struct {
 	// written: Size once completed, what got through by the run's end otherwise. The report's goodput
 	// over all flows counts unfinished flows by it. 0 with Completed means "not recorded" (older logs).
 	Delivered int64
+	// PathBytes[i] is the payload bytes sent (retransmissions included) on the flow's candidate path i,
+	// for flows the NIC spread or steered over several paths; nil otherwise.
+	PathBytes []int64 `json:",omitempty"`
 }
 
 // FCT is the flow completion time, or 0 if the flow did not complete.

@@ -111,6 +111,7 @@ func Compare(runs []*Run) Table {
 		return fmt.Sprintf("%d / %d", n.PeakBytes, n.BufferBytes)
 	})
 	row("NIC guard pauses", func(r *Run) string { return fmt.Sprint(r.Summary.NIC.Pauses) })
+	row("paths used per flow", func(r *Run) string { return r.Summary.pathsRow() })
 	row("deadlock", func(r *Run) string {
 		if r.Summary.Deadlock.Detected {
 			return fmt.Sprintf("yes at %ss", num(r.Summary.Deadlock.AtS))

@@ -72,6 +72,12 @@ func WriteRunDir(dir string, log *records.Log, meta Meta) (*Summary, error) {
 			return nil
 		}})
 	}
+	if s.Paths != nil {
+		files = append(files, struct {
+			name  string
+			write func(io.Writer) error
+		}{PathsFile, func(w io.Writer) error { return WritePathsCSV(w, log) }})
+	}
 	for _, f := range files {
 		var buf bytes.Buffer
 		if err := f.write(&buf); err != nil {

@@ -128,6 +128,7 @@ type Summary struct {
 	// Classes breaks flows down by workload entry (Flow.Class: "incast", "poisson", ...); flows with no
 	// class are under "default".
 	Classes    map[string]ClassSummary `json:"classes,omitempty"`
+	Paths      *PathSpread             `json:"paths,omitempty"` // multipath use (paths.go); nil: one path per flow
 	Violations []string                `json:"violations,omitempty"`
 	Dilation   float64                 `json:"dilation"`
 	DurationS  float64                 `json:"duration_s"`
@@ -271,6 +272,7 @@ func Summarize(log *records.Log, meta Meta) *Summary {
 			s.Pauses.ResumesReceived++
 		}
 	}
+	s.Paths = pathSpread(log.Flows)
 	var flowRetx, devRetx int64
 	for _, f := range log.Flows {
 		flowRetx += f.Retransmits

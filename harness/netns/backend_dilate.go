@@ -69,6 +69,7 @@ func Dilate(l *lab.Lab, d float64) (*Dilated, error) {
 		c.RTO, c.RTOLow, c.RTOHigh = t(c.RTO), t(c.RTOLow), t(c.RTOHigh)
 		c.CNPInterval, c.NackInterval = t(c.CNPInterval), t(c.NackInterval)
 		c.Telemetry.Threshold = t(c.Telemetry.Threshold)
+		c.SpreadGap = t(c.SpreadGap)
 		q := &c.DCQCN
 		q.AlphaInterval, q.DecreaseInterval, q.RPTimer = t(q.AlphaInterval), t(q.DecreaseInterval), t(q.RPTimer)
 		// Zero AI/HAI steps scale with the (already dilated) port rate; explicit ones are rates.

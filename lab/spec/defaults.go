@@ -52,6 +52,7 @@ var (
 	DefaultK                  = 8              // expander-thesis.md: KSP(8)
 	DefaultLosslessPriorities = 1              // fcplus.md: FC+(1L)
 	DefaultTrials             = 10             // fibre-channel.md §2.3: best of 10 up*/down* trials
+	DefaultSpread             = "flow"         // ECMP's per-flow hash over the K paths; the FC+ paper does not say
 	DefaultHybridThreshold    = Bytes(100_000) // expander-thesis.md §2.4: HYBRID Q = 100 KB
 	DefaultATEP               = 0.9            // portfc.md §3.8: ATE's p, "generally set to 0.9"
 
@@ -225,6 +226,9 @@ func (s *Spec) ApplyDefaults() {
 	}
 	if r.Trials == 0 {
 		r.Trials = DefaultTrials
+	}
+	if r.Spread == "" {
+		r.Spread = DefaultSpread
 	}
 	if r.Seed == 0 {
 		r.Seed = s.Seed

@@ -179,6 +179,8 @@ func TestInvalidValues(t *testing.T) {
 		{"routing: {algorithm: dijkstra}", "routing.algorithm", "bcube, shortest, ksp"},
 		{"routing: {k: -1}", "routing.k", "not in 1..1000"},
 		{"routing: {lossless_priorities: 9}", "routing.lossless_priorities", "1..8"},
+		{"routing: {spread: ecmp}", "routing.spread", "flow, flowlet, packet"},
+		{"routing: {max_paths: -2}", "routing.max_paths", "negative"},
 		{"topology: {family: ndc, n: 2, rate: 1Gbps}", "topology.rate", "link:"},
 		{"topology: {family: ndc, link: {rate: fast}}", "topology.link.rate", `rate "fast"`},
 		{"duration: 0s", "duration", "required"},

@@ -152,6 +152,12 @@ type Routing struct {
 	// FlowletGap > 0 makes switches forwarding by table (shortest) re-pick a flow's ECMP port after an
 	// idle gap this long (LetFlow; the expander thesis uses 50 us). 0: per-flow ECMP.
 	FlowletGap Time `yaml:"flowlet_gap,omitempty"`
+	// Spread is how a source-routed multipath router's traffic uses the paths of a pair (ksp, dfksp, fc,
+	// updown, smart): "flow" (default) hashes each flow onto one path, "flowlet" re-hashes after an idle
+	// gap of flowlet_gap (default DefaultSpreadFlowletGap), "packet" sends packet i on path i mod K.
+	Spread string `yaml:"spread,omitempty"`
+	// MaxPaths caps the paths per pair of shortest, fc, updown and smart (0: each router's default).
+	MaxPaths int `yaml:"max_paths,omitempty"`
 }
 
 // Workload is one traffic source. Kind selects which fields apply (WorkloadFields); a field of another
@@ -243,6 +249,7 @@ var (
 	CCs           = []string{"none", "dcqcn", "cubic", "dctcp"}
 	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "telemetry", "minimal", "ate", "free"}
 	ATEMeasures   = []string{"inflight", "assigned", "offered"} // nodes.ATEInFlight, ATEAssigned, ATEOffered
+	Spreads       = []string{"flow", "flowlet", "packet"}       // nodes.SpreadFlow, SpreadFlowlet, SpreadPacket
 	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "trace"}
 	// CDFs are the built-in flow-size distributions (anchors.md §6, expander-thesis.md §3.3); a cdf may
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).

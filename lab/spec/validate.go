@@ -281,6 +281,10 @@ func (s *Spec) validateRouting(c *checker) {
 		c.oneOf("routing.measure", r.Measure, ATEMeasures)
 	}
 	c.time("routing.flowlet_gap", r.FlowletGap, false)
+	c.oneOf("routing.spread", r.Spread, Spreads)
+	if r.MaxPaths < 0 {
+		c.add("routing.max_paths", "%d is negative (0: the router's default)", r.MaxPaths)
+	}
 }
 
 // validate checks one workload: its kind, that it sets only its kind's fields, and their values.

@@ -51,10 +51,11 @@ func rimFlows(pinned bool) string {
 	return b.String()
 }
 
+// planPaths is every path the flows may take: each flow's own and the candidates it is spread over.
 func planPaths(fl []lab.FlowPlan) []route.Path {
-	ps := make([]route.Path, len(fl))
-	for i, fp := range fl {
-		ps[i] = fp.Path
+	var ps []route.Path
+	for _, fp := range fl {
+		ps = append(append(ps, fp.Path), fp.Cands...)
 	}
 	return ps
 }
@@ -111,16 +112,23 @@ var _ = Describe("envelope deadlock at run time (Fibre Channel paper §3)", Labe
 				r.res.Deadlock.Detected, r.sum.Flows.Completed, r.sum.Flows.Total, r.res.End.Seconds()*1e6,
 				r.sum.Drops.Lossless, r.sum.Pauses.Sent))
 			for _, fp := range r.lab.Flows {
-				// Source-routed on the algorithm's path, not forwarded by the shortest-path tables.
+				// Source-routed on the algorithm's paths, not forwarded by the shortest-path tables.
 				Expect(fp.Route).To(Equal(fp.Path.Route()), alg)
+				if len(fp.Cands) > 0 {
+					Expect(fp.Paths[0]).To(Equal(fp.Route), alg)
+				}
 			}
 			st := deadlock.Analyze(r.lab.Graph, planPaths(r.lab.Flows), deadlock.PFC(0))
 			Expect(st.HasCycle()).To(BeFalse(), "%s paths", alg)
 			Expect(r.res.Deadlock.Detected).To(BeFalse(), "%s: %v", alg, r.res.Deadlock.Cycle)
 			Expect(r.res.AllDone).To(BeTrue(), alg)
 			Expect(r.sum.Drops.Lossless).To(BeZero(), alg)
-			// The same overload is really there: pauses flow, so completion is not for want of pressure.
-			Expect(r.sum.Pauses.Sent).To(BeNumerically(">", 0), alg)
+			// The same overload is really there: pauses flow, so completion is not for want of pressure;
+			// unless the routing spread the rim flows onto paths that do not share a link (smart does, the
+			// flows then finish at line rate: FCT within 10% of the ideal, which is the 2-hop path's).
+			if r.sum.Pauses.Sent == 0 {
+				Expect(r.sum.Slowdown.Max).To(BeNumerically("<", 1.1), "%s: no pauses, yet flows were slowed", alg)
+			}
 		}
 	})
 })
