@@ -134,6 +134,9 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 	if !AgentLinked {
 		return nil, res, errors.New("netns backend: this binary does not contain the agent; import _ \"github.com/fabriclab/fabriclab/harness/netns/agent\"")
 	}
+	if err := Preflight(l); err != nil {
+		return nil, res, err
+	}
 	dl, err := Dilate(l, res.Dilation)
 	if err != nil {
 		return nil, res, err
@@ -183,13 +186,6 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 		}
 		dl.Flows = nic
 		dl.End += shift
-		for _, f := range append(kernelFlows, nic...) {
-			if len(f.After) > 0 {
-				// The kernel hosts run their flows from a fixed schedule (kernelhost) and report completions
-				// only at the end: a dependency through them could not be kept.
-				return nil, res, fmt.Errorf("workload %q: flows that start when others complete (ps, moe, htsim triggers) need NIC-engine hosts; host.transport kernel-tcp cannot run them", f.Class)
-			}
-		}
 	}
 	nl, err := Up(ctx, name, l.Graph, Options{MTU: labMTU(l)})
 	if err != nil {
