@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
@@ -304,7 +306,7 @@ wait:
 				// Flows in other agents may wait for these: every other agent hears of them.
 				for j, q := range procs {
 					if j != ev.i {
-						if err := q.enc.Encode(AgentMsg{Type: "completed", Flows: ev.m.Flows}); err != nil {
+						if err := q.enc.Encode(AgentMsg{Type: "completed", Flows: ev.m.Flows, Finish: ev.m.Finish}); err != nil {
 							return nil, res, fmt.Errorf("%s: relaying completions: %w", q.name(), err)
 						}
 					}
@@ -559,8 +561,8 @@ func dataFrameBytes(l *lab.Lab) int {
 	return pkt.DataSize(m, 0)
 }
 
-// splitAgents deals devices to n agents, alternating hosts and switches so each agent gets a share of
-// both kinds of work.
+// splitAgents deals devices to n agents, each a connected part of the fabric (connectedParts): most
+// frames then stay inside one agent, where they are taken at their scheduled arrival.
 func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]bool, pcapDir string) []*AgentSetup {
 	g := l.Graph
 	devs := len(dl.Switches) + len(dl.Hosts)
@@ -586,12 +588,11 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 		}
 		return out
 	}
+	agentOf := connectedParts(g, dl, n)
 	owner := map[int]int{}
-	k := 0
 	add := func(node int, dev AgentDevice) {
-		s := setups[k%n]
-		owner[node] = k % n
-		k++
+		s := setups[agentOf[node]]
+		owner[node] = agentOf[node]
 		dev.Name, dev.Node, dev.NSPath, dev.Ports = g.Nodes[node].Name, node, nl.NSPath(g.Nodes[node].Name), ports(node)
 		s.Devices = append(s.Devices, dev)
 		for i := range dev.Ports {
@@ -600,25 +601,19 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 			}
 		}
 	}
-	hi, si := 0, 0
-	for hi < len(dl.Hosts) || si < len(dl.Switches) {
-		if hi < len(dl.Hosts) {
-			h := dl.Hosts[hi]
-			c := h.Config
-			add(h.Node, AgentDevice{Host: &c})
-			hi++
-		}
-		if si < len(dl.Switches) {
-			s := dl.Switches[si]
-			c := s.Config
-			add(s.Node, AgentDevice{Switch: &c})
-			si++
-		}
+	for _, h := range dl.Hosts {
+		c := h.Config
+		add(h.Node, AgentDevice{Host: &c})
+	}
+	for _, s := range dl.Switches {
+		c := s.Config
+		add(s.Node, AgentDevice{Switch: &c})
 	}
 	src := map[uint32]int{}
 	for _, f := range dl.Flows {
 		src[f.ID] = f.SrcNode
 	}
+
 	for _, f := range dl.Flows {
 		s := setups[owner[f.SrcNode]]
 		s.Flows = append(s.Flows, AgentFlow{Node: f.SrcNode, At: f.At, Flow: f.NICFlow(), After: f.After})
@@ -631,7 +626,117 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 			}
 		}
 	}
-	return setups
+	// An agent that got no device (fewer connected parts than agents) is not started.
+	return slices.DeleteFunc(setups, func(s *AgentSetup) bool { return len(s.Devices) == 0 })
+}
+
+// connectedParts assigns each agent-hosted device to one of n agents, each a connected region: n seeds
+// spread apart (each the device farthest from the seeds before it), then the regions grow in turn, one
+// device at a time from their own frontier, up to an equal share (ceil(devices/n)); a device left over
+// joins a neighbouring region. Dealing hosts to one agent and switches to the other, as it did before,
+// put every frame of a run on a cross-process hop.
+func connectedParts(g *topo.Graph, dl *Dilated, n int) map[int]int {
+	hosted := map[int]bool{}
+	var nodes []int
+	for _, h := range dl.Hosts {
+		hosted[h.Node] = true
+	}
+	for _, s := range dl.Switches {
+		hosted[s.Node] = true
+	}
+	for v := range g.Nodes {
+		if hosted[v] {
+			nodes = append(nodes, v)
+		}
+	}
+	out := map[int]int{}
+	if len(nodes) == 0 {
+		return out
+	}
+	neighbours := func(v int) []int {
+		var ns []int
+		for p := range g.Nodes[v].Ports {
+			if w := g.Peer(v, p).Node; hosted[w] {
+				ns = append(ns, w)
+			}
+		}
+		return ns
+	}
+	// dist[v]: hops from v to the nearest seed so far (breadth-first from every seed).
+	const far = 1 << 30
+	dist := map[int]int{}
+	for _, v := range nodes {
+		dist[v] = far
+	}
+	var seeds []int
+	for len(seeds) < n {
+		seed, best := -1, -1
+		for _, v := range nodes {
+			if dist[v] > best && dist[v] > 0 {
+				seed, best = v, dist[v]
+			}
+		}
+		if seed < 0 {
+			break
+		}
+		seeds = append(seeds, seed)
+		dist[seed] = 0
+		queue := []int{seed}
+		for len(queue) > 0 {
+			v := queue[0]
+			queue = queue[1:]
+			for _, w := range neighbours(v) {
+				if dist[w] > dist[v]+1 {
+					dist[w] = dist[v] + 1
+					queue = append(queue, w)
+				}
+			}
+		}
+	}
+	share := (len(nodes) + len(seeds) - 1) / len(seeds)
+	agentOf := map[int]int{}
+	frontier := make([][]int, len(seeds))
+	size := make([]int, len(seeds))
+	for a, v := range seeds {
+		agentOf[v] = a + 1 // +1: the zero value means unassigned
+		size[a] = 1
+		frontier[a] = neighbours(v)
+	}
+	for grew := true; grew; {
+		grew = false
+		for a := range seeds {
+			for size[a] < share && len(frontier[a]) > 0 {
+				v := frontier[a][0]
+				frontier[a] = frontier[a][1:]
+				if agentOf[v] != 0 {
+					continue
+				}
+				agentOf[v] = a + 1
+				size[a]++
+				frontier[a] = append(frontier[a], neighbours(v)...)
+				grew = true
+				break // one device per region per turn keeps the regions growing evenly
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, v := range nodes {
+			if agentOf[v] != 0 {
+				continue
+			}
+			for _, w := range neighbours(v) {
+				if agentOf[w] != 0 {
+					agentOf[v], changed = agentOf[w], true
+					break
+				}
+			}
+		}
+	}
+	for _, v := range nodes {
+		out[v] = max(agentOf[v], 1) - 1 // a device with no hosted neighbour at all: agent 0
+	}
+	return out
 }
 
 // parsePcap resolves a --pcap selection against the lab's devices.

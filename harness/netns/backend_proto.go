@@ -43,8 +43,10 @@ type AgentMsg struct {
 	Now      clock.Time     `json:"now,omitempty"` // records: the agent clock when it stopped; progress: now
 	// Done is how many of its flows an agent has seen complete (progress).
 	Done int `json:"done,omitempty"`
-	// Flows are flow IDs that completed (completed).
-	Flows []uint32 `json:"flows,omitempty"`
+	// Flows are flow IDs that completed (completed), Finish when each did (engine time of the agent
+	// that completed it: a flow waiting in another agent starts no earlier, whatever that agent's clock).
+	Flows  []uint32     `json:"flows,omitempty"`
+	Finish []clock.Time `json:"finish,omitempty"`
 	// Deadlock is the run-time monitor's verdict (records; only from an agent that ran the monitor).
 	Deadlock *report.DeadlockVerdict `json:"deadlock,omitempty"`
 	Err      string                  `json:"err,omitempty"`

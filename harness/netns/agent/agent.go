@@ -83,7 +83,7 @@ func Main(in io.Reader, out io.Writer) int {
 			m = netns.AgentMsg{}
 			err := dec.Decode(&m)
 			if err == nil && m.Type == "completed" {
-				a.completedElsewhere(m.Flows)
+				a.completedElsewhere(m.Flows, m.Finish)
 				continue
 			}
 			if err != nil || m.Type == "stop" {
@@ -95,7 +95,9 @@ func Main(in io.Reader, out io.Writer) int {
 			}
 		}
 	}()
-	a.completedFn = func(ids []uint32) { c.send(netns.AgentMsg{Type: "completed", Flows: ids}) }
+	a.completedFn = func(ids []uint32, at []clock.Time) {
+		c.send(netns.AgentMsg{Type: "completed", Flows: ids, Finish: at})
+	}
 	a.progressFn = func(now clock.Time, done int) { c.send(netns.AgentMsg{Type: "progress", Now: now, Done: done}) }
 	if err := a.run(m.Epoch, m.End, func() { c.send(netns.AgentMsg{Type: "done"}) },
 		func() { c.send(netns.AgentMsg{Type: "end"}) }); err != nil {

@@ -239,16 +239,18 @@ type agent struct {
 	// much of log.Flows collect has read, done how many of those completed.
 	starts  []func()
 	waiting []int
+	after   []clock.Time // latest completion time among the flows each waits for
 	deps    map[uint32][]int
 	seen    int
 	done    int
 	// remote holds completions of flows in other agents, as the backend relays them (reader goroutine).
 	remoteMu      sync.Mutex
 	remote        []uint32
+	remoteAt      []clock.Time
 	remotePending atomic.Bool
 	// completedFn tells the backend of completions other agents wait for; progressFn how far the clock
 	// has got (every progressEvery of wall time).
-	completedFn  func([]uint32)
+	completedFn  func([]uint32, []clock.Time)
 	progressFn   func(now clock.Time, done int)
 	nextProgress clock.Time
 	// step is how far one catch-up step advances (catchUp): a frame this agent sends itself is taken at
@@ -385,9 +387,13 @@ func (a *agent) watch() {
 const minCatchUpStep = 10 * clock.Microsecond
 
 // completedElsewhere records flows another agent completed (called from the control reader).
-func (a *agent) completedElsewhere(ids []uint32) {
+func (a *agent) completedElsewhere(ids []uint32, at []clock.Time) {
+	if len(at) != len(ids) {
+		at = make([]clock.Time, len(ids))
+	}
 	a.remoteMu.Lock()
 	a.remote = append(a.remote, ids...)
+	a.remoteAt = append(a.remoteAt, at...)
 	a.remotePending.Store(true)
 	a.remoteMu.Unlock()
 	a.wake.signal()

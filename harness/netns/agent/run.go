@@ -100,6 +100,7 @@ func (a *agent) schedule() {
 	}
 	a.deps = map[uint32][]int{}
 	a.waiting = make([]int, len(a.setup.Flows))
+	a.after = make([]clock.Time, len(a.setup.Flows))
 	for i, f := range a.setup.Flows {
 		a.starts = append(a.starts, a.starter(byNode[f.Node].nic, f.Flow))
 		if len(f.After) > 0 {
@@ -126,15 +127,17 @@ func (a *agent) starter(nic *nodes.NIC, fl nodes.Flow) func() {
 // which of them other agents wait for. Completions other agents reported (remote) count the same.
 func (a *agent) collect() {
 	var out []uint32
+	var outAt []clock.Time
 	for ; a.seen < len(a.log.Flows); a.seen++ {
 		r := &a.log.Flows[a.seen]
 		if !r.Completed {
 			continue
 		}
 		a.done++
-		a.release(r.ID)
+		a.release(r.ID, r.Finish)
 		if a.setup.Remote[r.ID] {
 			out = append(out, r.ID)
+			outAt = append(outAt, r.Finish)
 		}
 	}
 	if a.done >= a.flows && a.setup.StopWhenDone {
@@ -143,24 +146,29 @@ func (a *agent) collect() {
 		a.end = min(a.end, a.clk.Now())
 	}
 	if len(out) > 0 && a.completedFn != nil {
-		a.completedFn(out)
+		a.completedFn(out, outAt)
 	}
 	if a.remotePending.Load() {
 		a.remoteMu.Lock()
-		ids := a.remote
-		a.remote = nil
+		ids, at := a.remote, a.remoteAt
+		a.remote, a.remoteAt = nil, nil
 		a.remotePending.Store(false)
 		a.remoteMu.Unlock()
-		for _, id := range ids {
-			a.release(id)
+		for i, id := range ids {
+			a.release(id, at[i])
 		}
 	}
 }
 
-func (a *agent) release(id uint32) {
+// release counts flow id, completed at finish, off the flows waiting for it; one waiting for nothing more
+// starts at its planned time, the latest completion it waited for, or now, whichever is latest. (An
+// agent whose clock runs behind another's must not start a flow before, in engine time, the flow it
+// waited for completed over there.)
+func (a *agent) release(id uint32, finish clock.Time) {
 	for _, i := range a.deps[id] {
+		a.after[i] = max(a.after[i], finish)
 		if a.waiting[i]--; a.waiting[i] == 0 {
-			a.clk.AfterFunc(max(a.setup.Flows[i].At-a.clk.Now(), 0), a.starts[i])
+			a.clk.AfterFunc(max(a.setup.Flows[i].At, a.after[i])-a.clk.Now(), a.starts[i])
 		}
 	}
 	delete(a.deps, id)
