@@ -24,6 +24,7 @@ func (l *Lab) adaptivePaths(fp *FlowPlan) error {
 	if len(ps) < 2 {
 		return nil // one candidate: nothing to choose
 	}
+	fp.Cands = ps
 	fp.Paths = make([][]uint8, len(ps))
 	fp.PathBases = make([]nodes.PathBase, len(ps))
 	for i, p := range ps {

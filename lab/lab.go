@@ -64,7 +64,7 @@ type FlowPlan struct {
 	ThenBase  nodes.PathBase
 	PathBases []nodes.PathBase
 	// Cands are Paths as the router gave them (with per-hop classes) when the NIC spreads the flow over
-	// its pair's paths (spread.go); nil otherwise.
+	// its pair's paths (spread.go) or chooses among them (adaptive.go); nil otherwise.
 	Cands []route.Path
 	Path  route.Path // the path the ideal FCT was computed on
 	Ideal clock.Time
@@ -263,9 +263,10 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 			RPTimer: h.DCQCN.RPTimer.Clock(), FastRecoveryTimes: h.DCQCN.FastRecovery,
 			RateAIBps: float64(h.DCQCN.RateAI), RateHAIBps: float64(h.DCQCN.RateHAI), MinRateBps: float64(h.DCQCN.MinRate),
 		},
-		Relay: route.ServerCentric(g),
-		FIB:   l.Tables.FIB[n],
-		Seed:  uint64(s.Seed),
+		Relay:       route.ServerCentric(g),
+		MeasureFrom: s.MeasureFrom.Clock(),
+		FIB:         l.Tables.FIB[n],
+		Seed:        uint64(s.Seed),
 	}
 	c.NICMem = nodes.NICMemConfig{Bytes: h.NICBuffer.Resolve(l.hostBDP()), Guard: nodes.GuardPause}
 	if s.Switch.FlowControl == "lossy" {

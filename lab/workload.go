@@ -155,16 +155,24 @@ func (l *Lab) expand(w *spec.Workload, field string, r *rand.Rand) (traffic.Sche
 			return nil, err
 		}
 		return wrap(l.matrixFlows(w, field, r, m, false))
-	case "adv1", "adv2":
+	case "adv1", "adv2", "unf":
 		groups := traffic.Groups(hosts, func(h int) int { return l.Graph.Nodes[l.Graph.Hosts[h]].Group })
 		var m traffic.Matrix
-		if w.Kind == "adv1" {
+		switch {
+		case w.Kind == "adv1" && w.Pattern == "random-pair":
+			m, _, err = traffic.Adv1Pair(r, groups)
+		case w.Kind == "adv1":
 			m, err = traffic.Adv1(groups)
-		} else {
+		case w.Kind == "adv2":
 			m, _, err = traffic.Adv2(r, groups)
+		default:
+			m, err = traffic.Unf(groups)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s.kind: %w (groups come from the topology: dragonfly groups, fat-tree pods)", field, err)
+		}
+		if w.Connections > 0 {
+			return wrap(traffic.Connections(r, m, w.Connections, w.Size.Resolve(l.hostBDP()), w.At.Clock(), w.Name))
 		}
 		if err := l.charge(field, matrixFlows(m, true), fmt.Sprintf("%d sources", len(m.Src)), 0); err != nil {
 			return nil, err

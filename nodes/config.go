@@ -117,6 +117,10 @@ type Config struct {
 	PFCStar     PFCStarConfig  `json:"pfcstar,omitzero"` // relays raise the tag (FIFOLayout)
 	RelayPFC    RelayPFCConfig `json:"relay_pfc,omitzero"`
 
+	// MeasureFrom opens the measurement window: each flow's record gets the bytes acknowledged from
+	// then on (records.Flow.WindowBytes). 0: no window.
+	MeasureFrom clock.Time `json:"measure_from_ps,omitempty"`
+
 	// PathSelect is how a flow with candidate routes (Flow.Paths) chooses among them while it runs:
 	// "" keeps Route, "telemetry" and "ugal" choose from measured path delays (telemetry.go).
 	PathSelect string          `json:"path_select,omitempty"`

@@ -114,6 +114,8 @@ type NIC struct {
 	counters records.Counters
 	flushed  bool
 
+	windowOpen bool // MeasureFrom has passed
+
 	ingress *ingressPFC // relay_pfc "ingress": PFC on relayed bytes per (ingress port, priority)
 	mem     *nicMem     // finite NIC memory and its guard (nicmem.go); nil: unbounded
 	pass    *passThrough
@@ -183,6 +185,9 @@ func NewWith(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log,
 	if n.mem, err = newNICMem(n); err != nil {
 		return nil, err
 	}
+	if c.MeasureFrom > 0 {
+		clk.AfterFunc(c.MeasureFrom-clk.Now(), n.openWindow)
+	}
 	return n, nil
 }
 
@@ -232,6 +237,21 @@ func (n *NIC) PauseQueue(port, q int, on bool) { n.ports[port].Pause(q, on) }
 // SendControl sends a frame out of port in the strict control queue (FC hooks relaying pauses).
 func (n *NIC) SendControl(port int, p *pkt.Packet) { n.enqueue(port, n.control[port], p) }
 
+// openWindow starts the measurement window: what active flows acknowledged so far is not counted.
+func (n *NIC) openWindow() {
+	n.windowOpen = true
+	for _, q := range n.qps {
+		q.windowBase = q.ackedBytes()
+	}
+}
+
+// closeWindow records what the flow delivered inside the measurement window.
+func (q *qp) closeWindow() {
+	if q.n.windowOpen {
+		q.rec.WindowBytes = q.ackedBytes() - q.windowBase
+	}
+}
+
 // Flush writes the NIC's counters and a record for every flow it started that has not completed. Call it
 // once at the end of a run; later calls do nothing.
 func (n *NIC) Flush() {
@@ -246,6 +266,7 @@ func (n *NIC) Flush() {
 	sort.Slice(open, func(i, j int) bool { return open[i].seq < open[j].seq }) // start order
 	for _, q := range open {
 		q.rec.Delivered = q.ackedBytes()
+		q.closeWindow()
 		n.log.Flows = append(n.log.Flows, q.rec)
 	}
 	c := n.counters

@@ -115,3 +115,24 @@ func TestRerouteWaitCoversPropagation(t *testing.T) {
 		t.Logf("bases %v: %d reordered, %d retransmitted", withBases, st.Reordered, pr.a.Stats().Retransmits)
 	}
 }
+
+// The measurement window counts only what is acknowledged after it opens: a line-rate flow delivers
+// about the window's length at line rate, a flow that completed before it nothing.
+func TestMeasureWindow(t *testing.T) {
+	ca := baseCfg(0, g100, us)
+	ca.MeasureFrom = 100 * us
+	pr := newPair(t, ca, baseCfg(1, g100, us), us)
+	pr.a.StartFlow(Flow{ID: 1, Dst: 1, Size: 10_000})
+	pr.a.StartFlow(Flow{ID: 2, Dst: 1, Size: 100_000_000})
+	pr.run(t, 300*us)
+	pr.a.Flush()
+	got := map[uint32]int64{}
+	for _, f := range pr.log.Flows {
+		got[f.ID] = f.WindowBytes
+	}
+	// 200 us at 100 Gb/s is 2.5 MB of frames; payload is MTU/frame of that.
+	want := float64(200e-6*100e9/8) * float64(DefaultMTU) / float64(pkt.DataSize(DefaultMTU, 0))
+	if got[1] != 0 || float64(got[2]) < 0.97*want || float64(got[2]) > 1.01*want {
+		t.Fatalf("window bytes %v, want 0 and about %.0f", got, want)
+	}
+}

@@ -34,6 +34,7 @@ type qp struct {
 	capPkts                 uint32   // BDP-FC: max sndNxt-sndUna on route; 0 = none
 	capThen                 uint32   // the same on then (Flow.Then)
 	base                    PathBase // route's base delays (Flow.Base; the path it moved to since)
+	windowBase              int64    // bytes acknowledged when the measurement window opened
 
 	// IRN selective repeat: PSNs the receiver SACKed, and the loss frontier. Every unSACKed PSN in
 	// [rtxNext, lossBound) is lost and is resent once per detection; lossBound is the highest SACK
@@ -418,6 +419,7 @@ func (n *NIC) complete(q *qp) {
 	q.rec.Finish = n.clk.Now()
 	q.rec.Completed = true
 	q.rec.Delivered = q.rec.Size
+	q.closeWindow()
 	n.log.Flows = append(n.log.Flows, q.rec)
 	delete(n.qps, q.id)
 	n.active--

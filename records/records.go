@@ -17,7 +17,10 @@ type Flow struct {
 	Finish      clock.Time // 0 if not completed
 	Ideal       clock.Time // standalone FCT on an idle fabric along the same path (for slowdown)
 	Completed   bool
-	Retransmits int64  // packets retransmitted
+	Retransmits int64 // packets retransmitted
+	// WindowBytes is what the flow delivered (cumulatively acknowledged) inside the run's measurement
+	// window (spec measure_from .. the end): steady-state throughput without start-up.
+	WindowBytes int64
 	Class       string // workload entry that made it: "flows", "incast", "poisson", ...
 	// Delivered is the application bytes cumulatively acknowledged at the sender when the record was
 	// written: Size once completed, what got through by the run's end otherwise. The report's goodput

@@ -99,6 +99,7 @@ func Compare(runs []*Run) Table {
 	row("drops lossless", func(r *Run) string { return fmt.Sprint(r.Summary.Drops.Lossless) })
 	row("drops lossy", func(r *Run) string { return fmt.Sprint(r.Summary.Drops.Lossy) })
 	row("retransmissions", func(r *Run) string { return fmt.Sprint(r.Summary.Retransmissions) })
+	row("window goodput", func(r *Run) string { return gbps(r.Summary.WindowGoodputBps) })
 	row("reordered packets", func(r *Run) string { return fmt.Sprint(r.Summary.Reordered) })
 	row("pauses sent", func(r *Run) string { return fmt.Sprint(r.Summary.Pauses.Sent) })
 	row("pauses received", func(r *Run) string { return fmt.Sprint(r.Summary.Pauses.Received) })

@@ -201,6 +201,10 @@ func SummaryMetric(s *Summary, name string) (float64, bool) {
 		return s.ThroughputBps, true
 	case "avg_flow_goodput_bps":
 		return s.AvgFlowGoodputBps, true
+	case "window_goodput_bps":
+		return s.WindowGoodputBps, true
+	case "reordered":
+		return float64(s.Reordered), true
 	case "drops_lossless":
 		return float64(s.Drops.Lossless), true
 	case "drops_lossy":

@@ -49,6 +49,8 @@ type Meta struct {
 	Graph *topo.Graph
 	// HostIP maps a host index to its address for fct.txt; nil means HostIP below (wire's convention).
 	HostIP func(host int) netip.Addr
+	// MeasureFrom opens the measurement window (engine time; 0: none), which ends at Duration.
+	MeasureFrom clock.Time
 	// Deadlock is the run-time monitor's verdict.
 	Deadlock DeadlockVerdict
 	// Fidelity is the netns fidelity monitor's verdict; nil means no monitor ran (the virtual backend is
@@ -117,6 +119,9 @@ type Summary struct {
 	Fidelity          Fidelity   `json:"fidelity"`
 	ECNMarks          uint64     `json:"ecn_marks"`
 	CNPs              uint64     `json:"cnps"`
+	// WindowGoodputBps is the bytes flows delivered inside the measurement window (spec measure_from to
+	// the run's end) * 8 over the window's length; 0 without a window.
+	WindowGoodputBps float64 `json:"window_goodput_bps,omitempty"`
 	// Reordered counts data packets that arrived after a later-sent packet of their flow; Reorders has
 	// one line per reordered flow. Reordering is not loss: neither counts as a drop or a violation.
 	Reordered uint64   `json:"reordered"`
@@ -300,6 +305,13 @@ func Summarize(log *records.Log, meta Meta) *Summary {
 	}
 	s.Violations = append(s.Violations, log.Violations...)
 	s.Reorders = append(s.Reorders, log.Reorders...)
+	if w := meta.seconds(meta.Duration - meta.MeasureFrom); meta.MeasureFrom > 0 && w > 0 {
+		var b int64
+		for _, f := range log.Flows {
+			b += f.WindowBytes
+		}
+		s.WindowGoodputBps = float64(b) * 8 / w
+	}
 	return s
 }
 

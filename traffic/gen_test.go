@@ -408,3 +408,37 @@ func TestTraceRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+func TestDragonflyPairsAndConnections(t *testing.T) {
+	groups := [][]int{{0, 1}, {2, 3}, {4, 5}, {6, 7}}
+	group := func(h int) int { return h / 2 }
+	r := Rand(3, 0)
+	m, gp, err := Adv1Pair(r, groups)
+	if err != nil || gp[0] == gp[1] || len(m.Src) != 2 {
+		t.Fatalf("adv1 pair %v %+v %v", gp, m, err)
+	}
+	s, err := Connections(r, m, 50, 1000, 0, "adv1")
+	if err != nil || len(s) != 50 {
+		t.Fatal(err, len(s))
+	}
+	for _, f := range s {
+		if group(f.Src) != gp[0] || group(f.Dst) != gp[1] {
+			t.Fatalf("adv1 random pair %v: flow h%d -> h%d", gp, f.Src, f.Dst)
+		}
+	}
+	u, _ := Unf(groups)
+	s, _ = Connections(r, u, 200, 1000, 0, "unf")
+	seen := map[int]bool{}
+	for _, f := range s {
+		if group(f.Src) == group(f.Dst) {
+			t.Fatalf("unf flow inside a group: h%d -> h%d", f.Src, f.Dst)
+		}
+		seen[f.Dst] = true
+	}
+	if len(seen) != 8 {
+		t.Fatalf("unf reached %d of 8 destinations in 200 draws", len(seen))
+	}
+	if _, err := Connections(r, u, 0, 1000, 0, ""); err == nil {
+		t.Fatal("0 connections accepted")
+	}
+}

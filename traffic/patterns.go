@@ -86,6 +86,63 @@ func Adv1(groups [][]int) (Matrix, error) {
 	return m, nil
 }
 
+// Adv1Pair is ADV1 as the telemetry paper draws it (dragonfly-telemetry.md §4.2): two distinct random
+// groups, every host of the first sends to hosts of the second uniformly. It returns the two groups.
+func Adv1Pair(r *rand.Rand, groups [][]int) (Matrix, [2]int, error) {
+	if len(groups) < 2 {
+		return Matrix{}, [2]int{}, fmt.Errorf("adv1 needs at least 2 groups, the topology has %d", len(groups))
+	}
+	a := r.IntN(len(groups))
+	b := r.IntN(len(groups) - 1)
+	if b >= a {
+		b++
+	}
+	var m Matrix
+	for _, h := range groups[a] {
+		m.Src, m.Dst = append(m.Src, h), append(m.Dst, groups[b])
+	}
+	return m, [2]int{a, b}, nil
+}
+
+// Unf is Dragonfly's UNF (dragonfly-telemetry.md §4.2): every host sends to hosts outside its own group,
+// uniformly.
+func Unf(groups [][]int) (Matrix, error) {
+	if len(groups) < 2 {
+		return Matrix{}, fmt.Errorf("unf needs at least 2 groups, the topology has %d", len(groups))
+	}
+	var m Matrix
+	for i, g := range groups {
+		var others []int
+		for j, o := range groups {
+			if j != i {
+				others = append(others, o...)
+			}
+		}
+		for _, h := range g {
+			m.Src, m.Dst = append(m.Src, h), append(m.Dst, others)
+		}
+	}
+	return m, nil
+}
+
+// Connections is n flows of size bytes at at, each between a source drawn uniformly from m's sources
+// and a destination drawn from its row: the telemetry paper's load axis, "N source-destination pairs"
+// (a pair may be drawn more than once, as N exceeds the distinct pairs).
+func Connections(r *rand.Rand, m Matrix, n int, size int64, at clock.Time, class string) (Schedule, error) {
+	if n <= 0 || size <= 0 {
+		return nil, fmt.Errorf("connections and size must be positive, got %d and %d", n, size)
+	}
+	if err := m.check(); err != nil {
+		return nil, err
+	}
+	s := make(Schedule, 0, n)
+	for k := 0; k < n; k++ {
+		i := r.IntN(len(m.Src))
+		s = append(s, Flow{Src: m.Src[i], Dst: m.pick(r, i), Size: size, At: at, Class: class})
+	}
+	return s.number(), nil
+}
+
 // Adv2 is Dragonfly's ADV2: one random group receives, every host of every other group sends to it
 // uniformly (a group-level incast, dragonfly-telemetry.md §4.2).
 func Adv2(r *rand.Rand, groups [][]int) (Matrix, int, error) {

@@ -161,7 +161,8 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 	var got *backendResult
 	save := func(log *records.Log, res backendResult) error {
 		elapsed := time.Since(wall)
-		meta := report.Meta{Dilation: res.Dilation, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock, Fidelity: res.Fidelity}
+		meta := report.Meta{Dilation: res.Dilation, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock, Fidelity: res.Fidelity,
+			MeasureFrom: clock.Time(float64(l.Spec.MeasureFrom.Clock()) * max(res.Dilation, 1))}
 		sm, err := report.WriteRunDir(tmp, log, meta)
 		if err != nil {
 			return err
@@ -303,6 +304,9 @@ func printSummary(cmd *cobra.Command, out string, s *report.Summary, quiet bool)
 			verdict = "UNFAITHFUL (the numbers are the machine's, not the fabric's)"
 		}
 		fmt.Fprintf(w, "  fidelity: %s: %s\n", verdict, s.Fidelity.Reason)
+	}
+	if s.WindowGoodputBps > 0 {
+		fmt.Fprintf(w, "  window goodput %.4g Gb/s\n", s.WindowGoodputBps/1e9)
 	}
 	if s.Deadlock.Detected {
 		fmt.Fprintf(w, "  DEADLOCK at %.3g s: %v\n", s.Deadlock.AtS, s.Deadlock.Cycle)

@@ -70,6 +70,7 @@ func Dilate(l *lab.Lab, d float64) (*Dilated, error) {
 		c.CNPInterval, c.NackInterval = t(c.CNPInterval), t(c.NackInterval)
 		c.Telemetry.Threshold = t(c.Telemetry.Threshold)
 		c.SpreadGap = t(c.SpreadGap)
+		c.MeasureFrom = t(c.MeasureFrom)
 		q := &c.DCQCN
 		q.AlphaInterval, q.DecreaseInterval, q.RPTimer = t(q.AlphaInterval), t(q.DecreaseInterval), t(q.RPTimer)
 		// Zero AI/HAI steps scale with the (already dilated) port rate; explicit ones are rates.

@@ -28,6 +28,10 @@ type Spec struct {
 	// Duration is when the run ends at the latest (paper time). Required: a deadlocked run never
 	// completes its flows, so something must end it.
 	Duration Time `yaml:"duration,omitempty"`
+	// MeasureFrom opens a measurement window (paper time) from here to the run's end: the summary's
+	// window_goodput_bps is the bytes flows delivered inside it over its length, steady state without
+	// start-up (the telemetry paper measures "while all connections are active").
+	MeasureFrom Time `yaml:"measure_from,omitempty"`
 	// Stop: true (default) ends the run as soon as every generated flow has completed.
 	Stop *bool `yaml:"stop,omitempty"`
 	// Expect holds published numbers the report prints next to the measured ones, by metric name.
@@ -193,6 +197,12 @@ type Workload struct {
 
 	Fraction float64 `yaml:"fraction,omitempty"` // permutation, all-to-all: share of hosts taking part
 
+	// adv1, adv2, unf: Connections > 0 draws that many (source, destination) pairs from the pattern, one
+	// flow of size each at `at` (the telemetry paper's N); Pattern picks adv1's groups: "shift" (group
+	// i -> i+1 for every i, the default) or "random-pair" (two random groups, the paper's ADV1).
+	Connections int    `yaml:"connections,omitempty"`
+	Pattern     string `yaml:"pattern,omitempty"`
+
 	// ps (parameter server): workers push PushSize to Server, then Server sends BroadcastSize to each.
 	Workers       int    `yaml:"workers,omitempty"` // 0: every host but the server
 	Server        string `yaml:"server,omitempty"`
@@ -250,12 +260,13 @@ var (
 	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "telemetry", "minimal", "ate", "free"}
 	ATEMeasures   = []string{"inflight", "assigned", "offered"} // nodes.ATEInFlight, ATEAssigned, ATEOffered
 	Spreads       = []string{"flow", "flowlet", "packet"}       // nodes.SpreadFlow, SpreadFlowlet, SpreadPacket
-	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "trace"}
+	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "unf", "trace"}
 	// CDFs are the built-in flow-size distributions (anchors.md §6, expander-thesis.md §3.3); a cdf may
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).
 	CDFs          = []string{"websearch", "hadoop", "datamining", "datamining-alt", "storage", "pareto"}
 	RelayPFCModes = []string{"pass-through", "ingress"}
 	TraceFormats  = []string{"hpcc", "htsim"}
+	Adv1Patterns  = []string{"shift", "random-pair"}
 )
 
 // WorkloadFields lists the YAML keys each workload kind accepts besides kind and name.
@@ -267,8 +278,9 @@ var WorkloadFields = map[string][]string{
 	"all-to-all":  {"size", "at", "cdf", "load", "duration", "start", "hosts", "fraction", "mean", "shape", "cap"},
 	"ps":          {"workers", "server", "push_size", "broadcast_size", "rounds", "at", "hosts"},
 	"moe":         {"experts", "top_k", "tokens", "token_size", "zipf", "layers", "at", "hosts"},
-	"adv1":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap"},
-	"adv2":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap"},
+	"adv1":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap", "connections", "pattern"},
+	"adv2":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap", "connections"},
+	"unf":         {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap", "connections"},
 	"trace":       {"format", "path", "start", "rebase"},
 }
 

@@ -125,6 +125,9 @@ func (s *Spec) validate() Errors {
 	} else {
 		c.time("duration", s.Duration, true)
 	}
+	if s.MeasureFrom != 0 && c.time("measure_from", s.MeasureFrom, false) && s.Duration > 0 && s.MeasureFrom >= s.Duration {
+		c.add("measure_from", "%s is not before the run's duration %s", s.MeasureFrom, s.Duration)
+	}
 	s.validateTopology(c)
 	s.validateSwitch(c)
 	s.validateHost(c)
@@ -360,7 +363,16 @@ func (w *Workload) validate(c *checker, f string, s *Spec) {
 				c.add(pf, "src and dst are both %s", p.Src)
 			}
 		}
-	case "permutation", "all-to-all", "adv1", "adv2":
+	case "permutation", "all-to-all", "adv1", "adv2", "unf":
+		if w.Connections != 0 {
+			c.integer(f+".connections", w.Connections, 1, MaxCount, "source-destination pairs drawn from the pattern")
+			if w.CDF != "" {
+				c.add(f+".connections", "only with size (one flow per drawn pair), not with cdf")
+			}
+		}
+		if w.Pattern != "" && !slices.Contains(Adv1Patterns, w.Pattern) {
+			c.add(f+".pattern", "%q: want one of %v", w.Pattern, Adv1Patterns)
+		}
 		switch {
 		case w.CDF != "" && !w.Size.IsZero():
 			c.add(f+".size", "give size (one flow per pair at `at`) or cdf and load (Poisson arrivals), not both")
