@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/records"
 )
 
@@ -87,7 +87,7 @@ func LoadRun(dir string) (*Run, error) {
 	}
 	r := &Run{Dir: dir, Name: filepath.Base(filepath.Clean(dir)), Summary: s, Rows: rows}
 	fillGoodput(s, rows)
-	if b, err := os.ReadFile(filepath.Join(dir, SpecFile)); err == nil {
+	if b, err := bounded.ReadFile(filepath.Join(dir, SpecFile), bounded.Spec); err == nil {
 		var sp struct {
 			Name   string              `yaml:"name"`
 			Seed   int64               `yaml:"seed"`
@@ -109,15 +109,15 @@ func LoadRun(dir string) (*Run, error) {
 		r.Seed = sp.Seed
 		r.Scheme = sp.Switch.FlowControl + "/" + sp.Host.Transport
 	}
-	if f, err := os.Open(filepath.Join(dir, QueuesFile)); err == nil {
+	if f, err := bounded.Open(filepath.Join(dir, QueuesFile)); err == nil {
 		defer f.Close()
-		if r.Samples, err = readSamples(f); err != nil {
+		if r.Samples, err = readSamples(bounded.Reader(f, f.Name(), bounded.RunFile)); err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, QueuesFile), err)
 		}
 	}
-	if f, err := os.Open(filepath.Join(dir, PauseFile)); err == nil {
+	if f, err := bounded.Open(filepath.Join(dir, PauseFile)); err == nil {
 		defer f.Close()
-		if r.Pauses, err = readPauses(f); err != nil {
+		if r.Pauses, err = readPauses(bounded.Reader(f, f.Name(), bounded.RunFile)); err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, PauseFile), err)
 		}
 	}

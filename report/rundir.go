@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/records"
 )
@@ -259,7 +261,7 @@ func WritePausesCSV(w io.Writer, log *records.Log, meta Meta) error {
 
 // ReadRunDir loads summary.json and flows.csv from a run directory (for `lab report` and comparisons).
 func ReadRunDir(dir string) (*Summary, []FlowRow, error) {
-	b, err := os.ReadFile(filepath.Join(dir, SummaryFile))
+	b, err := bounded.ReadFile(filepath.Join(dir, SummaryFile), bounded.RunFile)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -267,12 +269,12 @@ func ReadRunDir(dir string) (*Summary, []FlowRow, error) {
 	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, SummaryFile), err)
 	}
-	f, err := os.Open(filepath.Join(dir, FlowsFile))
+	f, err := bounded.Open(filepath.Join(dir, FlowsFile))
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	rows, err := ReadFlowsCSV(f)
+	rows, err := ReadFlowsCSV(bounded.Reader(f, f.Name(), bounded.RunFile))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, FlowsFile), err)
 	}
@@ -350,6 +352,9 @@ func (p *rowParser) float(name string) float64 {
 		return 0
 	}
 	x, err := strconv.ParseFloat(v, 64)
+	if err == nil && (math.IsNaN(x) || math.IsInf(x, 0)) {
+		err = fmt.Errorf("not a finite number") // a run never writes one; sums and plots would turn NaN
+	}
 	if err != nil {
 		p.fail(name, v, err)
 	}
@@ -395,7 +400,7 @@ func (p *rowParser) bool(name string) bool {
 func (p *rowParser) host(name string) int {
 	v := p.str(name)
 	x, err := strconv.Atoi(strings.TrimPrefix(v, "h"))
-	if err != nil || !strings.HasPrefix(v, "h") {
+	if err != nil || !strings.HasPrefix(v, "h") || x < 0 {
 		p.fail(name, v, fmt.Errorf("want h<index>"))
 		return -1
 	}

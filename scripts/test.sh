@@ -27,6 +27,9 @@ step "unit tests"
 go test -count=1 $(go list ./... | grep -v -e /suites/ -e /harness/)
 go test -count=1 -p 1 ./harness/...
 
+step "fuzz targets, 2s each (scripts/fuzz.sh DURATION runs them longer)"
+bash scripts/fuzz.sh 2s
+
 step "race detector on the engines"
 go test -race -count=1 ./clock/... ./egress/... ./switchsw/... ./nodes/... ./wire/... ./harness/virtual/...
 

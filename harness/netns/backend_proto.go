@@ -1,6 +1,8 @@
 package netns
 
 import (
+	"fmt"
+
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/lab/topo"
@@ -8,6 +10,7 @@ import (
 	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/report"
 	"github.com/fabriclab/fabriclab/switchsw"
+	"github.com/fabriclab/fabriclab/units"
 )
 
 // The agent protocol: JSON objects, one per line, on the agent's stdin (backend -> agent) and stdout
@@ -156,4 +159,44 @@ type AgentFidelity struct {
 	CatchUpSteps uint64 `json:"catch_up_steps,omitempty"`
 	RealtimeErr  string `json:"realtime_err,omitempty"`
 	Realtime     bool   `json:"realtime,omitempty"`
+}
+
+// agentMsgTypes are the protocol's message types.
+var agentMsgTypes = map[string]bool{"setup": true, "ready": true, "start": true, "done": true, "end": true,
+	"stop": true, "records": true, "error": true, "progress": true, "completed": true}
+
+// Check refuses a message the other side could not act on sensibly: an unknown type, a setup without
+// its body, or numbers a backend never sends (negative times, non-finite or non-positive rates).
+func (m *AgentMsg) Check() error {
+	if !agentMsgTypes[m.Type] {
+		return fmt.Errorf("agent message type %q is not one of the protocol's", m.Type)
+	}
+	if m.End < 0 || m.Now < 0 || m.Done < 0 {
+		return fmt.Errorf("agent message %s: negative end, now or done", m.Type)
+	}
+	if m.Type != "setup" {
+		return nil
+	}
+	s := m.Setup
+	switch {
+	case s == nil:
+		return fmt.Errorf("setup message without setup")
+	case s.MTU < MinMTU || s.MTU > MaxMTU:
+		return fmt.Errorf("setup: mtu %d is not in %d..%d", s.MTU, MinMTU, MaxMTU)
+	case s.FrameBytes < 1 || s.FrameBytes > 65535:
+		return fmt.Errorf("setup: frame_bytes %d is not in 1..65535", s.FrameBytes)
+	}
+	for _, d := range s.Devices {
+		for i, p := range d.Ports {
+			if !(p.RateBps > 0 && p.RateBps <= units.MaxRate) || p.Delay < 0 || p.Delay > units.MaxTime {
+				return fmt.Errorf("setup: device %s port %d: rate %v or delay %v out of range", d.Name, i, p.RateBps, p.Delay)
+			}
+		}
+	}
+	for _, f := range s.Flows {
+		if f.At < 0 || f.At > units.MaxTime || f.Flow.Size < 0 || f.Flow.Size > units.MaxBytes {
+			return fmt.Errorf("setup: flow %d: start %v or size %d out of range", f.Flow.ID, f.At, f.Flow.Size)
+		}
+	}
+	return nil
 }

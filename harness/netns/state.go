@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/fabriclab/fabriclab/bounded"
 )
 
 // StateRoot is where each lab keeps its state file (/run is tmpfs: a reboot, which also drops every
@@ -154,22 +156,27 @@ func writeState(st *State) error {
 
 // ReadState reads a lab's state file.
 func ReadState(lab string) (*State, error) {
-	b, err := os.ReadFile(statePath(lab))
+	b, err := bounded.ReadFile(statePath(lab), bounded.State)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("lab %q has no state file (%s): nothing of it is ours to remove", lab, statePath(lab))
 		}
 		return nil, err
 	}
+	return ParseState(b, lab, statePath(lab))
+}
+
+// ParseState decodes and checks the state file of lab (path names it in errors).
+func ParseState(b []byte, lab, path string) (*State, error) {
 	var st State
 	if err := json.Unmarshal(b, &st); err != nil {
-		return nil, fmt.Errorf("state file %s: %w", statePath(lab), err)
+		return nil, fmt.Errorf("state file %s: %w", path, err)
 	}
 	if st.Lab != lab {
-		return nil, fmt.Errorf("state file %s names lab %q, not %q", statePath(lab), st.Lab, lab)
+		return nil, fmt.Errorf("state file %s names lab %q, not %q", path, st.Lab, lab)
 	}
 	if err := st.Check(); err != nil {
-		return nil, fmt.Errorf("state file %s: %w", statePath(lab), err)
+		return nil, fmt.Errorf("state file %s: %w", path, err)
 	}
 	return &st, nil
 }

@@ -46,6 +46,10 @@ func Main(in io.Reader, out io.Writer) int {
 		c.fail(fmt.Errorf("first message must be setup: %v", err))
 		return 1
 	}
+	if err := m.Check(); err != nil {
+		c.fail(err)
+		return 1
+	}
 	// A garbage collection stops the loop thread until the collector's own (ordinary-priority) threads
 	// finish, and on a busy machine they wait for a CPU: stalls of tens of milliseconds were measured.
 	// An agent's heap grows by little more than its records, so it collects only near a generous limit.
