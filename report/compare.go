@@ -57,7 +57,11 @@ func Compare(runs []*Run) Table {
 	}
 	row("scheme", func(r *Run) string { return r.Scheme })
 	row("flows completed", func(r *Run) string {
-		return fmt.Sprintf("%d/%d", r.Summary.Flows.Completed, r.Summary.Flows.Total)
+		f := r.Summary.Flows
+		if f.Scheduled > f.Total {
+			return fmt.Sprintf("%d/%d (%d scheduled)", f.Completed, f.Total, f.Scheduled)
+		}
+		return fmt.Sprintf("%d/%d", f.Completed, f.Total)
 	})
 	for _, m := range []struct {
 		name string

@@ -115,6 +115,7 @@ type MetricDef struct {
 // MetricDefs are the metrics Run.Metric knows, in table order. Names ending in _s are paper seconds,
 // _bps bit/s in paper units.
 var MetricDefs = []MetricDef{
+	{Name: "flows_scheduled", Label: "flows scheduled", Definition: "flows the workload planned (a run that stops early, e.g. at a deadlock, starts fewer)"},
 	{Name: "flows_total", Label: "flows started", Definition: "flows that started before the run ended (a flow waiting on a dependency that never completed has no record)"},
 	{Name: "flows_completed", Label: "flows completed", Definition: "flows whose last byte was cumulatively acknowledged at the sender before the run ended"},
 	{Name: "flows_completed_fraction", Label: "completed fraction", Definition: "flows_completed / flows_total"},

@@ -9,8 +9,11 @@ import (
 // flow 4 4000 B over [2, 6] us, flow 3 5000 B from 5 us, unfinished with 2000 B acknowledged; the run
 // ends at 200 us.
 func TestGoodputDefinitions(t *testing.T) {
-	s := Summarize(sampleLog(), Meta{Dilation: 1000, Duration: 200000 * us})
+	s := Summarize(sampleLog(), Meta{Dilation: 1000, Duration: 200000 * us, Scheduled: 6})
 	g := s.Goodput
+	if v, _ := SummaryMetric(s, "flows_scheduled"); s.Flows != (FlowCounts{Total: 4, Completed: 3, Scheduled: 6}) || v != 6 {
+		t.Errorf("flows %+v", s.Flows)
+	}
 	want := Goodput{
 		PerFlowAllBps:         (1e6*8/100e-6 + 1000*8/2e-6 + 2000*8/195e-6 + 4000*8/4e-6) / 4,
 		PerFlowCompletedBps:   (1e6*8/100e-6 + 1000*8/2e-6 + 4000*8/4e-6) / 3,

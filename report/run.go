@@ -197,6 +197,8 @@ func SummaryMetric(s *Summary, name string) (float64, bool) {
 		return statMetric(m, c.Flows, c.FCT, c.Slowdown, c.Goodput)
 	}
 	switch name {
+	case "flows_scheduled":
+		return float64(s.Flows.Scheduled), true
 	case "throughput_bps": // older names, read as written
 		return s.ThroughputBps, true
 	case "avg_flow_goodput_bps":

@@ -53,6 +53,8 @@ type Meta struct {
 	MeasureFrom clock.Time
 	// Deadlock is the run-time monitor's verdict.
 	Deadlock DeadlockVerdict
+	// Scheduled is how many flows the lab's schedule holds (0: unknown).
+	Scheduled int
 	// Fidelity is the netns fidelity monitor's verdict; nil means no monitor ran (the virtual backend is
 	// exact by construction) and is reported as faithful with reason "not monitored".
 	Fidelity *Fidelity
@@ -151,6 +153,9 @@ type NICMemory struct {
 type FlowCounts struct {
 	Total     int `json:"total"`
 	Completed int `json:"completed"`
+	// Scheduled is how many flows the workload planned (summary level only; 0 if unknown): a run that
+	// stops early (deadlock, duration) starts fewer, and Total counts only those that started.
+	Scheduled int `json:"scheduled,omitempty"`
 }
 
 // Stats summarizes a sample: mean and nearest-rank percentiles, plus its size.
@@ -238,6 +243,7 @@ func Summarize(log *records.Log, meta Meta) *Summary {
 	all := summarizeRows(rows, s.DurationS)
 	s.Flows, s.FCT, s.Slowdown, s.ThroughputBps, s.Goodput = all.Flows, all.FCT, all.Slowdown, all.ThroughputBps, all.Goodput
 	s.AvgFlowGoodputBps = s.Goodput.PerFlowCompletedBps
+	s.Flows.Scheduled = meta.Scheduled
 
 	byClass := map[string][]FlowRow{}
 	for _, r := range rows {

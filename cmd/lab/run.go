@@ -162,7 +162,7 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 	save := func(log *records.Log, res backendResult) error {
 		elapsed := time.Since(wall)
 		meta := report.Meta{Dilation: res.Dilation, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock, Fidelity: res.Fidelity,
-			MeasureFrom: clock.Time(float64(l.Spec.MeasureFrom.Clock()) * max(res.Dilation, 1))}
+			MeasureFrom: clock.Time(float64(l.Spec.MeasureFrom.Clock()) * max(res.Dilation, 1)), Scheduled: len(l.Flows)}
 		sm, err := report.WriteRunDir(tmp, log, meta)
 		if err != nil {
 			return err
