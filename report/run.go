@@ -198,7 +198,8 @@ func SummaryMetric(s *Summary, name string) (float64, bool) {
 	}
 	switch name {
 	case "flows_scheduled":
-		return float64(s.Flows.Scheduled), true
+		// 0 means unknown (summaries written before the field): not measured rather than zero.
+		return float64(s.Flows.Scheduled), s.Flows.Scheduled > 0
 	case "throughput_bps": // older names, read as written
 		return s.ThroughputBps, true
 	case "avg_flow_goodput_bps":

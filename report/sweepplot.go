@@ -200,13 +200,14 @@ func sweepPlot(t *Tree, m string) (*plot.Plot, error) {
 	}
 	p.Add(plotter.NewGrid())
 	padRange(p)
+	p.Y.Tick.Marker = labelledTicks{}
 	return p, nil
 }
 
 // padRange keeps error bars and end points off the frame, and starts a positive y axis at 0 so
 // differences are not exaggerated.
 func padRange(p *plot.Plot) {
-	dx := (p.X.Max - p.X.Min) * 0.05
+	dx := (p.X.Max - p.X.Min) * 0.08
 	if dx == 0 {
 		dx = 0.5
 	}
@@ -239,7 +240,13 @@ func groupBars(t *Tree, m string) (*plot.Plot, error) {
 		vals[i] = mean * scale
 		ci.XYs[i] = plotter.XY{X: float64(i), Y: mean * scale}
 		ci.half[i] = c.Half * scale
-		names = append(names, fmt.Sprintf("%s (n=%d)", g.Label(), c.N))
+		// Like the per-run legends: a group that left flows unfinished says so, since its FCTs are of
+		// the flows that did finish.
+		name := fmt.Sprintf("%s (n=%d)", g.Label(), c.N)
+		if f := g.GroupMetric("flows_completed_fraction"); f.N > 0 && f.Mean < 0.9995 {
+			name = fmt.Sprintf("%s (n=%d, %.1f%% done)", g.Label(), c.N, 100*f.Mean)
+		}
+		names = append(names, name)
 	}
 	if !anySeeds {
 		return nil, nil // one run per group: lab report's per-run tables and plots say it all
@@ -259,11 +266,39 @@ func groupBars(t *Tree, m string) (*plot.Plot, error) {
 	}
 	eb.Width = vg.Points(1.2)
 	eb.CapWidth = vg.Points(10)
-	p.Add(bars, eb, plotter.NewGrid())
+	grid := plotter.NewGrid()
+	grid.Vertical.Width = 0 // lines through the bars read as error bars
+	p.Add(bars, eb, grid)
 	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.6, float64(len(t.Groups))-0.4
 	p.X.Tick.Label.Rotation = 0.35
 	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
 	p.Y.Min = 0
 	p.Y.Max *= 1.1
+	p.Y.Tick.Marker = labelledTicks{}
 	return p, nil
+}
+
+// labelledTicks labels about six round values (gonum's default labels as few as two on a short range).
+type labelledTicks struct{}
+
+func (labelledTicks) Ticks(min, max float64) []plot.Tick {
+	if !(max > min) {
+		return plot.DefaultTicks{}.Ticks(min, max)
+	}
+	raw := (max - min) / 6
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	var ts []plot.Tick
+	for k := math.Ceil(min / step); k*step <= max+step*1e-9; k++ {
+		v := k * step
+		ts = append(ts, plot.Tick{Value: v, Label: fmt.Sprintf("%.6g", v)})
+	}
+	return ts
 }
