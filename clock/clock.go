@@ -95,3 +95,18 @@ type Clock interface {
 	Now() Time
 	AfterFunc(d Time, f func()) Timer
 }
+
+// Scheduler is a Clock that can also run a callback that will never be stopped without handing back a
+// Timer, which lets the virtual clock keep it without an allocation. Engines use it for per-frame
+// events through ScheduleFunc.
+type Scheduler interface {
+	Schedule(d Time, f func())
+}
+
+// ScheduleFunc returns c's Schedule, or AfterFunc with the Timer dropped for clocks without one.
+func ScheduleFunc(c Clock) func(d Time, f func()) {
+	if s, ok := c.(Scheduler); ok {
+		return s.Schedule
+	}
+	return func(d Time, f func()) { c.AfterFunc(d, f) }
+}

@@ -284,3 +284,23 @@ func heapPop(h []*event) ([]*event, *event) {
 	}
 	return h, top
 }
+
+// event is one of Real's timers.
+type event struct {
+	at  Time
+	seq uint64
+	f   func() // nil once fired or stopped
+}
+
+// Stop cancels the timer; a stopped timer stays in the heap until it reaches the top.
+func (e *event) Stop() bool {
+	if e.f == nil {
+		return false
+	}
+	e.f = nil
+	return true
+}
+
+func before(a, b *event) bool {
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+}

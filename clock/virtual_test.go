@@ -74,3 +74,55 @@ func TestVirtualHeapOrderRandom(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkVirtualDeep keeps 4096 events pending (a fat-tree's ports and links in flight) at random
+// near-future times, as the virtual backend does; the Schedule variant allocates nothing.
+func BenchmarkVirtualDeep(b *testing.B) {
+	for _, sched := range []bool{false, true} {
+		name := "AfterFunc"
+		if sched {
+			name = "Schedule"
+		}
+		b.Run(name, func(b *testing.B) {
+			v := NewVirtual()
+			x := uint64(88172645463325252)
+			var tick func()
+			tick = func() {
+				x ^= x << 13
+				x ^= x >> 7
+				x ^= x << 17
+				d := Time(x % uint64(Microsecond))
+				if sched {
+					v.Schedule(d, tick)
+				} else {
+					v.AfterFunc(d, tick)
+				}
+			}
+			for i := 0; i < 4096; i++ {
+				v.AfterFunc(Time(i), tick)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				v.Step()
+			}
+		})
+	}
+}
+
+func TestLiveAndHorizon(t *testing.T) {
+	v := NewVirtual()
+	a := v.AfterFunc(5*Nanosecond, func() {})
+	v.Schedule(2*Nanosecond, func() {})
+	if v.Live() != 2 || v.Horizon() != 5*Nanosecond {
+		t.Fatalf("live %d horizon %v", v.Live(), v.Horizon())
+	}
+	a.Stop()
+	if v.Live() != 1 || v.Pending() != 2 {
+		t.Fatalf("after stop: live %d pending %d", v.Live(), v.Pending())
+	}
+	v.Step()
+	if v.Live() != 0 || v.Step() || v.Pending() != 0 {
+		t.Fatalf("after run: live %d pending %d", v.Live(), v.Pending())
+	}
+}

@@ -6,6 +6,7 @@ package egress
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/pkt"
@@ -51,6 +52,7 @@ type queue struct {
 	deqBytes    uint64
 	maxBytes    int
 	pausedSince clock.Time
+	lastDeq     clock.Time // when the last frame left (the deadlock monitor's "no departures since")
 }
 
 func (q *queue) len() int { return len(q.frames) - q.head }
@@ -90,6 +92,7 @@ type Port struct {
 	queues  []queue
 	strict  uint64 // bitmask of strict queues
 	paused  uint64 // bitmask of paused queues
+	filled  uint64 // bitmask of non-empty queues: pick finds the next queue to serve in O(1)
 	busy    bool
 	rr      int  // DRR position among data queues
 	granted bool // the queue at rr has had its quantum for this turn
@@ -97,6 +100,9 @@ type Port struct {
 
 	txDone func() // allocated once: the serialization-complete callback
 	inTx   *pkt.Packet
+	sched  func(d clock.Time, f func()) // clk's allocation-free Schedule where it has one
+	// onPause, if set, hears every change of a data queue's pause state (the deadlock monitor).
+	onPause func(q int, on bool)
 
 	busyTime  clock.Time // total time spent serializing (utilization)
 	sentBytes uint64
@@ -128,6 +134,7 @@ func New(cfg Config, clk clock.Clock, link Link, hooks Hooks) (*Port, error) {
 		p.queues[q].quantum = w * p.quantum
 	}
 	p.txDone = p.finish
+	p.sched = clock.ScheduleFunc(clk)
 	return p, nil
 }
 
@@ -142,6 +149,7 @@ func (p *Port) Rate() float64 { return p.cfg.RateBps }
 func (p *Port) Enqueue(q int, f *pkt.Packet) {
 	f.Queue = int16(q)
 	p.queues[q].push(f)
+	p.filled |= 1 << uint(q)
 	if !p.busy {
 		p.start()
 	}
@@ -158,16 +166,29 @@ func (p *Port) Pause(q int, on bool) {
 		if p.paused&bit == 0 {
 			p.paused |= bit
 			p.queues[q].pausedSince = p.clk.Now()
+			if p.onPause != nil {
+				p.onPause(q, true)
+			}
 		}
 		return
 	}
 	if p.paused&bit != 0 {
 		p.paused &^= bit
+		if p.onPause != nil {
+			p.onPause(q, false)
+		}
 		if !p.busy {
 			p.start()
 		}
 	}
 }
+
+// OnPause sets f to hear every change of a queue's pause state (nil: none). A watcher that only needs
+// to look at paused queues uses it instead of polling every queue.
+func (p *Port) OnPause(f func(q int, on bool)) { p.onPause = f }
+
+// LastDequeue is when queue q's last frame left it (0 if none has).
+func (p *Port) LastDequeue(q int) clock.Time { return p.queues[q].lastDeq }
 
 // Paused reports whether queue q is paused.
 func (p *Port) Paused(q int) bool { return p.paused&(1<<uint(q)) != 0 }
@@ -214,33 +235,24 @@ func (p *Port) BusyTime() clock.Time { return p.busyTime }
 // SentBytes is the total bytes whose transmission completed.
 func (p *Port) SentBytes() uint64 { return p.sentBytes }
 
-// pick chooses the next queue to serve, or -1.
+// pick chooses the next queue to serve, or -1. Bitmasks of strict, paused and non-empty queues make it
+// O(1) in the number of queues (a scan of every queue per frame was 8.5% of a fat-tree run); the DRR
+// order is the scan's: the turn moves to the next eligible queue, skipping the rest as the scan did.
 func (p *Port) pick() int {
-	for s := p.strict; s != 0; s &= s - 1 {
-		q := trailingZeros(s)
-		if p.queues[q].len() > 0 {
-			return q
-		}
+	if s := p.strict & p.filled; s != 0 {
+		return bits.TrailingZeros64(s)
 	}
-	n := len(p.queues)
 	// DRR: the queue holding the turn gets one quantum per turn and keeps the turn while its deficit
-	// covers its head frame. Terminates: every eligible queue gains a quantum per round.
-	eligible := false
-	for i := 0; i < n; i++ {
-		bit := uint64(1) << uint(i)
-		if p.strict&bit == 0 && p.paused&bit == 0 && p.queues[i].len() > 0 {
-			eligible = true
-			break
-		}
-	}
-	if !eligible {
+	// covers its head frame. Terminates: every eligible queue gains a quantum per round. Queues skipped
+	// lose nothing: an empty queue's deficit is already 0 (start clears it), a paused one keeps its own.
+	elig := p.filled &^ p.strict &^ p.paused
+	if elig == 0 {
 		return -1
 	}
 	for {
 		q := p.rr
-		bit := uint64(1) << uint(q)
-		x := &p.queues[q]
-		if p.strict&bit == 0 && p.paused&bit == 0 && x.len() > 0 {
+		if elig&(1<<uint(q)) != 0 {
+			x := &p.queues[q]
 			if !p.granted {
 				x.deficit += x.quantum
 				p.granted = true
@@ -248,12 +260,12 @@ func (p *Port) pick() int {
 			if x.deficit >= int(x.frames[x.head].Size) {
 				return q
 			}
-		} else if x.len() == 0 {
-			x.deficit = 0 // an empty queue does not bank credit
 		}
-		p.rr++
-		if p.rr == n {
-			p.rr = 0
+		above := elig >> uint(q+1) << uint(q+1) // eligible queues after q (q+1 = 64 shifts to 0)
+		if above != 0 {
+			p.rr = bits.TrailingZeros64(above)
+		} else {
+			p.rr = bits.TrailingZeros64(elig)
 		}
 		p.granted = false
 	}
@@ -266,6 +278,10 @@ func (p *Port) start() {
 	}
 	x := &p.queues[q]
 	f := x.pop()
+	if x.len() == 0 {
+		p.filled &^= 1 << uint(q)
+	}
+	x.lastDeq = p.clk.Now()
 	if p.strict&(1<<uint(q)) == 0 {
 		x.deficit -= int(f.Size)
 		if x.len() == 0 {
@@ -279,7 +295,7 @@ func (p *Port) start() {
 	}
 	d := clock.TxTime(int(f.Size)+p.cfg.Overhead, p.cfg.RateBps)
 	p.busyTime += d
-	p.clk.AfterFunc(d, p.txDone)
+	p.sched(d, p.txDone)
 }
 
 func (p *Port) finish() {
@@ -294,15 +310,6 @@ func (p *Port) finish() {
 	if !p.busy { // Send may have re-entered Enqueue on a loopback link
 		p.start()
 	}
-}
-
-func trailingZeros(x uint64) int {
-	n := 0
-	for x&1 == 0 {
-		x >>= 1
-		n++
-	}
-	return n
 }
 
 // LinkFunc adapts a function to a Link (tests, loopbacks).

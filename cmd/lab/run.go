@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 )
 
 func init() {
-	var out string
+	var out, cpuprofile string
 	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "run SPEC [SPEC...] -o DIR",
@@ -69,6 +70,13 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 				out = filepath.Join("results", s.Name)
 			}
 			showProgress = !quiet
+			if cpuprofile != "" {
+				stopProfile, err := startCPUProfile(cpuprofile)
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			sum, res, err := runSpec(ctx, s, out)
 			if sum != nil && (!quiet || res.Fidelity != nil && !res.Fidelity.Faithful) {
 				printSummary(cmd, out, sum, quiet)
@@ -78,6 +86,7 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (default results/<spec name>)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing on success (and no progress bar)")
+	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write the run's CPU profile to this file (go tool pprof); the netns backend's agents: FABRICLAB_AGENT_CPUPROFILE")
 	cmd.Flags().Var(&sampleEvery, "sample-every", "record every switch port's queue depth at this period (e.g. 10us) into queues.csv, for the queue-depth plot")
 	cmd.Flags().IntVar(&sweepFlags.seeds, "seeds", 0, "run each spec with this many seeds: its seed, seed+1, ... (replaces the spec's seeds:)")
 	cmd.Flags().StringArrayVar(&sweepFlags.sets, "set", nil, "sweep a spec field by path: --set workload.0.load=0.3,0.5,0.7 (repeat for more axes; one value just sets it)")
@@ -85,6 +94,22 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 	cmd.Flags().BoolVar(&keepRunningOnDeadlock, "keep-running-on-deadlock", false,
 		"virtual backend: run to the spec's duration after the deadlock monitor fires (default: stop there)")
 	root.AddCommand(cmd)
+}
+
+// startCPUProfile writes this process's CPU profile to path until the returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 // A backend runs a built lab and hands its records to save exactly once (a netns run does it before its

@@ -47,7 +47,7 @@ func (l *link) Send(p *pkt.Packet) {
 	l.flight = append(l.flight, inFlight{at: l.clk.Now() + l.delay, p: p})
 	if !l.pending {
 		l.pending = true
-		l.clk.AfterFunc(l.delay, l.fire)
+		l.clk.Schedule(l.delay, l.fire)
 	}
 }
 
@@ -68,5 +68,5 @@ func (l *link) deliver() {
 		n := copy(l.flight, l.flight[l.head:])
 		l.flight, l.head = l.flight[:n], 0
 	}
-	l.clk.AfterFunc(l.flight[l.head].at-now, l.fire)
+	l.clk.Schedule(l.flight[l.head].at-now, l.fire)
 }

@@ -32,6 +32,9 @@ type Fabric struct {
 	// Monitor is the run-time deadlock detector (nil: none). New sets one with the defaults; replace or
 	// nil it before Run.
 	Monitor *monitor.Monitor
+	// PollMonitor runs the monitor the periodic way (Monitor.Every: a pass over every queue each
+	// Interval) instead of the event-driven Monitor.Watch. Same verdicts; kept to compare the two.
+	PollMonitor bool
 	// StopOnDeadlock ends Run at the monitor's first detection (default true: a deadlocked fabric never
 	// recovers, and the rest of the run would only burn time).
 	StopOnDeadlock bool
@@ -146,10 +149,15 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	stopWhenDone := f.Lab.Spec.StopWhenDone()
 	end := f.Lab.End
 	var res Result
-	if f.Monitor != nil {
+	var watch *monitor.Watch
+	if f.Monitor != nil && f.PollMonitor {
 		stop := f.Monitor.Every(f.Clock, f.snapshot, func() { f.deadlocked = true },
 			func() bool { return f.Clock.Pending() == 0 })
 		defer stop()
+	} else if f.Monitor != nil {
+		watch = f.Monitor.Watch(f.Clock, f.devices(), f.prio(), func() { f.deadlocked = true },
+			func() bool { return f.Clock.Live() == watch.Timers() })
+		defer watch.Stop()
 	}
 	n := 0
 	for {
@@ -159,6 +167,19 @@ func (f *Fabric) Run(ctx context.Context) Result {
 		f.collect()
 		if stopWhenDone && f.done == total && f.started == total {
 			res.AllDone = true
+			break
+		}
+		if watch != nil && f.Clock.Live() == watch.Timers() {
+			// Only the monitor's checks are left: the fabric is idle. The periodic monitor kept ticking
+			// until the clock had discarded every stopped timer (or the end), so the run ends where it
+			// would have: End and TimedOut stay what they were with the periodic monitor.
+			if t := watch.NextTick(f.Clock.Horizon()); t <= end {
+				f.Clock.RunUntil(t)
+			} else {
+				f.Clock.RunUntil(end)
+				f.Clock.RunUntil(watch.NextTick(end + 1))
+				res.TimedOut = true
+			}
 			break
 		}
 		if !f.Clock.Step() {
@@ -212,8 +233,7 @@ func (f *Fabric) collect() {
 	}
 }
 
-// snapshot reads every engine's egress queues for the deadlock monitor.
-func (f *Fabric) snapshot() monitor.Snapshot {
+func (f *Fabric) devices() map[int]monitor.Device {
 	devs := make(map[int]monitor.Device, len(f.Switches)+len(f.NICs))
 	for n, s := range f.Switches {
 		devs[n] = s
@@ -221,7 +241,15 @@ func (f *Fabric) snapshot() monitor.Snapshot {
 	for n, nic := range f.NICs {
 		devs[n] = nic
 	}
+	return devs
+}
+
+func (f *Fabric) prio() monitor.PrioFunc {
 	g := f.Lab.Graph
-	prio := monitor.LabPrio(f.Lab.Spec.Switch.FlowControl, func(dev int) bool { return g.Nodes[dev].Kind == topo.Host })
-	return monitor.Sample(f.Clock.Now(), devs, prio)
+	return monitor.LabPrio(f.Lab.Spec.Switch.FlowControl, func(dev int) bool { return g.Nodes[dev].Kind == topo.Host })
+}
+
+// snapshot reads every engine's egress queues for the periodic deadlock monitor.
+func (f *Fabric) snapshot() monitor.Snapshot {
+	return monitor.Sample(f.Clock.Now(), f.devices(), f.prio())
 }
