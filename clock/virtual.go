@@ -19,7 +19,7 @@ type Virtual struct {
 type ventry struct {
 	at  Time
 	seq uint64
-	f   func() // Schedule's callback; nil for an AfterFunc ventry
+	f   func()  // Schedule's callback; nil for an AfterFunc ventry
 	t   *vtimer // AfterFunc's handle; nil for a Schedule ventry
 }
 

@@ -75,14 +75,14 @@ stop: false`,
 					t.Errorf("runs end differently: polling %+v, watch %+v", poll, watch)
 				}
 				// Unfinished flows are flushed in map order: compare by ID.
-			a, b := slices.Clone(pf.Log.Flows), slices.Clone(wf.Log.Flows)
-			for _, fs := range [][]records.Flow{a, b} {
-				slices.SortFunc(fs, func(x, y records.Flow) int { return int(x.ID) - int(y.ID) })
-			}
-			if !reflect.DeepEqual(a, b) {
-				t.Errorf("flow records differ")
-			}
-			if poll.Deadlock.Detected {
+				a, b := slices.Clone(pf.Log.Flows), slices.Clone(wf.Log.Flows)
+				for _, fs := range [][]records.Flow{a, b} {
+					slices.SortFunc(fs, func(x, y records.Flow) int { return int(x.ID) - int(y.ID) })
+				}
+				if !reflect.DeepEqual(a, b) {
+					t.Errorf("flow records differ")
+				}
+				if poll.Deadlock.Detected {
 					detected++
 				}
 			})
