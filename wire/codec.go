@@ -31,6 +31,13 @@ const (
 	ipTTL = 64
 
 	maxPSN = 1<<24 - 1
+
+	// QPBase is added to a flow id to give the destination QP on the wire: QP 0 and QP 1 are InfiniBand's
+	// management QPs (SMI, GSI), and Wireshark (rightly) decodes frames to them as MADs. A standard stack
+	// never gives a connection those numbers, so neither do we.
+	QPBase = 2
+	// MaxFlowID is the largest flow id a frame can carry (24-bit QP minus QPBase).
+	MaxFlowID = maxPSN - QPBase
 )
 
 // BTH opcodes fabriclab uses (RC transport).
@@ -114,8 +121,8 @@ func Check(p *pkt.Packet) error {
 		if err := checkIPv4Packet(p, RoCEv2Port); err != nil {
 			return err
 		}
-		if p.Flow > maxPSN || p.PSN > maxPSN {
-			return errf(ErrInvalidPacket, "%v packet Flow %d / PSN %d do not fit the 24-bit BTH fields", p.Kind, p.Flow, p.PSN)
+		if p.Flow > MaxFlowID || p.PSN > maxPSN {
+			return errf(ErrInvalidPacket, "%v packet Flow %d / PSN %d do not fit the 24-bit BTH fields (flow ids up to %d)", p.Kind, p.Flow, p.PSN, MaxFlowID)
 		}
 		if p.Kind == pkt.Data && p.Payload < 0 {
 			return errf(ErrInvalidPacket, "data packet Payload %d", p.Payload)
@@ -303,8 +310,15 @@ func encodeRoCE(p *pkt.Packet, buf []byte) ([]byte, error) {
 	var op, flags byte
 	switch p.Kind {
 	case pkt.Data:
+		// A flow is one message: PSN 0 opens it (PSNs start at 0 and never wrap, nodes refuses flows
+		// that would), the Last packet closes it.
 		op = OpSendMiddle
-		if p.Last {
+		switch {
+		case p.PSN == 0 && p.Last:
+			op, flags = OpSendOnly, 0x80
+		case p.PSN == 0:
+			op = OpSendFirst
+		case p.Last:
 			op, flags = OpSendLast, 0x80 // AckReq on the message's last packet
 		}
 		clear(body)
@@ -327,18 +341,15 @@ func encodeRoCE(p *pkt.Packet, buf []byte) ([]byte, error) {
 	bth[0] = op
 	bth[1] = 0 // SE=0, M=0, PadCnt=0 (payload is not padded to 4 bytes), TVer=0
 	bth[2], bth[3] = 0xff, 0xff
-	binary.BigEndian.PutUint32(bth[4:], p.Flow) // byte 4 (FECN/BECN/resv) is set below
+	binary.BigEndian.PutUint32(bth[4:], p.Flow+QPBase) // byte 4 (FECN/BECN/resv) is set below
 	binary.BigEndian.PutUint32(bth[8:], psn)
 	bth[8] = flags
 
 	// ICRC: write the variant fields masked to ones, CRC, then write their real values. This avoids a
-	// scratch copy of the pseudo-header.
+	// scratch copy of the pseudo-header. The source route option is already in place: the ICRC covers it.
 	ip := f[pkt.EthHdr:]
 	ihl := int(ip[0]&15) * 4
 	ip[1], ip[8], ip[10], ip[11] = 0xff, 0xff, 0xff, 0xff
-	for i := pkt.IPv4Hdr; i < ihl; i++ {
-		ip[i] = 0xff
-	}
 	u := ip[ihl:]
 	u[6], u[7] = 0xff, 0xff
 	bth[4] = 0xff
@@ -349,12 +360,6 @@ func encodeRoCE(p *pkt.Packet, buf []byte) ([]byte, error) {
 		bth[4] = 0x40 // BECN, as RoCEv2 CNPs set it
 	} else {
 		bth[4] = 0
-	}
-	if rb := ihl - pkt.IPv4Hdr; rb > 0 {
-		o := ip[20:ihl]
-		o[0], o[1], o[2] = IPOptSourceRoute, byte(3+len(p.Route)), p.Hop
-		k := copy(o[3:], p.Route)
-		clear(o[3+k:])
 	}
 	finishIPv4(f)
 	return buf, nil
@@ -630,7 +635,11 @@ func decodeEngine(ip []byte, ihl int, dport uint16, p *pkt.Packet) error {
 	if pad := bth[1] >> 4 & 3; pad != 0 {
 		return errf(ErrUnsupported, "BTH pad count %d (fabriclab does not pad payloads)", pad)
 	}
-	p.Flow = binary.BigEndian.Uint32(bth[4:]) & maxPSN
+	qp := binary.BigEndian.Uint32(bth[4:]) & maxPSN
+	if qp < QPBase {
+		return errf(ErrUnsupported, "BTH destination QP %d (a management QP)", qp)
+	}
+	p.Flow = qp - QPBase
 	psn := binary.BigEndian.Uint32(bth[8:]) & maxPSN
 	switch op := bth[0]; op {
 	case OpSendFirst, OpSendMiddle, OpSendLast, OpSendOnly:

@@ -72,7 +72,7 @@ func samples() map[string]pkt.Packet {
 		n.Kind, n.Flow, n.PSN, n.SackPSN, n.Prio = pkt.Nack, 1, 500, 512, 7
 		out["nack"+rn] = sized(n)
 		c := ip
-		c.Kind, c.Flow, c.PSN, c.ECN = pkt.CNP, maxPSN, 0, pkt.NotECT
+		c.Kind, c.Flow, c.PSN, c.ECN = pkt.CNP, MaxFlowID, 0, pkt.NotECT
 		out["cnp"+rn] = sized(c)
 		pr := ip
 		pr.Kind, pr.DPort, pr.Flow, pr.PSN, pr.Last = pkt.Probe, ProbePort, 0xffffffff, 9, true
@@ -446,11 +446,13 @@ func TestICRCKnown(t *testing.T) {
 	f, _ := Encode(&p, nil)
 	want, _ := ICRC(f)
 	g := bytes.Clone(f)
-	g[15], g[22], g[24], g[25], g[36], g[40+8], g[41+8], g[46+8] = 1, 2, 3, 4, 5, 6, 7, 8
+	// Masked: ToS 15, TTL 22, header checksum 24-25, UDP checksum 40+8..41+8, BTH byte 4 (46+8). The
+	// source route option (34..41) is covered like the rest of the IPv4 header.
+	g[15], g[22], g[24], g[25], g[40+8], g[41+8], g[46+8] = 1, 2, 3, 4, 6, 7, 8
 	if got, _ := ICRC(g); got != want {
 		t.Errorf("ICRC depends on a masked field")
 	}
-	for _, i := range []int{14, 16, 26, 38 + 8, 42 + 8, 45 + 8, 50 + 8, len(f) - 5} {
+	for _, i := range []int{14, 16, 26, 34, 36, 38 + 8, 42 + 8, 45 + 8, 50 + 8, len(f) - 5} {
 		g := bytes.Clone(f)
 		g[i] ^= 1
 		if got, _ := ICRC(g); got == want {

@@ -3,7 +3,7 @@
 //
 // Frames (all untagged Ethernet II, FCS excluded; sizes are exactly the pkt constants):
 //
-//	Data   Eth | IPv4 [+ source route option] | UDP dst 4791 | BTH (SEND_MIDDLE/SEND_LAST) | payload | ICRC
+//	Data   Eth | IPv4 [+ source route option] | UDP dst 4791 | BTH (SEND_FIRST/MIDDLE/LAST, SEND_ONLY) | payload | ICRC
 //	Ack    Eth | IPv4 [+ route] | UDP 4791 | BTH (ACKNOWLEDGE 0x11) | AETH (ACK)                | ICRC
 //	Nack   Eth | IPv4 [+ route] | UDP 4791 | BTH (0x11) | AETH (NAK seq. error) | IRN SACK (4) | ICRC
 //	CNP    Eth | IPv4 [+ route] | UDP 4791 | BTH (CNP 0x81, BECN) | 16 reserved bytes           | ICRC

@@ -13,9 +13,10 @@ import (
 // header checksum, the UDP checksum, and BTH byte 4 (FECN, BECN, reserved). It is stored least significant
 // byte first, as Linux rxe and RoCE NICs do, so Wireshark and rxe agree with our frames.
 //
-// fabriclab extension: the IPv4 options (the source route) are masked too, because each device rewrites
-// the hop index in flight, exactly like TTL. Hence a switch can patch ECN, DSCP and the hop index in
-// place (MarkCE, SetDSCP, SetHop) and the ICRC stays valid.
+// The whole IPv4 header as its IHL gives it is covered, options (the source route) included and unmasked,
+// as the standard masks only the fields above: a receiver computing the standard ICRC verifies our frames.
+// Devices re-encode frames hop by hop (Encode computes the ICRC), so a new hop index gets a new ICRC;
+// SetHop, which patches bytes in place, recomputes it too. MarkCE and SetDSCP touch only masked fields.
 
 // icrcSeed is the CRC state after the 8 masked LRH bytes.
 var icrcSeed = crc32.ChecksumIEEE([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
@@ -46,9 +47,8 @@ func ICRC(frame []byte) (uint32, error) {
 	c = crc32.Update(c, crc32.IEEETable, ip[2:8])
 	c = crc32.Update(c, crc32.IEEETable, ones[:1]) // TTL
 	c = crc32.Update(c, crc32.IEEETable, ip[9:10])
-	c = crc32.Update(c, crc32.IEEETable, ones[:2]) // header checksum
-	c = crc32.Update(c, crc32.IEEETable, ip[12:20])
-	c = crc32.Update(c, crc32.IEEETable, ones[:ihl-pkt.IPv4Hdr]) // options (source route)
+	c = crc32.Update(c, crc32.IEEETable, ones[:2])   // header checksum
+	c = crc32.Update(c, crc32.IEEETable, ip[12:ihl]) // addresses and options (the source route)
 	c = crc32.Update(c, crc32.IEEETable, u[0:6])
 	c = crc32.Update(c, crc32.IEEETable, ones[:2]) // UDP checksum
 	c = crc32.Update(c, crc32.IEEETable, u[8:12])

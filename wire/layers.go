@@ -61,7 +61,7 @@ type BTH struct {
 	TVer           uint8 // 0..15
 	PKey           uint16
 	FECN, BECN     bool
-	DestQP         uint32 // 24 bits; fabriclab's flow id
+	DestQP         uint32 // 24 bits; fabriclab's flow id + QPBase
 	AckReq         bool
 	PSN            uint32 // 24 bits
 	ICRC           uint32 // as stored: little-endian CRC-32 value (see ICRC)

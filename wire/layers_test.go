@@ -87,7 +87,7 @@ func TestGopacketDecodesEncode(t *testing.T) {
 				if p.Kind == pkt.Ack {
 					psn = (psn - 1) & maxPSN
 				}
-				if b.DestQP != p.Flow || b.PSN != psn || b.PKey != 0xffff || b.TVer != 0 || b.BECN != (p.Kind == pkt.CNP) {
+				if b.DestQP != p.Flow+QPBase || b.PSN != psn || b.PKey != 0xffff || b.TVer != 0 || b.BECN != (p.Kind == pkt.CNP) {
 					t.Errorf("BTH %+v", b)
 				}
 				if p.Kind == pkt.Data {
@@ -174,13 +174,22 @@ func TestSerializeLayersMatchesEncode(t *testing.T) {
 				}
 				ls = append(ls, &Probe{Flags: fl, Flow: p.Flow, Seq: p.PSN, SentAt: int64(p.SentAt), Delay: int64(p.ProbeDelay)})
 			case pkt.Ack:
-				ls = append(ls, &BTH{Opcode: OpAck, PKey: 0xffff, DestQP: p.Flow, PSN: (p.PSN - 1) & maxPSN}, &AETH{Syndrome: aethAck})
+				ls = append(ls, &BTH{Opcode: OpAck, PKey: 0xffff, DestQP: p.Flow + QPBase, PSN: (p.PSN - 1) & maxPSN}, &AETH{Syndrome: aethAck})
 			case pkt.Nack:
-				ls = append(ls, &BTH{Opcode: OpAck, PKey: 0xffff, DestQP: p.Flow, PSN: p.PSN}, &AETH{Syndrome: aethNakSeq}, &IRNSack{SackPSN: p.SackPSN})
+				ls = append(ls, &BTH{Opcode: OpAck, PKey: 0xffff, DestQP: p.Flow + QPBase, PSN: p.PSN}, &AETH{Syndrome: aethNakSeq}, &IRNSack{SackPSN: p.SackPSN})
 			case pkt.CNP:
-				ls = append(ls, &BTH{Opcode: OpCNP, PKey: 0xffff, BECN: true, DestQP: p.Flow, PSN: p.PSN}, &CNP{})
+				ls = append(ls, &BTH{Opcode: OpCNP, PKey: 0xffff, BECN: true, DestQP: p.Flow + QPBase, PSN: p.PSN}, &CNP{})
 			case pkt.Data:
-				ls = append(ls, &BTH{Opcode: OpSendMiddle, PKey: 0xffff, DestQP: p.Flow, PSN: p.PSN}, gopacket.Payload(make([]byte, p.Payload)))
+				op := uint8(OpSendMiddle)
+				switch {
+				case p.PSN == 0 && p.Last:
+					op = OpSendOnly
+				case p.PSN == 0:
+					op = OpSendFirst
+				case p.Last:
+					op = OpSendLast
+				}
+				ls = append(ls, &BTH{Opcode: op, AckReq: p.Last, PKey: 0xffff, DestQP: p.Flow + QPBase, PSN: p.PSN}, gopacket.Payload(make([]byte, p.Payload)))
 			}
 		}
 		buf := gopacket.NewSerializeBuffer()

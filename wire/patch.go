@@ -8,7 +8,8 @@ import (
 
 // In-place patches of an IPv4 frame, for a switch forwarding bytes it did not build (kernel TCP) or did
 // not want to re-encode. Each fixes the IPv4 header checksum incrementally (RFC 1624) and leaves every
-// other byte alone; the RoCEv2 ICRC masks all fields they touch, so it stays valid.
+// other byte alone; the RoCEv2 ICRC masks the fields MarkCE and SetDSCP touch, so it stays valid. The ICRC
+// covers the source route option, so SetHop recomputes it.
 
 func ipv4Header(raw []byte) ([]byte, error) {
 	if len(raw) < pkt.EthHdr+pkt.IPv4Hdr {
@@ -88,5 +89,22 @@ func SetHop(raw []byte, hop uint8) error {
 		return errf(ErrInvalidPacket, "SetHop: hop %d beyond the %d-hop route", hop, n)
 	}
 	setHeaderByte(ip, 22, hop)
+	return fixICRC(raw)
+}
+
+// fixICRC rewrites the ICRC of a RoCEv2 frame (UDP to RoCEv2Port) after an in-place change to a covered
+// byte; other frames have no ICRC and are left alone.
+func fixICRC(raw []byte) error {
+	ip := raw[pkt.EthHdr:]
+	ihl := int(ip[0]&15) * 4
+	if ip[9] != 17 || len(ip) < ihl+pkt.UDPHdr || binary.BigEndian.Uint16(ip[ihl+2:]) != RoCEv2Port {
+		return nil
+	}
+	c, err := ICRC(raw)
+	if err != nil {
+		return err
+	}
+	tot := int(binary.BigEndian.Uint16(ip[2:]))
+	binary.LittleEndian.PutUint32(ip[tot-pkt.ICRC:], c)
 	return nil
 }
