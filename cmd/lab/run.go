@@ -128,16 +128,23 @@ type backendResult struct {
 
 var backends = map[string]backend{"virtual": runVirtual}
 
-func runVirtual(ctx context.Context, l *lab.Lab, _ string, save func(*records.Log, backendResult) error) error {
+func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.Log, backendResult) error) error {
 	f, err := virtual.New(l)
 	if err != nil {
 		return err
 	}
 	f.StopOnDeadlock = !keepRunningOnDeadlock
+	// --pcap: the same files the netns backend captures, frames encoded by wire, stamped with engine time.
+	if err := f.CapturePorts(netnsFlags.pcap, filepath.Join(dir, "pcap")); err != nil {
+		return err
+	}
 	bar := newRunProgress(!showProgress, l.End)
 	f.Progress = bar.update
 	res := f.Run(ctx)
 	bar.finish()
+	if err := f.ClosePcaps(); err != nil {
+		return err
+	}
 	return save(f.Log, backendResult{End: res.End, Dilation: 1, Events: res.Events, AllDone: res.AllDone,
 		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Deadlock: res.Deadlock})
 }

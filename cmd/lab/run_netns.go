@@ -24,7 +24,7 @@ func init() {
 	backendsWithDependencies["netns"] = true
 	for _, c := range root.Commands() {
 		if c.Name() == "run" {
-			c.Flags().StringVar(&netnsFlags.pcap, "pcap", "", "netns: capture ports to DIR/pcap/<device>-p<port>.pcap: all, or a list like s0:p1,h3:p0")
+			c.Flags().StringVar(&netnsFlags.pcap, "pcap", "", "capture ports to DIR/pcap/<device>-p<port>.pcap: all, or a list like s0:p1,h3:p0 (netns: real start time; virtual: Unix epoch + engine time)")
 			c.Flags().IntVar(&netnsFlags.agents, "agents", 0, fmt.Sprintf("netns: agent processes hosting the devices, each a connected part of the fabric (default %d; >= devices: one per device)", netns.DefaultAgents))
 			c.Flags().StringVar(&netnsFlags.name, "name", "", "netns: the lab's name (namespaces fl-<name>-<device>; default r<pid>-<n>)")
 		}

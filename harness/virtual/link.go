@@ -26,6 +26,9 @@ type link struct {
 	// unwired is told about every frame the real wire could not carry (wire.Check): the netns backend
 	// would fail to send it, so the virtual run must not quietly deliver it.
 	unwired func(p *pkt.Packet, err error)
+	// pcap, when set, records every frame the link carries, encoded by wire, at the time the netns
+	// backend's capture would stamp it (when the frame leaves for the peer, after the link delay).
+	pcap *capture
 }
 
 type inFlight struct {
@@ -43,6 +46,9 @@ func (l *link) Send(p *pkt.Packet) {
 	if err := wire.Check(p); err != nil {
 		l.unwired(p, err)
 		return
+	}
+	if l.pcap != nil {
+		l.pcap.write(l.clk.Now()+l.delay, p)
 	}
 	l.flight = append(l.flight, inFlight{at: l.clk.Now() + l.delay, p: p})
 	if !l.pending {

@@ -49,6 +49,9 @@ type Fabric struct {
 	waiting    map[uint32]int
 	dependents map[uint32][]int // flow ID -> indices into Lab.Flows that wait for it
 	startAt    []func()         // by index into Lab.Flows
+
+	links map[topo.End]*link // the link out of each device port
+	pcaps []*capture
 }
 
 type wired interface {
@@ -61,7 +64,7 @@ type wired interface {
 func New(l *lab.Lab) (*Fabric, error) {
 	f := &Fabric{Lab: l, Clock: clock.NewVirtual(), Log: &records.Log{},
 		Switches: map[int]*switchsw.Switch{}, NICs: map[int]*nodes.NIC{},
-		Monitor: monitor.New(l.Graph, monitor.Config{}), StopOnDeadlock: true}
+		Monitor: monitor.New(l.Graph, monitor.Config{}), StopOnDeadlock: true, links: map[topo.End]*link{}}
 	g := l.Graph
 	devs := make([]wired, len(g.Nodes))
 	for _, s := range l.Switches {
@@ -85,8 +88,11 @@ func New(l *lab.Lab) (*Fabric, error) {
 		if a == nil || b == nil {
 			return nil, fmt.Errorf("link %d (%s-%s) joins a device the lab did not configure", i, g.Nodes[lk.A.Node].Name, g.Nodes[lk.B.Node].Name)
 		}
-		a.SetLink(lk.A.Port, newLink(f.Clock, lk.Delay, b, lk.B.Port, f.unwired(g.Nodes[lk.A.Node].Name, lk.A.Port)))
-		b.SetLink(lk.B.Port, newLink(f.Clock, lk.Delay, a, lk.A.Port, f.unwired(g.Nodes[lk.B.Node].Name, lk.B.Port)))
+		ab := newLink(f.Clock, lk.Delay, b, lk.B.Port, f.unwired(g.Nodes[lk.A.Node].Name, lk.A.Port))
+		ba := newLink(f.Clock, lk.Delay, a, lk.A.Port, f.unwired(g.Nodes[lk.B.Node].Name, lk.B.Port))
+		a.SetLink(lk.A.Port, ab)
+		b.SetLink(lk.B.Port, ba)
+		f.links[lk.A], f.links[lk.B] = ab, ba
 	}
 	f.startAt = make([]func(), len(l.Flows))
 	for i := range l.Flows {
