@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
@@ -409,6 +410,13 @@ func (a *agent) violation(s string) { a.log.Violations = append(a.log.Violations
 // run is the event loop. It returns when stop is requested or the clock passes end.
 func (a *agent) run(epoch int64, end clock.Time, done, reachedEnd func()) error {
 	a.clk.SetEpoch(epoch) // the engines hold this clock already; nothing has read it yet
+	// Captures are stamped with the wall time of the run's start plus the engine time of each frame.
+	start := time.Now().Add(-a.clk.Wall().Duration())
+	for _, p := range a.ports {
+		if p.pcap != nil {
+			p.pcap.Base = start
+		}
+	}
 	a.watch()
 	return a.loop(end, done, reachedEnd)
 }
