@@ -15,6 +15,7 @@ type Table struct {
 	Title  string
 	Header []string
 	Rows   [][]string
+	Notes  []string // printed under the text table
 }
 
 // WriteText writes the table with aligned columns, under its title.
@@ -26,7 +27,15 @@ func (t Table) WriteText(w io.Writer) error {
 	for _, row := range append([][]string{t.Header}, t.Rows...) {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range t.Notes {
+		if _, err := fmt.Fprintf(w, "note: %s\n", n); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WriteCSV writes the header and rows as CSV.
@@ -164,30 +173,38 @@ func BucketTable(runs []*Run) Table {
 	return t
 }
 
-// BinTable is HPCC's slowdown per 5-percentile size bin (BinSlowdown) for each run: the bin's largest
-// size (from the first run; runs of the same spec and seed share their sizes) and each run's median and
-// p99 slowdown.
+// BinTable is HPCC's fct_analysis.py table for each run (HPCCBins on the run's fct.txt: normal flows,
+// or incast flows when a run has none): per bin, each run's own largest size, median, p95 and p99
+// slowdown. Runs with different flows have different bin sizes, so each run's column shows its own.
 func BinTable(runs []*Run) Table {
-	t := Table{Title: "slowdown per 5-percentile flow-size bin (HPCC fct_analysis.py)", Header: []string{"bin", "max size"}}
+	t := Table{Title: "slowdown per 5-percentile flow-size bin (HPCC fct_analysis.py, commit 9f4be2a; type per run)", Header: []string{"bin"}}
 	bins := make([][]Bin, len(runs))
 	n := 0
 	for i, r := range runs {
-		t.Header = append(t.Header, r.Name+" p50", r.Name+" p99")
-		bins[i] = BinSlowdown(r.Rows, 20)
-		n = max(n, len(bins[i]))
+		b, typ, err := BinsOf(r.FCT)
+		name := r.Name
+		if typ == 1 {
+			name += " incast"
+		}
+		t.Header = append(t.Header, name+" size", name+" p50", name+" p95", name+" p99")
+		if err != nil {
+			t.Notes = append(t.Notes, r.Name+": "+err.Error())
+		}
+		bins[i] = b
+		n = max(n, len(b))
 	}
 	for b := 0; b < n; b++ {
-		cells := []string{"", ""}
+		cells := []string{""}
 		for i := range runs {
 			if b >= len(bins[i]) {
-				cells = append(cells, "-", "-")
+				cells = append(cells, "-", "-", "-", "-")
 				continue
 			}
 			x := bins[i][b]
 			if cells[0] == "" {
-				cells[0], cells[1] = fmt.Sprintf("%.2f", x.Pct), shortBytes(x.MaxSize)
+				cells[0] = fmt.Sprintf("%.2f", x.Pct)
 			}
-			cells = append(cells, num(x.P50), num(x.P99))
+			cells = append(cells, shortBytes(x.MaxSize), fmt.Sprintf("%.3f", x.P50), fmt.Sprintf("%.3f", x.P95), fmt.Sprintf("%.3f", x.P99))
 		}
 		t.Rows = append(t.Rows, cells)
 	}

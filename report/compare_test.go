@@ -116,6 +116,11 @@ func TestRunDirRoundTripWithPlots(t *testing.T) {
 		Pauses:  []records.Pause{{At: 5 * clock.Microsecond, Device: 2, Kind: records.Switch, On: true, Sent: true}},
 		Samples: []records.QueueSample{{At: clock.Microsecond, Device: 2, Port: 0, Queue: -1, Bytes: 5000}, {At: 2 * clock.Microsecond, Device: 2, Port: 0, Queue: -1, Bytes: 9000}},
 	}
+	// Enough normal flows for HPCC's 20 bins (fct_analysis.py needs 21 after its filter).
+	for i := 0; i < 30; i++ {
+		log.Flows = append(log.Flows, records.Flow{ID: uint32(10 + i), Src: 0, Dst: 1, Size: int64(1000 * (i + 1)), Start: 0,
+			Finish: clock.Time(i+2) * clock.Microsecond, Ideal: clock.Microsecond, Completed: true, Class: "poisson"})
+	}
 	meta := Meta{Duration: 300 * clock.Microsecond}
 	if _, err := WriteRunDir(dir, log, meta); err != nil {
 		t.Fatal(err)

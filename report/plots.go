@@ -114,7 +114,7 @@ func slowdownBins(runs []*Run) (*plot.Plot, error) {
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	any := false
 	for i, r := range runs {
-		bins := BinSlowdown(r.Rows, 20)
+		bins, _, _ := BinsOf(r.FCT)
 		if len(bins) == 0 {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,9 +164,10 @@ func TestFCTFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Completion order: flow 1 (finishes at paper 2us), flow 4 (6us), flow 2 (101us). h0 = 198.18.0.1.
-	want := "c6120002 c6120003 10001 4791 1000 0 2000 3000\n" +
-		"c6120004 c6120002 7 8 4000 2000 4000 0\n" +
-		"c6120001 c6120004 10000 4791 1000000 1000 100000 50000\n"
+	// dport is the HPCC class: 200 incast, 100 anything else.
+	want := "c6120002 c6120003 10001 200 1000 0 2000 3000\n" +
+		"c6120004 c6120002 7 100 4000 2000 4000 0\n" +
+		"c6120001 c6120004 10000 100 1000000 1000 100000 50000\n"
 	if buf.String() != want {
 		t.Errorf("fct.txt:\n%s\nwant:\n%s", buf.String(), want)
 	}
@@ -177,7 +179,7 @@ func TestFCTFormat(t *testing.T) {
 	buf.Reset()
 	log := &records.Log{Flows: []records.Flow{{Src: 0, Dst: 1, Size: 1, Start: 1499, Finish: 1499 + 84480, Ideal: 84500, Completed: true}}}
 	WriteFCT(&buf, log, Meta{})
-	if buf.String() != "c6120001 c6120002 0 0 1 1 84 85\n" {
+	if buf.String() != "c6120001 c6120002 0 100 1 1 84 85\n" {
 		t.Errorf("rounded line %q", buf.String())
 	}
 }
@@ -220,45 +222,55 @@ func TestPFCFormat(t *testing.T) {
 	}
 }
 
-func TestBinSlowdown(t *testing.T) {
-	// 100 flows, sizes 1..100 given in reverse, slowdown = size for sizes 1..100.
-	var rows []FlowRow
-	for i := 100; i >= 1; i-- {
-		rows = append(rows, FlowRow{ID: uint32(i), Size: int64(i), Completed: true, Slowdown: float64(i)})
+func fctLine(size, fct, standalone int64, dport int) FCTLine {
+	return FCTLine{DPort: dport, Size: strconv.FormatInt(size, 10), FCTNs: fct, StandaloneNs: standalone}
+}
+
+func TestHPCCBins(t *testing.T) {
+	// 101 normal flows of sizes 1..101, slowdown = size; one incast flow and one finishing past the
+	// time limit (both dropped by the filter); the largest flow is dropped as the script's [:-2] does.
+	var ls []FCTLine
+	for i := int64(101); i >= 1; i-- {
+		ls = append(ls, fctLine(i, i*1000, 1000, 100))
 	}
-	rows = append(rows, FlowRow{ID: 500, Size: 1}, FlowRow{ID: 501, Size: 1, Completed: true}) // ignored
-	bins := BinSlowdown(rows, 0)
-	if len(bins) != 20 {
-		t.Fatalf("%d bins", len(bins))
+	ls = append(ls, fctLine(50, 9000, 1000, 200))
+	late := fctLine(50, 9000, 1000, 100)
+	late.StartNs = 3_000_000_000 - 9000
+	ls = append(ls, late)
+	bins, err := HPCCBins(ls, HPCCBinOptions{})
+	if err != nil || len(bins) != 20 {
+		t.Fatalf("%d bins, %v", len(bins), err)
 	}
 	b0, b19 := bins[0], bins[19]
-	if b0.Pct != 0 || b0.MaxSize != 5 || b0.Count != 5 || b0.P50 != 3 || b0.P99 != 5 || b0.Avg != 3 {
+	// Bin 0: sizes 1..5, sorted slowdowns 1..5: p50 = a[int(5*0.5)] = a[2] = 3, p99 = a[4] = 5.
+	if b0.Pct != 0 || b0.MaxSize != 5 || b0.Count != 5 || b0.P50 != 3 || b0.P99 != 5 {
 		t.Errorf("bin 0 %+v", b0)
 	}
 	if b19.Pct != 0.95 || b19.MaxSize != 100 || b19.Count != 5 || b19.P95 != 100 {
 		t.Errorf("bin 19 %+v", b19)
 	}
-	// 30 flows in 20 bins: boundaries i*30/20 give counts 1,2,1,2,...
-	rows = rows[:0]
-	for i := 1; i <= 30; i++ {
-		rows = append(rows, FlowRow{ID: uint32(i), Size: int64(i), Completed: true, Slowdown: 1})
+	// Below 1 prints as 1; awk's %.6g rounds (slowdown 1.23456789 -> 1.23457); ties in size go by the
+	// printed line, byte order ("1.5 7" < "12 7" < "2 7"), and the last of them is the one dropped.
+	ls = []FCTLine{fctLine(7, 2000, 1000, 100), fctLine(7, 12000, 1000, 100), fctLine(7, 1500, 1000, 100),
+		fctLine(3, 500, 1000, 100), fctLine(5, 1234567890, 1000000000, 100)}
+	bins, err = HPCCBins(ls, HPCCBinOptions{Step: 25})
+	if err != nil {
+		t.Fatal(err)
 	}
-	bins = BinSlowdown(rows, 20)
-	var counts []int
-	var maxes []int64
-	for _, b := range bins[:4] {
-		counts, maxes = append(counts, b.Count), append(maxes, b.MaxSize)
+	got := []float64{}
+	for _, b := range bins {
+		got = append(got, b.P50)
 	}
-	if !reflect.DeepEqual(counts, []int{1, 2, 1, 2}) || !reflect.DeepEqual(maxes, []int64{1, 3, 4, 6}) {
-		t.Errorf("30 flows: counts %v maxes %v", counts, maxes)
+	if want := []float64{1, 1.23457, 1.5, 12}; !reflect.DeepEqual(got, want) {
+		t.Errorf("p50 per 25%% bin %v, want %v (the flow with slowdown 2 is the dropped last line)", got, want)
 	}
-	// Fewer flows than bins: empty bins are left out.
-	if bins := BinSlowdown(rows[:7], 20); len(bins) != 7 || bins[0].Pct != 0.1 {
-		t.Errorf("7 flows: %+v", bins)
+	// Too few flows: the script stops with IndexError; we say so and keep the bins that exist.
+	if bins, err := HPCCBins(ls[:3], HPCCBinOptions{}); err == nil || len(bins) != 2 {
+		t.Errorf("3 flows: %d bins, %v", len(bins), err)
 	}
 	var buf bytes.Buffer
-	WriteBins(&buf, BinSlowdown(rows[:1], 20))
-	if buf.String() != "0.950 1\t1.000 1.000 1.000\t1\n" {
+	WriteBins(&buf, bins[:1])
+	if buf.String() != "0.000 3\t1.000 1.000 1.000\t1\n" {
 		t.Errorf("bins text %q", buf.String())
 	}
 }

@@ -50,8 +50,17 @@ type Sample struct {
 type PauseEvent struct {
 	AtS    float64
 	Device int
+	Port   int
 	Pause  bool
 	Sent   bool
+}
+
+// DropEvent is one row of drops.csv read back.
+type DropEvent struct {
+	AtS      float64
+	Device   int
+	Port     int
+	Lossless bool
 }
 
 // Expected is a published number a spec declares (spec `expect:`), as the report reads it back from the
@@ -71,6 +80,8 @@ type Run struct {
 	Rows    []FlowRow
 	Samples []Sample     // nil if the run did not sample queues
 	Pauses  []PauseEvent // nil if pfc.csv is absent
+	Drops   []DropEvent  // nil if drops.csv is absent
+	FCT     []FCTLine    // fct.txt, nil if absent: what HPCC's scripts read
 	Expect  map[string]Expected
 	Scheme  string // "flow_control/transport" from the spec, for labels
 	// Seed and Set place a run of a tree (manifest.json): cross-run expect: forms pair runs by them.
@@ -121,6 +132,22 @@ func LoadRun(dir string) (*Run, error) {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, PauseFile), err)
 		}
 	}
+	if f, err := os.Open(filepath.Join(dir, DropsFile)); err == nil {
+		defer f.Close()
+		err := readTable(f, func(p *rowParser) error {
+			r.Drops = append(r.Drops, DropEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Port: int(p.int("port")), Lossless: p.bool("lossless")})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, DropsFile), err)
+		}
+	}
+	if f, err := os.Open(filepath.Join(dir, FCTFile)); err == nil {
+		defer f.Close()
+		if r.FCT, err = ReadFCT(f); err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, FCTFile), err)
+		}
+	}
 	return r, nil
 }
 
@@ -168,7 +195,7 @@ func readSamples(rd io.Reader) ([]Sample, error) {
 func readPauses(rd io.Reader) ([]PauseEvent, error) {
 	out := []PauseEvent{}
 	err := readTable(rd, func(p *rowParser) error {
-		out = append(out, PauseEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Pause: p.bool("pause"), Sent: p.bool("sent")})
+		out = append(out, PauseEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Port: int(p.int("port")), Pause: p.bool("pause"), Sent: p.bool("sent")})
 		return nil
 	})
 	return out, err

@@ -45,6 +45,10 @@ func WriteRunDir(dir string, log *records.Log, meta Meta) (*Summary, error) {
 	}
 	s := Summarize(log, meta)
 	rows := Rows(log, meta)
+	var fct bytes.Buffer
+	if err := WriteFCT(&fct, log, meta); err != nil {
+		return nil, err
+	}
 	files := []struct {
 		name  string
 		write func(io.Writer) error
@@ -54,12 +58,17 @@ func WriteRunDir(dir string, log *records.Log, meta Meta) (*Summary, error) {
 			e.SetIndent("", "  ")
 			return e.Encode(s)
 		}},
-		{FCTFile, func(w io.Writer) error { return WriteFCT(w, log, meta) }},
+		{FCTFile, func(w io.Writer) error { _, err := w.Write(fct.Bytes()); return err }},
 		{PFCFile, func(w io.Writer) error { return WritePFC(w, log, meta) }},
 		{FlowsFile, func(w io.Writer) error { return WriteFlowsCSV(w, rows) }},
 		{DropsFile, func(w io.Writer) error { return WriteDropsCSV(w, log, meta) }},
 		{PauseFile, func(w io.Writer) error { return WritePausesCSV(w, log, meta) }},
-		{BinsFile, func(w io.Writer) error { return WriteBins(w, BinSlowdown(rows, 20)) }},
+		{BinsFile, func(w io.Writer) error {
+			// An error here only says the script itself would stop (too few flows); the table is still
+			// the bins it would have printed.
+			bins, _, _ := binsFromFCT(fct.Bytes())
+			return WriteBins(w, bins)
+		}},
 	}
 	if len(log.Violations) > 0 {
 		files = append(files, struct {
@@ -98,7 +107,9 @@ func WriteRunDir(dir string, log *records.Log, meta Meta) (*Summary, error) {
 //	sip dip sport dport size start_ns fct_ns standalone_fct_ns
 //
 // sip/dip are the IPv4 addresses as 8 lowercase hex digits (HPCC's "%08x"; h0 = 198.18.0.1 = c6120001),
-// size in bytes, times in paper nanoseconds rounded to integers.
+// size in bytes, times in paper nanoseconds rounded to integers. dport is the flow's HPCC class
+// (HPCCDPort: 200 incast, 100 otherwise), as in flow.txt, because fct_analysis.py selects flows by it;
+// the frames' UDP port is RoCEv2's 4791 (flows.csv has it).
 func WriteFCT(w io.Writer, log *records.Log, meta Meta) error {
 	var fs []records.Flow
 	for _, f := range log.Flows {
@@ -116,7 +127,7 @@ func WriteFCT(w io.Writer, log *records.Log, meta Meta) error {
 	for _, f := range fs {
 		sip, dip := meta.hostIP(int(f.Src)).As4(), meta.hostIP(int(f.Dst)).As4()
 		fmt.Fprintf(bw, "%02x%02x%02x%02x %02x%02x%02x%02x %d %d %d %d %d %d\n",
-			sip[0], sip[1], sip[2], sip[3], dip[0], dip[1], dip[2], dip[3], f.SPort, f.DPort, f.Size,
+			sip[0], sip[1], sip[2], sip[3], dip[0], dip[1], dip[2], dip[3], f.SPort, HPCCDPort(f.Class), f.Size,
 			meta.nanos(f.Start), meta.nanos(f.FCT()), meta.nanos(f.Ideal))
 	}
 	return bw.Flush()

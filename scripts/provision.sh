@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Provision a machine (the Vagrant VM, CI, or a developer box) to build fabriclab and run its suites.
 # Idempotent: every step checks first and says whether it did something or found it done.
-# Installs: iproute2 and ethtool (the netns backend and people debugging it use them), Go when `go` is
+# Installs: iproute2 and ethtool (the netns backend and people debugging it use them); tshark (with
+# mergecap), python3 and graphviz (the interop suite runs Wireshark's dissectors and HPCC's analysis
+# arithmetic on our outputs; lab report draws the topology picture with dot); Go when `go` is
 # missing (Debian's golang-go; GOTOOLCHAIN=auto then fetches the go.mod toolchain through the module
 # proxy), the ginkgo CLI at the version go.mod pins, and the module dependencies.
 set -euo pipefail
@@ -19,6 +21,9 @@ need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 command -v git >/dev/null 2>&1 || need+=(git)
+command -v tshark >/dev/null 2>&1 || need+=(tshark)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+command -v dot >/dev/null 2>&1 || need+=(graphviz)
 # Go: any go >= 1.21 is enough, because from 1.21 on the go command fetches the toolchain go.mod asks
 # for (GOTOOLCHAIN=auto, through the module proxy). Debian bookworm's golang-go is 1.19, too old for
 # that, so on bookworm Go comes from bookworm-backports; newer Debian releases ship >= 1.21 directly.
@@ -52,7 +57,7 @@ if [ "${#need[@]}" -gt 0 ] || [ "${#go_pkgs[@]}" -gt 0 ]; then
 		say "missing ${need[*]} ${go_pkgs[*]} and no apt-get: install them by hand"; exit 1
 	fi
 else
-	say "iproute2, ethtool, git and go (>= 1.21) already present"
+	say "iproute2, ethtool, git, tshark, python3, graphviz and go (>= 1.21) already present"
 fi
 
 # --- Go toolchain: go.mod pins a newer Go than Debian ships; let the go command fetch it (module proxy).

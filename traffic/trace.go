@@ -13,9 +13,27 @@ import (
 	"github.com/fabriclab/fabriclab/units"
 )
 
+// HPCC's flow classes, the dport column of its flow.txt and fct.txt: analysis/fct_analysis.py -t 0
+// keeps dport 100 ("normal"), -t 1 dport 200 ("incast") (alibaba-edu/High-Precision-Congestion-Control
+// at 9f4be2a; its traffic generator writes 100).
+const (
+	HPCCDPortNormal = 100
+	HPCCDPortIncast = 200
+)
+
+// HPCCDPort is the dport HPCC's files give a flow of workload class class: 200 for class "incast" (the
+// incast workload kind), 100 for everything else.
+func HPCCDPort(class string) int {
+	if class == "incast" {
+		return HPCCDPortIncast
+	}
+	return HPCCDPortNormal
+}
+
 // ReadHPCC reads the HPCC simulator's flow.txt: a line with the flow count, then one flow per line,
-// "src dst pg dport size start_s" (pg is the priority group, 3 in HPCC's generator; dport is ignored).
-// src and dst are host indices. Flows get IDs 1..n in file order.
+// "src dst pg dport size start_s" (pg is the priority group, 3 in HPCC's generator). src and dst are
+// host indices. dport 200 makes the flow class "incast" (HPCC's incast class), any other "trace". Flows
+// get IDs 1..n in file order.
 func ReadHPCC(name string, rd io.Reader, hosts int) (Schedule, error) {
 	sc := bufio.NewScanner(rd)
 	line, want := 0, -1
@@ -41,13 +59,18 @@ func ReadHPCC(name string, rd io.Reader, hosts int) (Schedule, error) {
 		dst, e2 := strconv.Atoi(f[1])
 		size, e3 := strconv.ParseInt(f[4], 10, 64)
 		start, e4 := strconv.ParseFloat(f[5], 64)
-		if e1 != nil || e2 != nil || e3 != nil || e4 != nil {
-			return nil, fmt.Errorf("%s:%d: %q: src, dst and size must be integers, start_s a number", name, line, sc.Text())
+		dport, e5 := strconv.Atoi(f[3])
+		if e1 != nil || e2 != nil || e3 != nil || e4 != nil || e5 != nil {
+			return nil, fmt.Errorf("%s:%d: %q: src, dst, dport and size must be integers, start_s a number", name, line, sc.Text())
 		}
 		if err := checkTraceFlow(src, dst, size, start, hosts); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
 		}
-		s = append(s, Flow{ID: uint32(len(s) + 1), Src: src, Dst: dst, Size: size, At: seconds(start), Class: "trace"})
+		class := "trace"
+		if dport == HPCCDPortIncast {
+			class = "incast"
+		}
+		s = append(s, Flow{ID: uint32(len(s) + 1), Src: src, Dst: dst, Size: size, At: seconds(start), Class: class})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -83,13 +106,14 @@ func checkTraceFlow(src, dst int, size int64, start float64, hosts int) error {
 
 func seconds(s float64) clock.Time { return clock.FromSeconds(s) }
 
-// WriteHPCC writes s as HPCC's flow.txt (the format its traffic generator prints: "%d %d 3 100 %d %.9f").
+// WriteHPCC writes s as HPCC's flow.txt (the format its traffic generator prints: "%d %d 3 100 %d %.9f",
+// with dport HPCCDPort(class): 200 for incast flows).
 // Dependencies (After) cannot be expressed there and are dropped; WriteHTSim keeps them.
 func WriteHPCC(w io.Writer, s Schedule) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "%d\n", len(s))
 	for _, f := range s {
-		fmt.Fprintf(bw, "%d %d 3 100 %d %.9f\n", f.Src, f.Dst, f.Size, f.At.Seconds())
+		fmt.Fprintf(bw, "%d %d 3 %d %d %.9f\n", f.Src, f.Dst, HPCCDPort(f.Class), f.Size, f.At.Seconds())
 	}
 	return bw.Flush()
 }

@@ -16,6 +16,10 @@
 // header checksum, UDP checksum 0 (allowed for IPv4, and what RoCEv2 NICs send), UDP source port =
 // SPort (ECMP entropy). Addresses and MACs follow the conventions in addr.go (HostIP, HostMAC).
 //
+// RoCEv2 as a standard stack reads it: the destination QP is the flow id + QPBase (QPs 0 and 1 are
+// InfiniBand's management QPs); a flow is one SEND message (SEND_FIRST at PSN 0, SEND_LAST on the last
+// packet, SEND_ONLY when one packet is both); the ICRC is the standard one (icrc.go).
+//
 // Source route: IPv4 option 0x9E (RFC 4727 experimental option 30, copy bit set): type, length (3+n),
 // hop index, then one egress port byte per hop, EOL-padded to a multiple of 4 -- exactly
 // pkt.RouteOptionBytes(n) bytes. At most 37 hops fit.
