@@ -132,9 +132,9 @@ func LoadRun(dir string) (*Run, error) {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, PauseFile), err)
 		}
 	}
-	if f, err := os.Open(filepath.Join(dir, DropsFile)); err == nil {
+	if f, err := bounded.Open(filepath.Join(dir, DropsFile)); err == nil {
 		defer f.Close()
-		err := readTable(f, func(p *rowParser) error {
+		err := readTable(bounded.Reader(f, f.Name(), bounded.RunFile), func(p *rowParser) error {
 			r.Drops = append(r.Drops, DropEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Port: int(p.int("port")), Lossless: p.bool("lossless")})
 			return nil
 		})
@@ -142,9 +142,9 @@ func LoadRun(dir string) (*Run, error) {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, DropsFile), err)
 		}
 	}
-	if f, err := os.Open(filepath.Join(dir, FCTFile)); err == nil {
+	if f, err := bounded.Open(filepath.Join(dir, FCTFile)); err == nil {
 		defer f.Close()
-		if r.FCT, err = ReadFCT(f); err != nil {
+		if r.FCT, err = ReadFCT(bounded.Reader(f, f.Name(), bounded.RunFile)); err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, FCTFile), err)
 		}
 	}
