@@ -263,6 +263,7 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 			RPTimer: h.DCQCN.RPTimer.Clock(), FastRecoveryTimes: h.DCQCN.FastRecovery,
 			RateAIBps: float64(h.DCQCN.RateAI), RateHAIBps: float64(h.DCQCN.RateHAI), MinRateBps: float64(h.DCQCN.MinRate),
 		},
+		DCTCP:       nodes.DCTCP{G: h.DCTCP.G, InitWindow: h.DCTCP.InitWindow},
 		Relay:       route.ServerCentric(g),
 		MeasureFrom: s.MeasureFrom.Clock(),
 		FIB:         l.Tables.FIB[n],

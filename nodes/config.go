@@ -23,6 +23,7 @@ const (
 const (
 	CCNone  = "none"
 	CCDCQCN = "dcqcn"
+	CCDCTCP = "dctcp" // window-based, ECN-echo (dctcp.go)
 )
 
 // PortConfig describes one NIC port. Delay is the link's one-way propagation delay; the Link the
@@ -83,6 +84,7 @@ type Config struct {
 	BDPCapPath bool `json:"bdp_cap_path,omitempty"`
 
 	DCQCN DCQCN `json:"dcqcn,omitempty"`
+	DCTCP DCTCP `json:"dctcp,omitzero"`
 	// CNP is how the notification point answers CE-marked data: CNPInterval (at most one CNP per flow
 	// per CNPInterval, DCQCN's N; the default) or CNPPerPacket (one CNP per marked packet, as the HPCC
 	// and ConWeave ns-3 simulators set the CNP flag on every ACK of a marked packet).
@@ -173,9 +175,18 @@ func (cfg Config) WithDefaults() (Config, error) {
 	switch c.CC {
 	case "":
 		c.CC = CCNone
-	case CCNone, CCDCQCN:
+	case CCNone, CCDCQCN, CCDCTCP:
 	default:
-		return c, fmt.Errorf("nodes: config.cc %q: want none or dcqcn", c.CC)
+		return c, fmt.Errorf("nodes: config.cc %q: want none, dcqcn or dctcp", c.CC)
+	}
+	if c.DCTCP.G == 0 {
+		c.DCTCP.G = DefaultDCTCPG
+	}
+	if c.DCTCP.MinWindow == 0 {
+		c.DCTCP.MinWindow = DefaultDCTCPMinWindow
+	}
+	if c.DCTCP.G < 0 || c.DCTCP.G > 1 || c.DCTCP.InitWindow < 0 || c.DCTCP.MinWindow < 0 {
+		return c, fmt.Errorf("nodes: config.dctcp: parameters out of range: %+v", c.DCTCP)
 	}
 	if c.MTU == 0 {
 		c.MTU = DefaultMTU

@@ -81,7 +81,8 @@ type FlowState struct {
 	Packets                 uint32
 	MaxInFlight             uint32 // the largest SndHigh-SndUna seen
 	RateBps, TargetBps      float64
-	Alpha                   float64
+	Alpha                   float64 // DCQCN's or DCTCP's
+	Cwnd                    float64 // DCTCP's window in packets
 	Timeouts                uint64
 	Retransmits             int64
 	Done                    bool
@@ -227,6 +228,9 @@ func (n *NIC) FlowState(id uint32) (FlowState, bool) {
 	if q.cc != nil {
 		q.cc.catchUp(n.clk.Now())
 		s.TargetBps, s.Alpha = q.cc.target, q.cc.alpha
+	}
+	if q.dc != nil {
+		s.Alpha, s.Cwnd = q.dc.alpha, q.dc.cwnd
 	}
 	return s, true
 }

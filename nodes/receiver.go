@@ -158,6 +158,9 @@ func (n *NIC) sendCtl(kind pkt.Kind, p *pkt.Packet, rx *rxQP, sack uint32, size 
 		// The data frame's accumulated queueing delay, reflected for telemetry path selection (on the
 		// wire: the ACK's MSN, to 16 ns).
 		ProbeDelay: p.ProbeDelay}
+	if n.cfg.CC == CCDCTCP && kind != pkt.CNP && p.ECN == pkt.CE {
+		c.ECN = pkt.CE // DCTCP's ECN-echo, per data packet (dctcp.go)
+	}
 	n.sendBack(c, size)
 }
 

@@ -59,6 +59,7 @@ type qp struct {
 	timeouts   uint64
 
 	cc     *dcqcn
+	dc     *dctcp    // CC dctcp: the window (dctcp.go)
 	sel    *pathSel  // choice among Flow.Paths by measured delay (telemetry.go); nil without candidates
 	spread *spreader // choice among Flow.Paths by hash or round robin (spread.go); nil without candidates
 
@@ -127,6 +128,9 @@ func (n *NIC) StartFlow(f Flow) error {
 	if n.cfg.CC == CCDCQCN {
 		q.cc = newDCQCN(q)
 	}
+	if n.cfg.CC == CCDCTCP {
+		q.dc = newDCTCP(q)
+	}
 	n.started++
 	q.seq = n.started
 	q.rtoFire = q.onRTOTimer
@@ -183,6 +187,12 @@ func (q *qp) next() (uint32, bool) {
 	if c > 0 && q.sndNxt-q.sndUna >= c {
 		return 0, false
 	}
+	if q.dc != nil && q.sndNxt-q.sndUna >= q.dc.window() {
+		return 0, false
+	}
+	if q.sel != nil && q.sel.draining() {
+		return 0, false // a reroute waits for the old path's packets (telemetry.go); an ACK refills
+	}
 	return q.sndNxt, true
 }
 
@@ -204,6 +214,23 @@ func (q *qp) capFor(b PathBase) uint32 {
 		return 0
 	}
 	return uint32(max((bytes+mtu-1)/mtu, 1))
+}
+
+// pathBDPPkts is the current path's bottleneck rate x base RTT in packets (at least 1), from the
+// fabric-wide BDP cap when the path's base is unknown, else 10 packets.
+func (q *qp) pathBDPPkts() uint32 {
+	b := q.base
+	if b.RTT <= 0 {
+		if c := q.n.cfg.BDPCapBytes; c > 0 {
+			return uint32(max((c+int64(q.mtu)-1)/int64(q.mtu), 1))
+		}
+		return 10
+	}
+	rate := q.lineRate
+	if b.RateBps > 0 && b.RateBps < rate {
+		rate = b.RateBps
+	}
+	return uint32(max(int64(rate/8*b.RTT.Seconds()+0.5)/int64(q.mtu), 1))
 }
 
 // usePath moves the flow's new packets to route, whose base delays are b, and sizes every
@@ -324,6 +351,9 @@ func (q *qp) timeout() {
 	n := q.n
 	q.timeouts++
 	n.stats.Timeouts++
+	if q.dc != nil {
+		q.dc.onTimeout()
+	}
 	q.rtoOn = false
 	if q.sacked != nil {
 		q.rtxNext = q.sndUna
@@ -351,7 +381,9 @@ func (n *NIC) onAck(p *pkt.Packet, nack bool) {
 		cum = q.sndHigh
 	}
 	progress := cum > q.sndUna
+	newly := uint32(0)
 	if progress {
+		newly = cum - q.sndUna
 		if len(q.sacked) > 0 {
 			if int(cum-q.sndUna) < len(q.sacked) {
 				for s := q.sndUna; s < cum; s++ {
@@ -376,6 +408,14 @@ func (n *NIC) onAck(p *pkt.Packet, nack bool) {
 	if q.sndUna >= q.npkts {
 		n.complete(q)
 		return
+	}
+	if q.dc != nil {
+		if newly > 0 {
+			q.dc.onAck(newly, p.ECN == pkt.CE) // the receiver echoes CE in the ACK's ECN field
+		}
+		if nack {
+			q.dc.onLoss()
+		}
 	}
 	if nack {
 		if q.sacked != nil {

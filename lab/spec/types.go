@@ -127,6 +127,14 @@ type Host struct {
 	CNP         string `yaml:"cnp,omitempty"`
 	CNPInterval Time   `yaml:"cnp_interval,omitempty"`
 	DCQCN       DCQCN  `yaml:"dcqcn,omitempty"`
+	DCTCP       DCTCP  `yaml:"dctcp,omitempty"`
+}
+
+// DCTCP sets the NIC's DCTCP (cc: dctcp on gbn, irn or lossless; nodes/dctcp.go). Mark with step ECN
+// at K: switch.ecn kmin = kmax = K, pmax 1.
+type DCTCP struct {
+	G          float64 `yaml:"g,omitempty"`           // alpha gain (1/16, DCTCP paper and Linux)
+	InitWindow int     `yaml:"init_window,omitempty"` // packets at flow start and after a reroute; 0: the path's BDP
 }
 
 // DCQCN overrides the Mellanox-mode DCQCN parameters (names as in the HPCC simulator).

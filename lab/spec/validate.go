@@ -237,8 +237,8 @@ func (s *Spec) validateHost(c *checker) {
 		switch {
 		case tcp && h.CC != "cubic" && h.CC != "dctcp":
 			c.add("host.cc", "%q does not apply to kernel-tcp (use cubic or dctcp)", h.CC)
-		case !tcp && h.CC != "none" && h.CC != "dcqcn":
-			c.add("host.cc", "%q is a kernel TCP algorithm; transport %s takes none or dcqcn", h.CC, h.Transport)
+		case !tcp && h.CC != "none" && h.CC != "dcqcn" && h.CC != "dctcp":
+			c.add("host.cc", "%q is a kernel TCP algorithm; transport %s takes none, dcqcn or dctcp", h.CC, h.Transport)
 		}
 	}
 	if h.MTU < 256 || h.MTU > 9000 {
@@ -266,6 +266,10 @@ func (s *Spec) validateHost(c *checker) {
 		c.rate("host.dcqcn."+r.f, r.v)
 	}
 	c.size("host.dcqcn.byte_counter", d.ByteCounter, false)
+	if h.DCTCP.G != 0 {
+		c.number("host.dctcp.g", h.DCTCP.G, Fraction, "the alpha EWMA gain")
+	}
+	c.integer("host.dctcp.init_window", h.DCTCP.InitWindow, 0, MaxCount, "packets; 0: the path's BDP")
 }
 
 func (s *Spec) validateRouting(c *checker) {
