@@ -141,7 +141,7 @@ type pathSel struct {
 	// drainTo: after a go-back-N or lossless reroute no new packet leaves until the cumulative ACK
 	// reaches it (every packet sent on the old path has arrived); 0: not draining.
 	drainTo uint32
-	settled    bool // UGAL decided: no more probes
+	settled bool // UGAL decided: no more probes
 }
 
 func (n *NIC) newPathSel(q *qp, paths [][]uint8, bases []PathBase) *pathSel {
