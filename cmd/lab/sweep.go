@@ -92,7 +92,9 @@ func planRuns(files []string) ([]plannedRun, error) {
 			if l := r.pt.Label(); l != "" {
 				what = l + ", " + what
 			}
-			errs = append(errs, fmt.Sprintf("%s (%s): %v", r.file, what, err))
+			for _, line := range strings.Split(err.Error(), "\n") {
+				errs = append(errs, fmt.Sprintf("%s (%s): %s", r.file, what, line))
+			}
 		}
 	}
 	if len(errs) > 0 {

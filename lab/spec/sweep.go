@@ -155,7 +155,9 @@ func Expand(path string, axes []Axis, seeds int) ([]Point, error) {
 				if l := pt.Label(); l != "" {
 					what = l + ", " + what
 				}
-				errs = append(errs, fmt.Sprintf("%s (%s): %v", path, what, err))
+				for _, line := range strings.Split(err.Error(), "\n") {
+					errs = append(errs, fmt.Sprintf("%s (%s): %s", path, what, line))
+				}
 				continue
 			}
 			pt.Spec = s
