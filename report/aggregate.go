@@ -742,3 +742,46 @@ func AggregateBucketTable(t *Tree) Table {
 	}
 	return tb
 }
+
+// SummariesCI is a metric's mean and 95% CI over summaries (one per seed), as lab report computes it
+// for a run tree; suites that run seeds in process (virtual.Summaries) assert on it.
+func SummariesCI(sums []*Summary, metric string) (CI, error) {
+	var xs []float64
+	for i, s := range sums {
+		v, ok := SummaryMetric(s, metric)
+		if !ok {
+			return CI{}, fmt.Errorf("summary %d: no metric %q", i, metric)
+		}
+		xs = append(xs, v)
+	}
+	return MeanCI(xs, Level), nil
+}
+
+// PairedCI is a cross-run form's mean and 95% CI over seed pairs: a[i] and b[i] are the same seed's
+// runs of two specs; kind is "reduction" ((1 - a/b) x 100) or "ratio" (a/b), as expect: writes
+// reduction:<metric>:<run> and ratio:<metric>:<run>.
+func PairedCI(a, b []*Summary, metric, kind string) (CI, error) {
+	if len(a) != len(b) {
+		return CI{}, fmt.Errorf("%d runs against %d: pairs need one of each per seed", len(a), len(b))
+	}
+	var xs []float64
+	for i := range a {
+		x, ok1 := SummaryMetric(a[i], metric)
+		y, ok2 := SummaryMetric(b[i], metric)
+		if !ok1 || !ok2 {
+			return CI{}, fmt.Errorf("no metric %q", metric)
+		}
+		if y == 0 {
+			return CI{}, fmt.Errorf("pair %d: %s of the baseline is 0", i, metric)
+		}
+		switch kind {
+		case "reduction":
+			xs = append(xs, (1-x/y)*100)
+		case "ratio":
+			xs = append(xs, x/y)
+		default:
+			return CI{}, fmt.Errorf("kind %q: want reduction or ratio", kind)
+		}
+	}
+	return MeanCI(xs, Level), nil
+}

@@ -124,3 +124,33 @@ func TestCheckMetricName(t *testing.T) {
 		t.Errorf("CheckExpect: %v", err)
 	}
 }
+
+func TestPairedCIAndSummariesCI(t *testing.T) {
+	mk := func(fcts ...float64) []*Summary {
+		var ss []*Summary
+		for _, f := range fcts {
+			ss = append(ss, &Summary{FCT: Stats{Avg: f}})
+		}
+		return ss
+	}
+	a, b := mk(10, 30, 20), mk(20, 40, 40)
+	want := MeanCI([]float64{50, 25, 50}, 0.95)
+	if c, err := PairedCI(a, b, "fct_avg_s", "reduction"); err != nil || c.Mean != want.Mean || c.Half != want.Half {
+		t.Errorf("reduction %+v %v", c, err)
+	}
+	if c, err := PairedCI(a, b, "fct_avg_s", "ratio"); err != nil || math.Abs(c.Mean-(0.5+0.75+0.5)/3) > 1e-12 {
+		t.Errorf("ratio %+v %v", c, err)
+	}
+	if _, err := PairedCI(a, b[:2], "fct_avg_s", "ratio"); err == nil {
+		t.Error("unpaired accepted")
+	}
+	if _, err := PairedCI(a, mk(1, 0, 1), "fct_avg_s", "ratio"); err == nil {
+		t.Error("zero baseline accepted")
+	}
+	if c, err := SummariesCI(a, "fct_avg_s"); err != nil || c.Mean != 20 || c.N != 3 {
+		t.Errorf("SummariesCI %+v %v", c, err)
+	}
+	if _, err := SummariesCI(a, "nope"); err == nil {
+		t.Error("unknown metric accepted")
+	}
+}

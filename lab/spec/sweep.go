@@ -86,6 +86,21 @@ func Expand(path string, axes []Axis, seeds int) ([]Point, error) {
 	if err != nil {
 		return nil, err
 	}
+	return expand(data, path, base, axes, seeds)
+}
+
+// ExpandData is Expand on a spec's text (suites that write specs in Go strings); relative file paths
+// in it are relative to dir.
+func ExpandData(data []byte, dir string, axes []Axis, seeds int) ([]Point, error) {
+	base, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	resolvePaths(base, dir)
+	return expand(data, filepath.Join(dir, "spec"), base, axes, seeds)
+}
+
+func expand(data []byte, path string, base *Spec, axes []Axis, seeds int) ([]Point, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
