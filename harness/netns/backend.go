@@ -59,6 +59,10 @@ type RunOptions struct {
 	// slowest agent's clock has got (engine time in paper units, i.e. divided by the dilation) and how
 	// many flows have completed: a progress bar's ETA in engine time.
 	OnClock func(now clock.Time, completed, total int)
+	// CrossCheck bounds the wall time of the schedule-keeping run the verdict compares against (the
+	// same lab on the virtual backend, see crossCheck): 0 means DefaultCrossCheckBudget (or the netns
+	// run's own wall time, if longer), negative skips it.
+	CrossCheck time.Duration
 	// Save, if set, is called with the run's records before the lab is torn down, so a crash in teardown
 	// cannot lose a finished (or interrupted) run; its error is Run's.
 	Save func(*records.Log, RunResult) error
@@ -383,6 +387,9 @@ wait:
 	}
 	res.Fidelity = Verdict(res.Monitor, bound)
 	res.Fidelity = stallVerdict(res.Fidelity, res.Monitor, log, stallBudget(dl))
+	if len(dl.Kernel) == 0 && opts.CrossCheck >= 0 {
+		res.Fidelity = crossCheck(ctx, l, log, res, opts.CrossCheck)
+	}
 	if res.Monitor.KernelFull > 0 {
 		log.Violations = append(log.Violations, fmt.Sprintf("netns: the kernel refused %d frames (an agent fell behind reading)", res.Monitor.KernelFull))
 	}
