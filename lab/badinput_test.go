@@ -93,3 +93,38 @@ func TestTraceOutsideTheRun(t *testing.T) {
 		t.Errorf("rebased flows start at %v, %v, %v; want 1ms, 1.001ms, 1.01ms", l.Flows[0].At, l.Flows[1].At, l.Flows[2].At)
 	}
 }
+
+// A buffer headroom leaves no room in is refused naming switch.buffer and the least that works; a
+// headroom below the link's need and an XOFF above the shared buffer build, with a warning each.
+func TestLosslessBufferChecks(t *testing.T) {
+	base := "name: t\ntopology: {family: ndc, n: 4, k: 1}\nduration: 1ms\nswitch: {flow_control: pfc, %s}\n"
+	build := func(sw string) (*lab.Lab, error) {
+		s, err := spec.Parse([]byte(fmt.Sprintf(base, sw)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lab.Build(s)
+	}
+	_, err := build("buffer: 60000")
+	if err == nil || !strings.Contains(err.Error(), "switch.buffer: 60KB leaves no shared space on s0") || !strings.Contains(err.Error(), "give at least 113049B") {
+		t.Errorf("60 KB buffer: %v", err)
+	}
+	l, err := build("buffer: 1MB, headroom: 10KB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Warnings) != 1 || !strings.Contains(l.Warnings[0], "switch.headroom: 10KB is below the 28262B") {
+		t.Errorf("warnings %q", l.Warnings)
+	}
+	l, err = build("buffer: 1MB, xoff: 990KB, xon: 500KB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Warnings) != 1 || !strings.Contains(l.Warnings[0], "switch.xoff: 990KB exceeds the 886952B of shared buffer") {
+		t.Errorf("warnings %q", l.Warnings)
+	}
+	l, err = build("buffer: 12MB")
+	if err != nil || len(l.Warnings) != 0 {
+		t.Errorf("defaults: %v, warnings %q", err, l.Warnings)
+	}
+}

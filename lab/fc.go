@@ -137,3 +137,45 @@ func (l *Lab) PortFCQueueBound(i int) int64 {
 	p := c.Ports[0]
 	return PortFCQueueBound(c.FlowControl.XOFF.Resolve(p.BDP()), len(c.Ports), p.RateBps, p.Delay, c.MTU)
 }
+
+// checkBuffers refuses a switch.buffer that headroom and reserves leave no shared space in (the
+// switch engine would refuse it later, as "mmu: ...", without naming the field), and warns about
+// lossless settings that are legal but cannot work as meant: a headroom below what the link needs, a
+// static XOFF above the shared buffer.
+func (l *Lab) checkBuffers() error {
+	s := l.Spec
+	warned := map[string]bool{}
+	warn := func(field, format string, a ...any) {
+		if !warned[field] {
+			warned[field] = true
+			l.Warnings = append(l.Warnings, field+": "+fmt.Sprintf(format, a...))
+		}
+	}
+	for _, sd := range l.Switches {
+		name := l.Graph.Nodes[sd.Node].Name
+		p, err := switchsw.PlanBuffer(sd.Config)
+		if err != nil {
+			return fmt.Errorf("switch: %w", err)
+		}
+		if p.Shared <= 0 {
+			return fmt.Errorf("switch.buffer: %s leaves no shared space on %s: headroom takes %s (%d lossless priorities x %d ports) and reserves %s; give at least %s, or lower switch.headroom / switch.reserve",
+				units.FormatBytes(p.Buffer), name, units.FormatBytes(p.Headroom), p.Lossless, len(p.PortHeadroom),
+				units.FormatBytes(p.Reserve), units.FormatBytes(p.NeedBuffer()))
+		}
+		if p.Lossless == 0 {
+			continue
+		}
+		for i := range p.PortHeadroom {
+			link := sd.Config.Ports[i]
+			if !s.Switch.Headroom.IsZero() && p.PortHeadroom[i] < p.PortNeed[i] {
+				warn("switch.headroom", "%s is below the %s a %s, %v link needs (2 BDP + 3 MTU + a pause frame) on %s port %d: frames in flight after a pause can overflow it, and each such drop is a lossless violation",
+					units.FormatBytes(p.PortHeadroom[i]), units.FormatBytes(p.PortNeed[i]), units.FormatRate(link.RateBps), link.Delay, name, i)
+			}
+			if p.XOFF[i] > p.Shared {
+				warn("switch.xoff", "%s exceeds the %s of shared buffer left after headroom and reserves on %s: the buffer fills before a port pauses, and lossless queues drop",
+					units.FormatBytes(p.XOFF[i]), units.FormatBytes(p.Shared), name)
+			}
+		}
+	}
+	return nil
+}

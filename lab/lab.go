@@ -30,6 +30,8 @@ type Lab struct {
 	Flows    []FlowPlan
 	// End is when the run stops at the latest (engine time, before dilation).
 	End clock.Time
+	// Warnings are legal but suspicious settings (fc.go checkBuffers), for the command to print.
+	Warnings []string
 
 	diameter int   // host-to-host, in links
 	work     *work // the budget left while the schedule is made (budget.go)
@@ -112,6 +114,9 @@ func BuildWithin(s *spec.Spec, b Budget) (*Lab, error) {
 	}
 	for _, n := range g.Switches {
 		l.Switches = append(l.Switches, SwitchDev{Node: n, Config: l.switchConfig(n)})
+	}
+	if err := l.checkBuffers(); err != nil { // fc.go
+		return nil, err
 	}
 	for _, n := range g.Hosts {
 		l.Hosts = append(l.Hosts, HostDev{Node: n, Config: l.hostConfig(n)})

@@ -3,6 +3,7 @@ package nodes
 import (
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -288,4 +289,19 @@ func TestUnfinishedFlowRecordsDelivered(t *testing.T) {
 		t.Fatalf("delivered %d > %d the link carries in 100 us", big.Delivered, max)
 	}
 	t.Logf("unfinished 10 MB flow delivered %d B in 100 us", big.Delivered)
+}
+
+// A lossless NIC's drop is a violation line, as a switch's is (issue 12): before, it only counted in
+// drops.lossless.
+func TestLosslessNICDropIsAViolation(t *testing.T) {
+	cb := baseCfg(1, g100, us)
+	cb.Transport = Lossless
+	pr := newPair(t, baseCfg(0, g100, us), cb, us)
+	pr.b.Receive(0, &pkt.Packet{Kind: pkt.Data, Src: 0, Dst: 5, Flow: 3, PSN: 9, Size: 100})
+	if len(pr.log.Drops) != 1 || !pr.log.Drops[0].Lossless || pr.log.Drops[0].Reason != "not-for-host" {
+		t.Fatalf("drops %+v", pr.log.Drops)
+	}
+	if len(pr.log.Violations) != 1 || !strings.Contains(pr.log.Violations[0], "h1: lossless drop (not-for-host) of flow 3 psn 9") {
+		t.Fatalf("violations %q", pr.log.Violations)
+	}
 }

@@ -3,6 +3,7 @@ package nodes
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
@@ -433,11 +434,7 @@ func (n *NIC) relay(inPort int, p *pkt.Packet) {
 		return
 	}
 	if n.mem != nil && p.Kind == pkt.Data && !n.mem.admit(p, true) {
-		n.drop(p, "nic-buffer")
-		if p.Kind == pkt.Data && n.cfg.Transport == Lossless {
-			n.log.Violations = append(n.log.Violations, fmt.Sprintf("h%d: relayed frame of flow %d dropped: NIC memory of %d B full",
-				n.cfg.Host, p.Flow, n.mem.cfg.Bytes))
-		}
+		n.drop(p, fmt.Sprintf("nic-buffer: NIC memory of %d B full", n.mem.cfg.Bytes))
 		return
 	}
 	if n.ingress != nil && !p.Kind.Control() {
@@ -454,10 +451,18 @@ func (n *NIC) relay(inPort int, p *pkt.Packet) {
 	n.enqueue(port, q, p)
 }
 
+// drop records a frame the NIC could not deliver or forward. Like a switch's, a lossless drop is also a
+// violation line: lossless modes are lossless wherever the frame was lost.
 func (n *NIC) drop(p *pkt.Packet, reason string) {
 	n.stats.NoRoute++
+	lossless := n.cfg.Transport == Lossless && p.Kind == pkt.Data
+	kind, _, _ := strings.Cut(reason, ":")
 	n.log.Drops = append(n.log.Drops, records.Drop{At: n.clk.Now(), Device: n.cfg.Device, Port: -1, Queue: -1,
-		Flow: p.Flow, Lossless: n.cfg.Transport == Lossless && p.Kind == pkt.Data, Reason: reason})
+		Flow: p.Flow, Lossless: lossless, Reason: kind})
+	if lossless {
+		n.log.Violations = append(n.log.Violations, fmt.Sprintf("h%d: lossless drop (%s) of flow %d psn %d at %v",
+			n.cfg.Host, reason, p.Flow, p.PSN, n.clk.Now()))
+	}
 }
 
 // fibPort picks an egress port toward host dst from the FIB by hash; a one-port NIC needs no FIB.

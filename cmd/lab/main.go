@@ -34,7 +34,14 @@ func buildLab(s *spec.Spec) (*lab.Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	return lab.BuildWithin(s, b)
+	l, err := lab.BuildWithin(s, b)
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range l.Warnings {
+		fmt.Fprintln(os.Stderr, "lab: warning:", w)
+	}
+	return l, nil
 }
 
 func main() {
