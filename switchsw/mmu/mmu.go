@@ -256,4 +256,6 @@ func (m *MMU) ReleaseEgress(port, q int, size int64) {
 func (m *MMU) Egress(port, q int) int64 { return m.queues[port*m.cfg.Queues+q] }
 
 // Split is how New divided the buffer: the shared pool, and the headroom and reserves set apart.
-func (m *MMU) Split() (shared, headroom, reserve int64) { return m.sharedSize, m.hdrmTotal, m.rsrvTotal }
+func (m *MMU) Split() (shared, headroom, reserve int64) {
+	return m.sharedSize, m.hdrmTotal, m.rsrvTotal
+}
