@@ -151,7 +151,10 @@ func LoadTrees(dirs []string) (*Tree, error) {
 			}
 			r, err := LoadRun(dir)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", dir, err)
+				// A run the manifest lists as done but that cannot be read (moved, edited) is said, and
+				// the rest of the tree still aggregates.
+				t.Skipped = append(t.Skipped, fmt.Sprintf("%s: unreadable (%v)", dir, err))
+				continue
 			}
 			r.Seed = mr.Seed
 			if mr.Name != "" {

@@ -170,8 +170,24 @@ func sweepPlot(t *Tree, m string) (*plot.Plot, error) {
 		p.X.Tick.Marker = plot.ConstantTicks(ticks)
 	}
 	p.Legend.Top, p.Legend.Left = true, true
+	// Series side by side are dodged by a little of the x range, so equal means do not hide each
+	// other's error bars.
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, s := range series {
+		for _, xy := range s.XYs {
+			lo, hi = math.Min(lo, xy.X), math.Max(hi, xy.X)
+		}
+	}
+	dodge := 0.0
+	if len(order) > 1 && hi > lo {
+		dodge = (hi - lo) * 0.012
+	}
 	for i, key := range order {
 		s := series[key]
+		off := (float64(i) - float64(len(order)-1)/2) * dodge
+		for k := range s.XYs {
+			s.XYs[k].X += off
+		}
 		idx := make([]int, len(s.XYs))
 		for k := range idx {
 			idx[k] = k
@@ -298,6 +314,9 @@ func (labelledTicks) Ticks(min, max float64) []plot.Tick {
 	var ts []plot.Tick
 	for k := math.Ceil(min / step); k*step <= max+step*1e-9; k++ {
 		v := k * step
+		if math.Abs(v) < step*1e-9 {
+			v = 0 // not "-0"
+		}
 		ts = append(ts, plot.Tick{Value: v, Label: fmt.Sprintf("%.6g", v)})
 	}
 	return ts
