@@ -246,7 +246,7 @@ func runTree(ctx context.Context, w io.Writer, files []string, runs []plannedRun
 	}
 	switch {
 	case ctx.Err() != nil:
-		return fmt.Errorf("interrupted after %d of %d runs; partial results in %s", done, len(runs), out)
+		return fmt.Errorf("interrupted: %d of %d runs complete, the others partial or not run (manifest.json); results in %s", done-failed, len(runs), out)
 	case failed > 0:
 		return fmt.Errorf("%d of %d runs failed (manifest.json says which and why)", failed, len(runs))
 	}
