@@ -33,7 +33,7 @@ type plannedRun struct {
 // multiRun says whether lab run's arguments ask for more than one run, i.e. a run tree with a manifest
 // rather than one run directory.
 func multiRun(files []string) (bool, error) {
-	if len(files) > 1 || sweepFlags.seeds > 1 || len(sweepFlags.sets) > 0 {
+	if len(files) > 1 || sweepFlags.seeds > 1 || sweepFlags.seeds < 0 || len(sweepFlags.sets) > 0 {
 		return true, nil
 	}
 	s, err := spec.Load(files[0])
@@ -46,6 +46,12 @@ func multiRun(files []string) (bool, error) {
 // planRuns expands every spec file into its runs and checks each one as lab run would (spec, lab
 // assembly, backend, expect: names) before anything runs.
 func planRuns(files []string) ([]plannedRun, error) {
+	if sweepFlags.seeds < 0 {
+		return nil, fmt.Errorf("--seeds %d: want how many seeds to run (1 or more)", sweepFlags.seeds)
+	}
+	if sweepFlags.jobs < 0 {
+		return nil, fmt.Errorf("-j %d: want how many runs at once (1 or more)", sweepFlags.jobs)
+	}
 	var axes []spec.Axis
 	for _, a := range sweepFlags.sets {
 		ax, err := spec.ParseSet(a)

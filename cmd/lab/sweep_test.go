@@ -152,6 +152,10 @@ func TestRunTreeRefusals(t *testing.T) {
 	if _, err := planRuns([]string{a, a}); err == nil || !strings.Contains(err.Error(), "both named") {
 		t.Errorf("duplicate names: %v", err)
 	}
+	sweepFlags.seeds = -1
+	if _, err := planRuns([]string{a}); err == nil || !strings.Contains(err.Error(), "--seeds -1") {
+		t.Errorf("negative seeds: %v", err)
+	}
 	n := writeTreeSpec(t, dir, "n", "netns", "")
 	sweepFlags.seeds = 2
 	runs, err := planRuns([]string{n})
