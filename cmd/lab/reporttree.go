@@ -31,6 +31,11 @@ func isTreeReport(dirs []string) bool {
 // published numbers against the CI (cross-run forms paired by seed), the metric definitions, and plots
 // of metrics against the swept value (or per group) with CI error bars.
 func reportTree(w io.Writer, dirs []string, out string, noPlots bool) error {
+	for _, m := range reportFlags.metrics {
+		if _, ok := report.LookupMetric(m); !ok {
+			return fmt.Errorf("--metric %s: not a metric the report can plot (%v)", m, report.CheckMetricName(m))
+		}
+	}
 	t, err := report.LoadTrees(dirs)
 	if err != nil {
 		return err
