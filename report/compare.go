@@ -133,7 +133,35 @@ func Compare(runs []*Run) Table {
 		return "no"
 	})
 	row("violations", func(r *Run) string { return fmt.Sprint(len(r.Summary.Violations)) })
+	// The netns fidelity monitor's verdict (its reason: FidelityNotes); the virtual backend is exact.
+	row("fidelity", func(r *Run) string {
+		switch f := r.Summary.Fidelity; {
+		case !f.Monitored():
+			return "exact"
+		case f.Faithful:
+			return "faithful"
+		default:
+			return "UNFAITHFUL"
+		}
+	})
 	return t
+}
+
+// FidelityNotes is each monitored run's fidelity verdict with its reason, one line each.
+func FidelityNotes(runs []*Run) []string {
+	var out []string
+	for _, r := range runs {
+		f := r.Summary.Fidelity
+		if !f.Monitored() {
+			continue
+		}
+		v := "faithful"
+		if !f.Faithful {
+			v = "UNFAITHFUL (its numbers are the machine's, not the fabric's)"
+		}
+		out = append(out, fmt.Sprintf("%s: fidelity %s: %s", r.Name, v, f.Reason))
+	}
+	return out
 }
 
 func classes(runs []*Run) []string {

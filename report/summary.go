@@ -73,6 +73,12 @@ type Fidelity struct {
 	Reason   string `json:"reason"`
 }
 
+// notMonitored is the reason of a run no fidelity monitor judged (the virtual backend: exact).
+const notMonitored = "not monitored"
+
+// Monitored says whether a fidelity monitor judged the run (netns).
+func (f Fidelity) Monitored() bool { return f.Reason != notMonitored }
+
 // HostIP is the lab's address convention: host i is 198.18.0.0 + i + 1 (198.18.0.0/15). It mirrors
 // wire.HostIP so that report does not depend on the wire layer; pass wire.HostIP in Meta.HostIP to be
 // explicit.
@@ -307,7 +313,7 @@ func Summarize(log *records.Log, meta Meta) *Summary {
 	if meta.Fidelity != nil {
 		s.Fidelity = *meta.Fidelity
 	} else {
-		s.Fidelity = Fidelity{Faithful: true, Reason: "not monitored"}
+		s.Fidelity = Fidelity{Faithful: true, Reason: notMonitored}
 	}
 	s.Violations = append(s.Violations, log.Violations...)
 	s.Reorders = append(s.Reorders, log.Reorders...)

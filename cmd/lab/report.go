@@ -69,6 +69,12 @@ spec) with error bars.`,
 				}
 			}
 			text.WriteString("\n" + report.RunDefinitionsText(runs))
+			if notes := report.FidelityNotes(runs); len(notes) > 0 {
+				text.WriteString("\n")
+				for _, n := range notes {
+					text.WriteString(n + "\n")
+				}
+			}
 			cmd.OutOrStdout().Write(text.Bytes())
 			if err := os.WriteFile(filepath.Join(out, "report.txt"), text.Bytes(), 0o644); err != nil {
 				return err

@@ -319,7 +319,7 @@ func writeJSON(path string, v any) error {
 // must not pass unseen.
 func printSummary(cmd *cobra.Command, out string, s *report.Summary, quiet bool) {
 	if quiet {
-		if monitored(s) && !s.Fidelity.Faithful {
+		if s.Fidelity.Monitored() && !s.Fidelity.Faithful {
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s: fidelity: UNFAITHFUL: %s\n", out, s.Fidelity.Reason)
 		}
 		return
@@ -330,7 +330,7 @@ func printSummary(cmd *cobra.Command, out string, s *report.Summary, quiet bool)
 	fmt.Fprintf(w, "  slowdown avg %.3g  p50 %.3g  p99 %.3g\n", s.Slowdown.Avg, s.Slowdown.P50, s.Slowdown.P99)
 	fmt.Fprintf(w, "  throughput %.4g Gb/s  drops lossless %d lossy %d  retransmissions %d  pauses sent %d\n",
 		s.ThroughputBps/1e9, s.Drops.Lossless, s.Drops.Lossy, s.Retransmissions, s.Pauses.Sent)
-	if monitored(s) {
+	if s.Fidelity.Monitored() {
 		verdict := "faithful"
 		if !s.Fidelity.Faithful {
 			verdict = "UNFAITHFUL (the numbers are the machine's, not the fabric's)"
@@ -357,6 +357,3 @@ func printSummary(cmd *cobra.Command, out string, s *report.Summary, quiet bool)
 		fmt.Fprintf(w, "  REORDERING: %s\n", r)
 	}
 }
-
-// monitored says whether a fidelity monitor judged the run (netns; the virtual backend is exact).
-func monitored(s *report.Summary) bool { return s.Fidelity.Reason != "not monitored" }

@@ -394,6 +394,9 @@ wait:
 		log.Violations = append(log.Violations, fmt.Sprintf("netns: the kernel refused %d frames (an agent fell behind reading)", res.Monitor.KernelFull))
 	}
 	sort.SliceStable(log.Flows, func(i, j int) bool { return log.Flows[i].ID < log.Flows[j].ID })
+	for i, v := range log.Violations {
+		log.Violations[i] = paperTimes(v, res.Dilation)
+	}
 	if opts.Save != nil {
 		if err := opts.Save(log, res); err != nil {
 			return log, res, err

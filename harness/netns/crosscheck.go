@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/records"
@@ -88,4 +91,25 @@ func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult
 		n.Drops.Lossy+n.Drops.Lossless, v.Drops.Lossy+v.Drops.Lossless, n.Retransmissions, v.Retransmissions,
 		n.Pauses.Sent, v.Pauses.Sent, n.FCT.Avg, v.FCT.Avg)
 	return f
+}
+
+// engineTime matches "at <time>" in an engine's violation message (clock.Time's format).
+var engineTime = regexp.MustCompile(`\bat (\d+(?:\.\d+)?(?:e[+-]?\d+)?)(ps|ns|us|ms|s)\b`)
+
+var timeUnit = map[string]clock.Time{"ps": 1, "ns": clock.Nanosecond, "us": clock.Microsecond, "ms": clock.Millisecond, "s": clock.Second}
+
+// paperTimes rewrites the engine times in a violation message from dilated to paper units (divided by
+// d), so a message reads in the same units as summary.json and the spec.
+func paperTimes(msg string, d float64) string {
+	if d == 1 {
+		return msg
+	}
+	return engineTime.ReplaceAllStringFunc(msg, func(m string) string {
+		g := engineTime.FindStringSubmatch(m)
+		x, err := strconv.ParseFloat(g[1], 64)
+		if err != nil {
+			return m
+		}
+		return "at " + clock.Time(x*float64(timeUnit[g[2]])/d+0.5).String()
+	})
 }
