@@ -24,6 +24,8 @@ var dimensionless = map[string]string{
 	"P":              "ATE probability",
 	"W0":             "ATE initial weight",
 	"Seed":           "random seed",
+	"MinWindow":      "DCTCP window floor, in packets",
+	"InitWindow":     "DCTCP initial window, in packets",
 	// Counts of packets or events.
 	"AckEvery":          "packets per ACK",
 	"FastRecoveryTimes": "DCQCN fast-recovery stages",

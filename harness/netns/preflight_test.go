@@ -36,8 +36,11 @@ func TestPreflight(t *testing.T) {
 		{"topology: {family: ndc, n: 2, k: 1}\nhost: {transport: kernel-tcp}\nswitch: {flow_control: lossy}", "(h0 -> h3) is routed through host"},
 		{"topology: {family: fattree, k: 4}\nhost: {transport: kernel-tcp}\nswitch: {flow_control: pfc}", "switch.flow_control: pfc with host.transport kernel-tcp"},
 	} {
-		l := buildNetns(t, c.spec)
-		err := Preflight(l)
+		// Refused by the spec's own validation (lab.Build) or by Preflight: both before any namespace.
+		err := buildErr(c.spec)
+		if err == nil {
+			err = Preflight(buildNetns(t, c.spec))
+		}
 		if err == nil || !strings.Contains(err.Error(), c.field) {
 			t.Errorf("%q:\n want an error naming %q, got %v", c.spec, c.field, err)
 		}
@@ -50,4 +53,14 @@ func TestPreflight(t *testing.T) {
 			t.Errorf("%q: %v", ok, err)
 		}
 	}
+}
+
+func buildErr(extra string) error {
+	s, err := spec.Parse([]byte("name: pf\nbackend: netns\ndilation: 1000\nduration: 1ms\n" +
+		"workload: [{kind: flows, list: [{src: h0, dst: h3, size: 10KB, at: 0s}]}]\n" + extra))
+	if err != nil {
+		return err
+	}
+	_, err = lab.Build(s)
+	return err
 }
