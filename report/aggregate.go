@@ -481,7 +481,7 @@ func aggregateRows(t *Tree) []string {
 // AggregateTable is every metric's mean ± 95% CI half-width over each group's seeds, one column per
 // group (FCTs in us, goodputs in Gb/s).
 func AggregateTable(t *Tree) Table {
-	tb := Table{Title: fmt.Sprintf("mean ±95%% CI half-width over seeds (Student t; FCT in us, goodput in Gb/s)"),
+	tb := Table{Title: "mean ±95% CI half-width over seeds (Student t; FCT in us, goodput in Gb/s)",
 		Header: []string{"metric"}}
 	for _, g := range t.Groups {
 		tb.Header = append(tb.Header, g.Label())
@@ -581,7 +581,7 @@ func DefinitionsTable(es []AggExpectation) Table {
 	return t
 }
 
-// WriteText for definitions: left-aligned, since definitions are sentences.
+// writeLeft writes a table left-aligned, for columns of sentences (definitions).
 func (t Table) writeLeft(w *strings.Builder) {
 	if t.Title != "" {
 		fmt.Fprintf(w, "%s\n", t.Title)

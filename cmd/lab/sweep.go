@@ -144,17 +144,15 @@ func runJobs(runs []plannedRun, asked int) (int, error) {
 	return max(1, min(asked, len(runs))), nil
 }
 
-// Manifest is a run tree's manifest.json: which run directory has which spec, seed and sweep values.
-// lab report reads it to aggregate seeds and plot against swept values.
-type Manifest = report.Manifest
-
 // runTree runs every planned run into out, jobs at a time, and writes out/manifest.json (before the
 // runs, then again with each run's outcome). A failed run does not stop the others; Ctrl-C does.
 func runTree(ctx context.Context, w io.Writer, files []string, runs []plannedRun, out string, jobs int, quiet bool) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	m := &Manifest{Specs: files, Seeds: max(1, sweepFlags.seeds), Jobs: jobs}
+	// manifest.json: which run directory has which spec, seed and sweep values, and how each ended;
+	// lab report reads it to aggregate seeds and plot against swept values.
+	m := &report.Manifest{Specs: files, Jobs: jobs}
 	seeds := map[int64]bool{}
 	axes := map[string][]string{}
 	var axisOrder []string
