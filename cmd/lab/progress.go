@@ -40,14 +40,15 @@ func (p *runProgress) update(now clock.Time, completed, total int) {
 	if p == nil {
 		return
 	}
-	p.bar.Describe(fmt.Sprintf("%v / %v, %d/%d flows", now, p.end, completed, total))
 	// A run that stops when its flows are done ends well before its duration: the larger of the two
 	// fractions is the better guess at how far along it is.
 	frac := float64(now) / float64(p.end)
 	if total > 0 {
 		frac = max(frac, float64(completed)/float64(total))
 	}
+	// Set before Describe: Describe renders, and the throttle would skip a render right after it.
 	p.bar.Set64(min(int64(frac*1000), 1000))
+	p.bar.Describe(fmt.Sprintf("%v / %v, %d/%d flows", now, p.end, completed, total))
 }
 
 func (p *runProgress) finish() {
