@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab/bound"
 	"github.com/fabriclab/fabriclab/lab/route"
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/lab/topo"
@@ -400,7 +401,11 @@ func (l *Lab) hostIndex(name, field string) (int, error) {
 func (l *Lab) BDPBytes() int64 { return l.hostBDP() }
 
 // The spec checks topology keys against the builders' own lists, so a typo is caught at validation.
-func init() { spec.TopologyKeys = topo.FamilyKeys }
+// updown and smart pick their best trial by the LP, as the Fibre Channel paper does.
+func init() {
+	spec.TopologyKeys = topo.FamilyKeys
+	route.TrialScore = bound.TrialLP
+}
 
 func portSets(fib [][]uint8) []switchsw.PortSet {
 	out := make([]switchsw.PortSet, len(fib))

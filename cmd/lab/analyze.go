@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"sort"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -27,17 +30,41 @@ type analysis struct {
 	CBDTruncated  bool           `json:"cbd_truncated,omitempty"`
 	LPThroughput  float64        `json:"lp_throughput"`
 	LPUnavailable string         `json:"lp_unavailable,omitempty"`
+	// LPUpper is the dual bound certifying LPThroughput (the optimum lies between them); LPTM the matrix;
+	// LPUnrestricted the same matrix over any path (--unrestricted); LPSeconds the solve's wall time.
+	LPUpper        float64 `json:"lp_upper,omitempty"`
+	LPTM           string  `json:"lp_tm,omitempty"`
+	LPUnrestricted float64 `json:"lp_unrestricted,omitempty"`
+	LPSeconds      float64 `json:"lp_seconds,omitempty"`
+	// Eq6 is the FC+ paper's Eq. (6) bound for the matrix (total trunk capacity over shortest-path
+	// need); MeanHops the matrix's demand-weighted shortest distance.
+	Eq6      float64 `json:"eq6_bound,omitempty"`
+	MeanHops float64 `json:"mean_hops,omitempty"`
+	// FibreChannel is the Fibre Channel paper's analytic bound (§3.4-3.5) for uniform traffic.
+	FibreChannel *bound.Analytic `json:"fibre_channel_bound,omitempty"`
+}
+
+// lpOptions are the analyze flags for the LP.
+type lpOptions struct {
+	tm           string
+	seed         uint64
+	frac, tol    float64
+	unrestricted bool
+	lpOnly       bool
 }
 
 func init() {
 	var asJSON bool
+	var o lpOptions
 	cmd := &cobra.Command{
 		Use:   "analyze SPEC",
 		Short: "Static analysis of a spec's routing: path diversity, channel-dependency cycles, LP throughput bound",
 		Long: "Build the spec's topology and routing (nothing is created) and report paths per host pair, " +
 			"cycles of the channel dependency graph per lossless priority (PFC model; DF-KSP's per-hop " +
-			"classes as priorities) and the max-concurrent-flow LP bound of uniform all-to-all traffic " +
-			"under the routing (routing free: any path).",
+			"classes as priorities) and the max-concurrent-flow bound of a traffic matrix (--tm) under the " +
+			"routing (routing free: any path), certified: the optimum lies between lp_throughput (a feasible " +
+			"flow) and lp_upper (a dual bound), at most --tol apart. Values above 1 are allowed (host links " +
+			"are not constrained). Also the FC+ paper's Eq. (6) and the Fibre Channel paper's analytic bound.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := spec.Load(args[0])
@@ -48,7 +75,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			a, err := analyze(l)
+			a, err := analyze(l, o)
 			if err != nil {
 				return err
 			}
@@ -62,14 +89,96 @@ func init() {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the DESIGN §8 JSON object")
+	cmd.Flags().StringVar(&o.tm, "tm", "uniform", "traffic matrix: uniform (all-to-all), permutation (random hosts), random (each switch to --frac of the others), near-worst (longest matching), workload (the spec's flows)")
+	cmd.Flags().Uint64Var(&o.seed, "tm-seed", 1, "seed of the random matrices")
+	cmd.Flags().Float64Var(&o.frac, "frac", 0.125, "random: share of the other switches each sends to (the FC+ paper's 12.5%)")
+	cmd.Flags().Float64Var(&o.tol, "tol", 0.01, "certified relative gap between lp_throughput and lp_upper")
+	cmd.Flags().BoolVar(&o.unrestricted, "unrestricted", false, "also solve the matrix over any path (lp_unrestricted)")
+	cmd.Flags().BoolVar(&o.lpOnly, "lp-only", false, "skip paths per pair and cycles (they list every pair's paths; the LP needs only the matrix's pairs)")
 	root.AddCommand(cmd)
 }
 
-func analyze(l *lab.Lab) (*analysis, error) {
+func analyze(l *lab.Lab, o lpOptions) (*analysis, error) {
 	a := &analysis{CBDCycles: map[string]int{}}
+	if !o.lpOnly {
+		if err := analyzePaths(l, a); err != nil {
+			return nil, err
+		}
+	}
+	if err := analyzeLP(l, a, o); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// analyzeLP fills the LP fields; a fabric with no switch-level LP (server-centric) says why instead.
+func analyzeLP(l *lab.Lab, a *analysis, o lpOptions) error {
+	f, err := route.NewFabric(l.Graph)
+	if err != nil {
+		a.LPUnavailable = err.Error()
+		return nil
+	}
+	if o.tol <= 0 || o.tol >= 1 {
+		return fmt.Errorf("--tol %g: want a gap in (0,1)", o.tol)
+	}
+	tm, err := analyzeTM(l, f, o)
+	if err != nil {
+		return err
+	}
+	a.LPTM = o.tm
+	unit := l.Graph.LinkAt(l.Graph.Hosts[0], 0).RateBps
+	a.Eq6 = bound.Eq6(f, tm, unit)
+	a.MeanHops = bound.MeanHops(f, tm)
+	if an, err := bound.FibreChannelBound(f); err == nil {
+		a.FibreChannel = &an
+	}
+	t0 := time.Now()
+	res, err := bound.ThroughputTol(l.Graph, l.Router, tm, o.tol)
+	if err != nil {
+		a.LPUnavailable = err.Error()
+		return nil
+	}
+	a.LPSeconds = time.Since(t0).Seconds()
+	a.LPThroughput, a.LPUpper = res.G, res.Upper
+	if o.unrestricted {
+		free, err := bound.ThroughputTol(l.Graph, nil, tm, o.tol)
+		if err != nil {
+			return err
+		}
+		a.LPUnrestricted = free.G
+	}
+	return nil
+}
+
+func analyzeTM(l *lab.Lab, f *route.Fabric, o lpOptions) (bound.TM, error) {
+	r := rand.New(rand.NewPCG(o.seed, 0x1f))
+	switch o.tm {
+	case "uniform":
+		return bound.Uniform(f), nil
+	case "permutation":
+		return bound.Permutation(f, r), nil
+	case "random":
+		if o.frac <= 0 || o.frac > 1 {
+			return nil, fmt.Errorf("--frac %g: want a share in (0,1]", o.frac)
+		}
+		return bound.RandomFraction(f, r, o.frac), nil
+	case "near-worst":
+		return bound.NearWorst(f), nil
+	case "workload":
+		var src, dst []int
+		var bytes []int64
+		for _, fl := range l.Flows {
+			src, dst, bytes = append(src, fl.Src), append(dst, fl.Dst), append(bytes, fl.Size)
+		}
+		return bound.Flows(f, src, dst, bytes)
+	}
+	return nil, fmt.Errorf("--tm %q: want one of %s", o.tm, strings.Join(bound.TMNames, ", "))
+}
+
+func analyzePaths(l *lab.Lab, a *analysis) error {
 	pairs, err := route.PairPaths(l.Graph, l.Router)
 	if err != nil {
-		return nil, fmt.Errorf("routing %s: %w", l.Router.Name(), err)
+		return fmt.Errorf("routing %s: %w", l.Router.Name(), err)
 	}
 	var all []route.Path
 	total := 0
@@ -97,14 +206,7 @@ func analyze(l *lab.Lab) (*analysis, error) {
 		a.CBDCycles["0"] = 0
 	}
 	a.CBDTruncated = rep.Truncated
-	res, err := bound.Throughput(l.Graph, l.Router, nil)
-	if err != nil {
-		// Server-centric fabrics have no switch-level LP here; say so rather than fail the analysis.
-		a.LPUnavailable = err.Error()
-	} else {
-		a.LPThroughput = res.G
-	}
-	return a, nil
+	return nil
 }
 
 // HopClass is a path's lossless class at a hop: DF-KSP's per-hop class, else 0.
@@ -131,7 +233,14 @@ func writeAnalysis(w io.Writer, l *lab.Lab, a *analysis) {
 	}
 	if a.LPUnavailable != "" {
 		fmt.Fprintf(w, "LP throughput    unavailable: %s\n", a.LPUnavailable)
-	} else {
-		fmt.Fprintf(w, "LP throughput    %.6f of host link rate per host (uniform all-to-all)\n", a.LPThroughput)
+		return
+	}
+	fmt.Fprintf(w, "LP throughput    %.6f of host link rate per host (%s), certified <= %.6f (%.1f s)\n", a.LPThroughput, a.LPTM, a.LPUpper, a.LPSeconds)
+	if a.LPUnrestricted > 0 {
+		fmt.Fprintf(w, "LP unrestricted  %.6f (any path)\n", a.LPUnrestricted)
+	}
+	fmt.Fprintf(w, "Eq. (6) bound    %.6f (FC+ paper; mean shortest distance %.3f hops)\n", a.Eq6, a.MeanHops)
+	if fc := a.FibreChannel; fc != nil {
+		fmt.Fprintf(w, "Fibre Channel    %.6f = min(path length %.6f, cut %.6f) for S=%d, c=%d, N=%d (uniform)\n", fc.Bound, fc.PathLength, fc.Cut, fc.S, fc.C, fc.N)
 	}
 }

@@ -2,7 +2,9 @@
 // every terminal pair can exchange g times its traffic-matrix demand at once, with trunk links the only
 // bottleneck (fibre-channel.md §3.1). Either over any path (routing "free": arc formulation, one
 // commodity per destination switch) or restricted to the paths a router lists (path formulation, the
-// LP "balancing" of a static routing). Solved with gonum's simplex.
+// LP "balancing" of a static routing). Solved by the Garg-Könemann/Fleischer scheme to a certified gap
+// (mcf.go: a feasible flow G and a dual bound Upper), which reaches the FC+ paper's scale; gonum's dense
+// simplex (Simplex) solves small instances exactly, for cross-checks.
 package bound
 
 import (
@@ -42,15 +44,117 @@ func Uniform(f *route.Fabric) TM {
 
 // Result is an LP solution.
 type Result struct {
-	// G is the max concurrent flow fraction, capped at 1 (a terminal cannot exceed its port).
-	G float64
-	// Vars and Rows are the LP's size, for reports and benchmarks.
-	Vars, Rows int
+	// G is the max concurrent flow: every switch pair can carry G times its demand at once. It can exceed
+	// 1 (the FC+ paper's all-to-all 1.204): host links are not constrained, trunks are (fcplus.md §7.1).
+	// Throughput's G is a feasible flow (a lower bound on the optimum) and Upper a dual bound on it;
+	// Simplex's G is the optimum and Upper equals it.
+	G, Upper float64
+	// Vars and Rows are the simplex LP's size, for reports and benchmarks; Phases the scheme's work.
+	Vars, Rows, Phases int
+	// Lengths is the dual certificate (arc lengths, Arcs order) for Upper; nil from Simplex.
+	Lengths []float64
 }
 
-// Throughput is the LP bound of tm (nil: Uniform) on g under router r: any path for route "free",
-// otherwise only r's paths between one representative host pair of each switch pair.
+// Throughput is the max concurrent flow of tm (nil: Uniform) under router r: any path for route "free"
+// (or nil), otherwise only r's paths between one representative host pair of each switch pair; to a
+// certified gap of 1% (mcf.go).
 func Throughput(g *topo.Graph, r route.Router, tm TM) (Result, error) {
+	return ThroughputTol(g, r, tm, 0)
+}
+
+// ThroughputTol is Throughput stopping at certified relative gap tol (0: 1%).
+func ThroughputTol(g *topo.Graph, r route.Router, tm TM, tol float64) (Result, error) {
+	f, err := route.NewFabric(g)
+	if err != nil {
+		return Result{}, err
+	}
+	if tm == nil {
+		tm = Uniform(f)
+	}
+	if len(tm) != len(f.Sw) {
+		return Result{}, fmt.Errorf("bound: traffic matrix has %d rows, topology has %d switches", len(tm), len(f.Sw))
+	}
+	m, err := Instance(f, tm, hostRate(g), routerPaths(f, r))
+	if err != nil {
+		return Result{}, err
+	}
+	m.Tol = tol
+	res, err := m.Solve()
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{G: res.G, Upper: res.Upper, Phases: res.Phases, Lengths: res.Lengths}, nil
+}
+
+// routerPaths lists r's paths for a switch pair as arc keys; nil for any path.
+func routerPaths(f *route.Fabric, r route.Router) func(a, b int) ([][]int, error) {
+	if r == nil || r.Name() == "free" {
+		return nil
+	}
+	return func(a, b int) ([][]int, error) {
+		ha, hb := rep(f, a), rep(f, b)
+		if ha < 0 || hb < 0 {
+			return nil, fmt.Errorf("bound: switch pair s%d-s%d has demand but a switch has no host to route from", a, b)
+		}
+		ps, err := r.Paths(ha, hb)
+		if err != nil {
+			return nil, err
+		}
+		out := make([][]int, len(ps))
+		for i, p := range ps {
+			for h := 1; h+1 < len(p.Ports); h++ {
+				out[i] = append(out[i], arcKey(f, p.Nodes[h], p.Ports[h]))
+			}
+		}
+		return out, nil
+	}
+}
+
+// Instance is the max-concurrent-flow instance of tm on f's trunks, capacities in units of unit bps;
+// paths (arc keys per switch pair) restricts each pair to its listed paths, nil allows any.
+func Instance(f *route.Fabric, tm TM, unit float64, paths func(a, b int) ([][]int, error)) (*MCF, error) {
+	idx, caps, arcs := arcIndex(f)
+	m := &MCF{Nodes: len(f.Sw)}
+	for i, a := range arcs {
+		m.From = append(m.From, a.From)
+		m.To = append(m.To, a.To)
+		m.Cap = append(m.Cap, caps[i]/unit)
+	}
+	for a := range f.Sw {
+		for b := range f.Sw {
+			if a == b || tm[a][b] == 0 {
+				continue
+			}
+			c := Commodity{Src: a, Dst: b, Demand: tm[a][b]}
+			if paths != nil {
+				ps, err := paths(a, b)
+				if err != nil {
+					return nil, err
+				}
+				if len(ps) == 0 {
+					return nil, fmt.Errorf("bound: routing lists no path from s%d to s%d", a, b)
+				}
+				for _, p := range ps {
+					var ix []int
+					for _, k := range p {
+						i, ok := idx[k]
+						if !ok {
+							return nil, fmt.Errorf("bound: a path from s%d to s%d crosses a non-trunk port", a, b)
+						}
+						ix = append(ix, i)
+					}
+					c.Paths = append(c.Paths, ix)
+				}
+			}
+			m.Comms = append(m.Comms, c)
+		}
+	}
+	return m, nil
+}
+
+// Simplex is Throughput solved exactly by gonum's dense simplex: small instances only (MaxCells), for
+// cross-checking the scheme.
+func Simplex(g *topo.Graph, r route.Router, tm TM) (Result, error) {
 	f, err := route.NewFabric(g)
 	if err != nil {
 		return Result{}, err
@@ -175,16 +279,15 @@ func (b *lpBuilder) solve() (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("bound: LP: %w", err)
 	}
-	return Result{G: -opt, Vars: b.nvar, Rows: len(b.rows)}, nil
+	return Result{G: -opt, Upper: -opt, Vars: b.nvar, Rows: len(b.rows)}, nil
 }
 
-// capRows adds Σ load(arc) + slack = capacity for every arc, and g + slack = 1.
+// capRows adds Σ load(arc) + slack = capacity for every arc.
 func (b *lpBuilder) capRows(load []map[int]float64, caps []float64, unit float64) {
 	for i, coef := range load {
 		coef[b.newVar()] = 1
 		b.row(coef, caps[i]/unit)
 	}
-	b.row(map[int]float64{0: 1, b.newVar(): 1}, 1)
 }
 
 func free(f *route.Fabric, tm TM, unit float64) (Result, error) {
@@ -266,4 +369,29 @@ func restricted(f *route.Fabric, tm TM, unit float64, paths func(a, b int) ([][]
 	}
 	b.capRows(load, caps, unit)
 	return b.solve()
+}
+
+// TrialLP is route.TrialScore by the LP: the max concurrent flow of uniform all-to-all traffic over
+// the trial's paths (certified to 1%; the lower end, a flow the routing can carry). A trial the LP
+// cannot solve scores 0.
+func TrialLP(f *route.Fabric, paths func(a, b int) []route.SwPath) float64 {
+	m, err := Instance(f, Uniform(f), hostRate(f.G), func(a, b int) ([][]int, error) {
+		var out [][]int
+		for _, sp := range paths(a, b) {
+			var arcs []int
+			for _, x := range sp {
+				arcs = append(arcs, arcKey(f, f.Sw[x.From], x.Port))
+			}
+			out = append(out, arcs)
+		}
+		return out, nil
+	})
+	if err != nil {
+		return 0
+	}
+	res, err := m.Solve()
+	if err != nil {
+		return 0
+	}
+	return res.G
 }

@@ -24,7 +24,7 @@ func TestFibreChannelGoldens(t *testing.T) {
 	}
 	for _, c := range cases {
 		g := topo.MustBuild(c.family, c.kv...)
-		res, err := Throughput(g, nil, nil)
+		res, err := Simplex(g, nil, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -45,7 +45,7 @@ func TestUpDownFourCycle(t *testing.T) {
 	for root := 0; root < 4; root++ {
 		for _, id := range perms(4) {
 			u := route.NewUpDown(f, root, id)
-			res, err := Throughput(g, route.TurnRouter("updown", u.Turns, 64), nil)
+			res, err := Simplex(g, route.TurnRouter("updown", u.Turns, 64), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -127,8 +127,14 @@ func newDFKSP(g *topo.Graph, params map[string]string) (Router, error) {
 	if !layered {
 		return nil, fmt.Errorf("routing dfksp needs a virtual-layer topology (family fc or fcplus), got %s", g.Family)
 	}
-	sg := f.switchGraph()
 	r := &DFKSP{K: k, Priorities: nlp}
+	if nlp == 1 {
+		// FC+(1L): Yen directly on the directed up-down graph (updownksp.go).
+		ud := newUpDownGraph(f)
+		r.switchRouter = newSwitchRouter("dfksp", f, func(a, b int) ([]SwPath, error) { return ud.paths(a, b, k), nil })
+		return r, nil
+	}
+	sg := f.switchGraph()
 	r.switchRouter = newSwitchRouter("dfksp", f, func(a, b int) ([]SwPath, error) {
 		// Yen's enumeration cannot resume, so ask for more (K_2) until k survive the filter or the
 		// pair runs out of loopless paths.

@@ -126,9 +126,14 @@ func (t Turns) Paths(a, b, limit, slack int) []SwPath {
 	return out
 }
 
+// TrialScore scores one randomized trial of updown or smart by the throughput of uniform all-to-all
+// traffic over its paths; the best-scoring trial is the routing. The Fibre Channel paper picks by the LP
+// (fibre-channel.md §2.3): lab/bound cannot be imported here (it imports route), so package lab sets
+// TrialScore to bound.TrialLP at init; EvenSplitThroughput is what a caller without it gets.
+var TrialScore = EvenSplitThroughput
+
 // EvenSplitThroughput scores a routing without an LP: uniform all-to-all traffic split evenly over each
-// pair's paths; the throughput is 1 / (most loaded arc's load). Used to pick among randomized trials
-// (the paper balances each trial by LP; lab/bound.Best does that when asked).
+// pair's paths; the throughput is 1 / (most loaded arc's load).
 func EvenSplitThroughput(f *Fabric, paths func(a, b int) []SwPath) float64 {
 	load := map[int]float64{} // by arc: link*2+direction
 	var n float64
@@ -217,7 +222,7 @@ func turnParams(alg string, params map[string]string, extra ...string) (trials, 
 }
 
 // UpDownTrials draws n random up*/down* orientations (root and ids uniformly at random), for callers
-// that want to pick by their own score (lab/bound.Best picks by LP throughput as the paper does).
+// that want to pick by their own score (TrialScore).
 func UpDownTrials(f *Fabric, seed uint64, n int) []*UpDown {
 	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	out := make([]*UpDown, n)
@@ -241,7 +246,7 @@ func TurnRouter(name string, t Turns, limit int) Router {
 func bestTurns(name string, f *Fabric, cands []Turns, limit int) Router {
 	best, bestScore := 0, -1.0
 	for i, t := range cands {
-		score := EvenSplitThroughput(f, func(a, b int) []SwPath { return t.Paths(a, b, limit, 2) })
+		score := TrialScore(f, func(a, b int) []SwPath { return t.Paths(a, b, limit, 2) })
 		if score > bestScore {
 			best, bestScore = i, score
 		}
