@@ -178,6 +178,21 @@ func (l *Lab) expand(w *spec.Workload, field string, r *rand.Rand) (traffic.Sche
 			return nil, err
 		}
 		return wrap(l.matrixFlows(w, field, r, m, true))
+	case "projector":
+		sizes, err := l.sizes(w, field)
+		if err != nil {
+			return nil, err
+		}
+		racks := traffic.Groups(hosts, func(h int) int { return l.Graph.Peer(l.Graph.Hosts[h], 0).Node })
+		pairs, p, err := traffic.Skewed(r, racks, w.Zipf)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		dur := w.Duration.Clock()
+		if dur <= 0 {
+			dur = l.End - w.Start.Clock()
+		}
+		return wrap(traffic.PairPoisson(r, pairs, p, w.Lambda, sizes, w.Start.Clock(), dur, w.Name))
 	case "ps":
 		server, err := l.hostIndex(w.Server, field+".server")
 		if err != nil {

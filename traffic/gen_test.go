@@ -442,3 +442,56 @@ func TestDragonflyPairsAndConnections(t *testing.T) {
 		t.Fatal("0 connections accepted")
 	}
 }
+
+// The ProjecToR-style matrix is skewed (a few rack pairs carry most of the mass) and never pairs a rack
+// with itself; zipf 0 is uniform over rack pairs. Arrivals follow it.
+func TestSkewedMatrix(t *testing.T) {
+	var racks [][]int
+	for i := 0; i < 32; i++ {
+		racks = append(racks, []int{2 * i, 2*i + 1})
+	}
+	r := Rand(1, 0)
+	pairs, p, err := Skewed(r, racks, 1.5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sorted := append([]float64(nil), p...)
+	sort.Sort(sort.Reverse(sort.Float64Slice(sorted)))
+	top, n80 := 0.0, 0
+	for i, x := range sorted {
+		top += x
+		if top >= 0.8 && n80 == 0 {
+			n80 = i + 1
+		}
+	}
+	// 4 host pairs per rack pair: the hottest rack pair holds 4 x sorted[0].
+	t.Logf("zipf 1.5 over 32 racks: hottest rack pair %.1f%%, 80%% of the mass in %d of %d host pairs (%.1f%%)",
+		400*sorted[0], n80, len(p), 100*float64(n80)/float64(len(p)))
+	if 4*sorted[0] < 0.1 || float64(n80)/float64(len(p)) > 0.1 {
+		t.Errorf("not skewed: top rack pair %.3f, 80%% in %d of %d", 4*sorted[0], n80, len(p))
+	}
+	for _, pr := range pairs {
+		if pr[0]/2 == pr[1]/2 {
+			t.Fatalf("pair inside a rack: %v", pr)
+		}
+	}
+	_, u, _ := Skewed(r, racks, 0)
+	for _, x := range u {
+		if math.Abs(x-u[0]) > 1e-12 {
+			t.Fatal("zipf 0 is not uniform")
+		}
+	}
+	s, err := PairPoisson(r, pairs, p, 1e6, mustWebSearch(t), 0, clock.Millisecond, "pj")
+	if err != nil || len(s) < 900 || len(s) > 1100 {
+		t.Fatalf("1e6 flows/s for 1 ms gave %d flows (%v)", len(s), err)
+	}
+}
+
+func mustWebSearch(t *testing.T) SizeDist {
+	t.Helper()
+	c, err := Builtin("websearch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -183,3 +183,76 @@ func Once(r *rand.Rand, m Matrix, size int64, at clock.Time, draw bool, class st
 	}
 	return s.number(), nil
 }
+
+// Skewed is a ProjecToR-style skewed rack-to-rack matrix (expander-thesis.md §3.4; the released
+// 128-ToR ProjecToR probabilities are not available here): every rack i gets a sender weight a_i and a
+// receiver weight b_j, each rank^-zipf over its own random order of the racks, a rack pair (i != j) has
+// probability a_i b_j / sum, split evenly over its host pairs. zipf 0 is uniform over rack pairs. It
+// returns each (src, dst) host pair with its probability, the pairs of one source adjacent.
+func Skewed(r *rand.Rand, racks [][]int, zipf float64) ([][2]int, []float64, error) {
+	if len(racks) < 2 {
+		return nil, nil, fmt.Errorf("a skewed matrix needs at least 2 racks, got %d", len(racks))
+	}
+	if zipf < 0 || math.IsNaN(zipf) {
+		return nil, nil, fmt.Errorf("zipf %v must be non-negative", zipf)
+	}
+	weights := func() []float64 {
+		w := make([]float64, len(racks))
+		for rank, i := range r.Perm(len(racks)) {
+			w[i] = math.Pow(float64(rank+1), -zipf)
+		}
+		return w
+	}
+	a, b := weights(), weights()
+	var pairs [][2]int
+	var p []float64
+	var sum float64
+	for i, ri := range racks {
+		for j, rj := range racks {
+			if i == j {
+				continue
+			}
+			w := a[i] * b[j] / float64(len(ri)*len(rj))
+			for _, s := range ri {
+				for _, d := range rj {
+					pairs = append(pairs, [2]int{s, d})
+					p = append(p, w)
+					sum += w
+				}
+			}
+		}
+	}
+	for k := range p {
+		p[k] /= sum
+	}
+	return pairs, p, nil
+}
+
+// PairPoisson is network-wide Poisson arrivals at lambda flows per second from start for duration, each
+// flow's (src, dst) drawn from pairs with probabilities p (the thesis' λ with a pair distribution).
+func PairPoisson(r *rand.Rand, pairs [][2]int, p []float64, lambda float64, sizes SizeDist, start, duration clock.Time, class string) (Schedule, error) {
+	if len(pairs) == 0 || len(p) != len(pairs) {
+		return nil, fmt.Errorf("no pairs to draw from")
+	}
+	if !(lambda > 0) || duration <= 0 || sizes == nil {
+		return nil, fmt.Errorf("lambda %v, duration %v and a size distribution are required", lambda, duration)
+	}
+	cum := make([]float64, len(p))
+	var c float64
+	for i, x := range p {
+		c += x
+		cum[i] = c
+	}
+	end := clock.Add(start, duration)
+	var s Schedule
+	for t := start; ; {
+		t = clock.Add(t, clock.FromSeconds(r.ExpFloat64()/lambda))
+		if t >= end {
+			break
+		}
+		k := sort.SearchFloat64s(cum, r.Float64()*c)
+		k = min(k, len(pairs)-1)
+		s = append(s, Flow{Src: pairs[k][0], Dst: pairs[k][1], Size: sizes.Sample(r), At: t, Class: class})
+	}
+	return s.number(), nil
+}

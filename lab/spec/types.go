@@ -210,6 +210,9 @@ type Workload struct {
 	// i -> i+1 for every i, the default) or "random-pair" (two random groups, the paper's ADV1).
 	Connections int    `yaml:"connections,omitempty"`
 	Pattern     string `yaml:"pattern,omitempty"`
+	// projector: Poisson arrivals at Lambda flows per second network-wide, (src, dst) from a
+	// ProjecToR-style skewed rack matrix with exponent Zipf (traffic.Skewed).
+	Lambda float64 `yaml:"lambda,omitempty"`
 
 	// ps (parameter server): workers push PushSize to Server, then Server sends BroadcastSize to each.
 	Workers       int    `yaml:"workers,omitempty"` // 0: every host but the server
@@ -268,7 +271,7 @@ var (
 	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "telemetry", "minimal", "ate", "free"}
 	ATEMeasures   = []string{"inflight", "assigned", "offered"} // nodes.ATEInFlight, ATEAssigned, ATEOffered
 	Spreads       = []string{"flow", "flowlet", "packet"}       // nodes.SpreadFlow, SpreadFlowlet, SpreadPacket
-	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "unf", "trace"}
+	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "unf", "projector", "trace"}
 	// CDFs are the built-in flow-size distributions (anchors.md §6, expander-thesis.md §3.3); a cdf may
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).
 	CDFs          = []string{"websearch", "hadoop", "datamining", "datamining-alt", "storage", "pareto"}
@@ -289,6 +292,7 @@ var WorkloadFields = map[string][]string{
 	"adv1":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap", "connections", "pattern"},
 	"adv2":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap", "connections"},
 	"unf":         {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap", "connections"},
+	"projector":   {"cdf", "lambda", "zipf", "duration", "start", "hosts", "mean", "shape", "cap"},
 	"trace":       {"format", "path", "start", "rebase"},
 }
 

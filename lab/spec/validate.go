@@ -400,6 +400,17 @@ func (w *Workload) validate(c *checker, f string, s *Spec) {
 		if w.Kind == "permutation" || w.Kind == "all-to-all" {
 			c.fraction(f+".fraction", w.Fraction, "the share of hosts taking part")
 		}
+	case "projector":
+		if !(w.Lambda > 0) || w.Lambda > 1e12 {
+			c.add(f+".lambda", "%v: want flows per second in (0, 1e12]", w.Lambda)
+		}
+		if w.Zipf < 0 || w.Zipf > 10 {
+			c.add(f+".zipf", "%v: want an exponent in [0, 10] (0: uniform rack pairs)", w.Zipf)
+		}
+		if w.CDF == "" {
+			c.add(f+".cdf", "required: the flow-size distribution")
+		}
+		startsBeforeEnd("start", w.Start)
 	case "ps":
 		c.integer(f+".workers", w.Workers, 0, MaxCount, "0: every host but the server")
 		c.host(f+".server", w.Server)

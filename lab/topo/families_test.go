@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -588,6 +589,87 @@ func TestStatsAgainstGonum(t *testing.T) {
 		sd, sa := over(g.Switches)
 		if st.Diameter != hd || math.Abs(st.AvgShortestPath-ha) > 1e-9 || st.SwitchDiameter != sd || math.Abs(st.SwitchAvgShortestPath-sa) > 1e-9 {
 			t.Fatalf("%s %v: stats %+v, gonum host %d/%.4f switch %d/%.4f", g.Family, g.Params, st, hd, ha, sd, sa)
+		}
+	}
+}
+
+// Xpander by repeated lifts and incremental expansion (expander-thesis.md §1.3): XP(256,12) (256 is not
+// a multiple of 13) and 2,2,2,2-lifts of K_13 are 12-regular and connected, with the thesis' link count.
+func TestXpanderLiftsAndGrowth(t *testing.T) {
+	for _, tc := range []map[string]string{
+		{"switches": "256", "degree": "12", "hosts_per_switch": "4"},
+		{"switches": "208", "degree": "12", "lifts": "2,2,2,2", "hosts_per_switch": "1"},
+		{"switches": "210", "degree": "12", "lifts": "2x2x2x2", "hosts_per_switch": "1"},
+	} {
+		g, err := Build("xpander", tc)
+		if err != nil {
+			t.Fatalf("%v: %v", tc, err)
+		}
+		n, _ := strconv.Atoi(tc["switches"])
+		fabric := 0
+		for _, s := range g.Switches {
+			deg := 0
+			for p := range g.Nodes[s].Ports {
+				if g.Nodes[g.Peer(s, p).Node].Kind == Switch {
+					deg++
+				}
+			}
+			if deg != 12 {
+				t.Fatalf("%v: %s has degree %d", tc, g.Nodes[s].Name, deg)
+			}
+			fabric += deg
+		}
+		if len(g.Switches) != n || !g.Stats().Connected {
+			t.Fatalf("%v: %d switches, connected %v", tc, len(g.Switches), g.Stats().Connected)
+		}
+		if n == 256 && fabric != 3072 {
+			t.Fatalf("XP(256,12): %d directed fabric links, the thesis has 3072", fabric)
+		}
+	}
+	if _, err := Build("xpander", map[string]string{"switches": "100", "degree": "12", "lifts": "2,2,2,2"}); err == nil {
+		t.Error("lifts beyond switches accepted")
+	}
+}
+
+// Without server links (the thesis' ToR-endpoint mode) a host link carries its switch's whole fabric
+// capacity, so it never binds; with them (the default) it runs at the fabric rate.
+func TestWithoutServerLinks(t *testing.T) {
+	for _, fam := range []struct {
+		name string
+		kv   map[string]string
+	}{
+		{"fattree", map[string]string{"k": "4"}},
+		{"xpander", map[string]string{"switches": "16", "degree": "3", "hosts_per_switch": "2"}},
+	} {
+		for _, off := range []bool{false, true} {
+			kv := map[string]string{}
+			for k, v := range fam.kv {
+				kv[k] = v
+			}
+			if off {
+				kv["server_links"] = "false"
+			}
+			g, err := Build(fam.name, kv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range g.Hosts {
+				l := g.LinkAt(h, 0)
+				s := g.Peer(h, 0).Node
+				fabric := 0.0
+				for p := range g.Nodes[s].Ports {
+					if g.Nodes[g.Peer(s, p).Node].Kind == Switch {
+						fabric += g.LinkAt(s, p).RateBps
+					}
+				}
+				want := 100e9
+				if off {
+					want = fabric
+				}
+				if l.RateBps != want {
+					t.Fatalf("%s server_links=%v: h%d link %g b/s, want %g", fam.name, !off, h, l.RateBps, want)
+				}
+			}
 		}
 	}
 }

@@ -3,7 +3,7 @@ package topo
 import "math"
 
 func init() {
-	register("fattree", []paramSpec{{name: "k", required: true}, {name: "core_fraction", def: "0"}}, buildFatTree)
+	register("fattree", []paramSpec{{name: "k", required: true}, {name: "core_fraction", def: "0"}, {name: "server_links", def: "true"}}, buildFatTree)
 }
 
 // buildFatTree builds the k-ary three-tier fat-tree (expander-thesis.md §1.1): k pods of k/2 edge and

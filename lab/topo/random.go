@@ -3,13 +3,15 @@ package topo
 import (
 	"math/rand/v2"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 func init() {
 	randKeys := append([]paramSpec{{name: "switches", required: true}, {name: "degree", required: true},
 		{name: "seed", def: "1"}}, attachKeys...)
 	register("jellyfish", randKeys, buildJellyfish)
-	register("xpander", randKeys, buildXpander)
+	register("xpander", append([]paramSpec{{name: "lifts"}}, randKeys...), buildXpander)
 }
 
 // attempts bounds the retries of random constructions. A connected d-regular graph (d ≥ 3) comes out
@@ -194,38 +196,149 @@ func buildXpander(p *params) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n%(d+1) != 0 {
-		return nil, p.errf("switches", "must be a multiple of degree+1 = %d (Xpander lifts K_%d)", d+1, d+1)
+	lifts, err := xpanderLifts(p, n, d)
+	if err != nil {
+		return nil, err
+	}
+	P := 1
+	for _, k := range lifts {
+		P *= k
+	}
+	extra := n - (d+1)*P
+	if extra > 0 && d%2 == 1 {
+		return nil, p.errf("switches", "%d is not a multiple of degree+1 = %d (lifted to %d); adding switches one by one keeps the graph %d-regular only for an even degree", n, d+1, (d+1)*P, d)
 	}
 	counts, err := p.hostCounts(n)
 	if err != nil {
 		return nil, err
 	}
-	L := n / (d + 1)
 	r := newRand(seed)
 	for try := 0; try < attempts; try++ {
-		adj := make([]map[int]bool, n)
-		for i := range adj {
-			adj[i] = map[int]bool{}
-		}
-		for u := 0; u <= d; u++ {
-			for v := u + 1; v <= d; v++ {
-				perm := r.Perm(L)
-				for i := 0; i < L; i++ {
-					a, c := u*L+i, v*L+perm[i]
-					adj[a][c], adj[c][a] = true, true
+		adj := make([]map[int]bool, d+1) // K_{d+1}
+		for u := range adj {
+			adj[u] = map[int]bool{}
+			for v := 0; v <= d; v++ {
+				if v != u {
+					adj[u][v] = true
 				}
 			}
+		}
+		for _, k := range lifts {
+			adj = lift(adj, k, r)
+		}
+		var ok bool
+		if adj, ok = grow(adj, n, d, r); !ok {
+			continue
 		}
 		if connected(adj) {
 			meta := make([][2]int, n)
 			for s := range meta {
-				meta[s] = [2]int{s / L, s % L}
+				meta[s] = [2]int{s / P, s % P} // base vertex of K_{d+1}, copy index
+				if s >= (d+1)*P {
+					meta[s] = [2]int{d + 1, s - (d+1)*P} // added one by one
+				}
 			}
-			return switchGraph(p, adj, counts, meta), nil
+			return switchGraph(p, adj[:n], counts, meta), nil
 		}
 	}
 	return nil, p.errf("degree", "no connected lift of K_%d to %d switches after %d attempts", d+1, n, attempts)
+}
+
+// xpanderLifts is the lift sequence from K_{d+1} (expander-thesis.md §1.3: lift repeatedly until the
+// vertex count's lower bound, then add switches one by one to the exact n): topology.lifts "2,2,4"
+// (or "2x2x4"), or by default one lift to the largest multiple of degree+1 not above n.
+func xpanderLifts(p *params, n, d int) ([]int, error) {
+	if !p.has("lifts") {
+		if n < d+1 {
+			return nil, p.errf("switches", "must be at least degree+1 = %d (Xpander lifts K_%d)", d+1, d+1)
+		}
+		return []int{n / (d + 1)}, nil
+	}
+	var out []int
+	prod := d + 1
+	for _, f := range strings.FieldsFunc(p.m["lifts"], func(c rune) bool { return c == ',' || c == 'x' || c == ' ' }) {
+		k, err := strconv.Atoi(f)
+		if err != nil || k < 1 {
+			return nil, p.errf("lifts", "%q: want lift factors >= 1 such as 2,2,4", p.m["lifts"])
+		}
+		out = append(out, k)
+		prod *= k
+	}
+	if len(out) == 0 || prod > n {
+		return nil, p.errf("lifts", "%q lifts K_%d to %d switches, want at least one factor and at most switches=%d", p.m["lifts"], d+1, prod, n)
+	}
+	return out, nil
+}
+
+// lift is a random k-lift: k copies of every vertex (copy i of u is u*k+i) and a random perfect
+// matching between the copies of u and of v for every edge u-v, edges taken in (u, v) order. One lift
+// of K_{d+1} draws exactly what the single-lift construction always drew.
+func lift(adj []map[int]bool, k int, r *rand.Rand) []map[int]bool {
+	out := make([]map[int]bool, len(adj)*k)
+	for i := range out {
+		out[i] = map[int]bool{}
+	}
+	for u := range adj {
+		for _, v := range sortedKeys(adj[u]) {
+			if v <= u {
+				continue
+			}
+			perm := r.Perm(k)
+			for i := 0; i < k; i++ {
+				a, c := u*k+i, v*k+perm[i]
+				out[a][c], out[c][a] = true, true
+			}
+		}
+	}
+	return out
+}
+
+// grow adds vertices until there are n (d even): each new vertex takes d/2 random edges a-b whose ends
+// are not yet its neighbours, and replaces each by a-x and b-x (the Xpander paper's incremental
+// expansion), keeping every degree d. It reports false when no such edges were found.
+func grow(adj []map[int]bool, n, d int, r *rand.Rand) ([]map[int]bool, bool) {
+	for len(adj) < n {
+		x := len(adj)
+		nx := map[int]bool{}
+		var edges [][2]int
+		for u := range adj {
+			for _, v := range sortedKeys(adj[u]) {
+				if u < v {
+					edges = append(edges, [2]int{u, v})
+				}
+			}
+		}
+		r.Shuffle(len(edges), func(i, j int) { edges[i], edges[j] = edges[j], edges[i] })
+		for _, e := range edges {
+			if len(nx) == d {
+				break
+			}
+			a, b := e[0], e[1]
+			if nx[a] || nx[b] || !adj[a][b] {
+				continue
+			}
+			delete(adj[a], b)
+			delete(adj[b], a)
+			nx[a], nx[b] = true, true
+		}
+		if len(nx) < d {
+			return adj, false
+		}
+		adj = append(adj, nx)
+		for v := range nx {
+			adj[v][x] = true
+		}
+	}
+	return adj, true
+}
+
+func sortedKeys(m map[int]bool) []int {
+	out := make([]int, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
 }
 
 func connected(adj []map[int]bool) bool {

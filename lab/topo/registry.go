@@ -45,7 +45,7 @@ type family struct {
 var commonKeys = []paramSpec{{name: "rate", def: "100Gbps"}, {name: "delay", def: "1us"}}
 
 // Keys of families whose hosts hang off switches.
-var attachKeys = []paramSpec{{name: "hosts_per_switch", def: "1"}, {name: "hosts"}}
+var attachKeys = []paramSpec{{name: "hosts_per_switch", def: "1"}, {name: "hosts"}, {name: "server_links", def: "true"}}
 
 var families = map[string]family{}
 
@@ -134,6 +134,15 @@ func Build(name string, in map[string]string) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p.has("server_links") {
+		on, err := p.bool("server_links")
+		if err != nil {
+			return nil, err
+		}
+		if !on {
+			withoutServerLinks(g)
+		}
+	}
 	if g.Params == nil {
 		g.Params = resolved
 	}
@@ -141,6 +150,33 @@ func Build(name string, in map[string]string) (*Graph, error) {
 		return nil, fmt.Errorf("%s: builder produced an invalid graph (a bug): %w", name, err)
 	}
 	return g, nil
+}
+
+// withoutServerLinks is the expander thesis' "without server up-links" mode (§4.3, ProjecToR panels
+// a/b): the ToR itself is the traffic endpoint, so a host's link must never bind. Each host link runs
+// at its switch's whole fabric capacity (the sum of its switch-to-switch link rates), which no traffic
+// through that switch can exceed; the hosts stand for the ToR's endpoint.
+func withoutServerLinks(g *Graph) {
+	for i := range g.Links {
+		l := &g.Links[i]
+		h, s := l.A.Node, l.B.Node
+		if g.Nodes[h].Kind != Host {
+			h, s = s, h
+		}
+		if g.Nodes[h].Kind != Host || g.Nodes[s].Kind != Switch {
+			continue
+		}
+		var fabric float64
+		for _, li := range g.Nodes[s].Ports {
+			o := g.Links[li]
+			if g.Nodes[o.A.Node].Kind == Switch && g.Nodes[o.B.Node].Kind == Switch {
+				fabric += o.RateBps
+			}
+		}
+		if fabric > l.RateBps {
+			l.RateBps = fabric
+		}
+	}
 }
 
 // MustBuild is Build for tests and examples, with parameters written "key=value".
