@@ -328,8 +328,10 @@ func printSummary(cmd *cobra.Command, out string, s *report.Summary, quiet bool)
 	fmt.Fprintf(w, "%s: %d/%d flows completed\n", out, s.Flows.Completed, s.Flows.Total)
 	fmt.Fprintf(w, "  FCT avg %.3g s  p50 %.3g  p99 %.3g  p99.9 %.3g\n", s.FCT.Avg, s.FCT.P50, s.FCT.P99, s.FCT.P999)
 	fmt.Fprintf(w, "  slowdown avg %.3g  p50 %.3g  p99 %.3g\n", s.Slowdown.Avg, s.Slowdown.P50, s.Slowdown.P99)
-	fmt.Fprintf(w, "  throughput %.4g Gb/s  drops lossless %d lossy %d  retransmissions %d  pauses sent %d\n",
-		s.ThroughputBps/1e9, s.Drops.Lossless, s.Drops.Lossy, s.Retransmissions, s.Pauses.Sent)
+	fmt.Fprintf(w, "  goodput per flow (all flows) %.4g Gb/s  aggregate (delivered bytes / %.3g s) %.4g Gb/s\n",
+		s.Goodput.PerFlowAllBps/1e9, s.Goodput.WindowS, s.Goodput.AggregateBps/1e9)
+	fmt.Fprintf(w, "  drops lossless %d lossy %d  retransmissions %d  pauses sent %d\n",
+		s.Drops.Lossless, s.Drops.Lossy, s.Retransmissions, s.Pauses.Sent)
 	if s.Fidelity.Monitored() {
 		verdict := "faithful"
 		if !s.Fidelity.Faithful {
