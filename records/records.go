@@ -79,6 +79,21 @@ type QueueSample struct {
 	Bytes  int32
 }
 
+// LinkBytes is what one device port put on its link during one meter bin (frame bytes as encoded).
+type LinkBytes struct {
+	At     clock.Time // start of the bin
+	Device int32
+	Port   int16
+	Bytes  int64
+}
+
+// FlowBytes is the payload of one flow that reached its destination host during one meter bin.
+type FlowBytes struct {
+	At    clock.Time // start of the bin
+	Flow  uint32
+	Bytes int64
+}
+
 // Counters are a device's totals, pulled at the end of a run.
 type Counters struct {
 	Device      int32
@@ -107,6 +122,10 @@ type Log struct {
 	Drops    []Drop
 	Samples  []QueueSample
 	Counters []Counters
+	// Links and FlowRx are per-bin byte meters (the virtual backend records them; MeterBin is the bin).
+	Links    []LinkBytes
+	FlowRx   []FlowBytes
+	MeterBin clock.Time
 	// Violations are lossless-mode drops and other broken invariants, in words.
 	Violations []string
 	// Reorders are the flows whose packets arrived out of send order, one line per flow (its first
@@ -121,6 +140,9 @@ func (l *Log) Merge(o *Log) {
 	l.Drops = append(l.Drops, o.Drops...)
 	l.Samples = append(l.Samples, o.Samples...)
 	l.Counters = append(l.Counters, o.Counters...)
+	l.Links = append(l.Links, o.Links...)
+	l.FlowRx = append(l.FlowRx, o.FlowRx...)
+	l.MeterBin = max(l.MeterBin, o.MeterBin)
 	l.Violations = append(l.Violations, o.Violations...)
 	l.Reorders = append(l.Reorders, o.Reorders...)
 }

@@ -139,12 +139,23 @@ func TestRunDirRoundTripWithPlots(t *testing.T) {
 		len(r.Pauses) != 1 || !r.Pauses[0].Pause || r.Expect["fct_avg_s"].Value != 1e-4 {
 		t.Fatalf("loaded %+v", r)
 	}
+	// A stale figure from an earlier report, and a file that is not ours.
+	os.WriteFile(filepath.Join(dir, "link_util-old.png"), []byte("x"), 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.png"), []byte("x"), 0o644)
 	files, err := WritePlots(dir, []*Run{r})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 8 { // four plots, PNG and SVG each
+	// fct_cdf, slowdown_bins, queue_depth, pauses, pause_heatmap, drops, slowdown_cdf; PNG and SVG each.
+	// (No links.csv here: no link_util, flow_rate or topology.)
+	if len(files) != 14 {
 		t.Errorf("plots %v", files)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "link_util-old.png")); !os.IsNotExist(err) {
+		t.Errorf("stale plot left: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.png")); err != nil {
+		t.Errorf("a file that is not a plot of ours was removed: %v", err)
 	}
 	for _, f := range files {
 		if st, err := os.Stat(f); err != nil || st.Size() < 1000 {

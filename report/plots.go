@@ -22,8 +22,16 @@ const (
 
 // WritePlots draws the report's figures for runs into dir, each as PNG and SVG: the FCT CDF, median and
 // p99 slowdown per 5-percentile size bin, the deepest switch queue over time (runs that sampled queues),
-// and pause frames sent over time. It returns the files written.
-func WritePlots(dir string, runs []*Run) ([]string, error) {
+// pause frames sent over time, and writeFigures' (link utilization and pause heatmaps, drops over time,
+// chosen flows' rates, slowdown CDF, the topology picture). Figures an earlier report left in dir under
+// these names are removed first. It returns the files written.
+func WritePlots(dir string, runs []*Run) ([]string, error) { return WritePlotsWith(dir, runs, PlotOptions{}) }
+
+// WritePlotsWith is WritePlots with options.
+func WritePlotsWith(dir string, runs []*Run, opt PlotOptions) ([]string, error) {
+	if err := clearPlots(dir); err != nil {
+		return nil, err
+	}
 	var files []string
 	for _, p := range []struct {
 		name string
@@ -38,13 +46,14 @@ func WritePlots(dir string, runs []*Run) ([]string, error) {
 		}
 		for _, ext := range []string{".png", ".svg"} {
 			f := filepath.Join(dir, p.name+ext)
-			if err := pl.Save(7*vg.Inch, 4.5*vg.Inch, f); err != nil {
+			if err := savePlot(pl, nil, f); err != nil {
 				return files, fmt.Errorf("%s: %w", f, err)
 			}
 			files = append(files, f)
 		}
 	}
-	return files, nil
+	more, err := writeFigures(dir, runs, opt)
+	return append(files, more...), err
 }
 
 // label names a run in a legend, saying when not every flow completed: a CDF of the completed flows
@@ -67,7 +76,7 @@ func fctCDF(runs []*Run) (*plot.Plot, error) {
 	p.Title.Text = "FCT CDF"
 	p.X.Label.Text = "flow completion time (us)"
 	p.Y.Label.Text = "fraction of flows"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, roundLogTicks{}
 	p.Legend.Top, p.Legend.Left = false, false
 	any := false
 	for i, r := range runs {
@@ -110,8 +119,9 @@ func slowdownBins(runs []*Run) (*plot.Plot, error) {
 	p.Title.Text = "slowdown per 5-percentile size bin (solid p50, dashed p99)"
 	p.X.Label.Text = "flow size (bytes, bin upper edge)"
 	p.Y.Label.Text = "slowdown"
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, roundLogTicks{unit: "B"}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, roundLogTicks{}
+	xlo, xhi, yhi := math.Inf(1), 0.0, 1.0
 	any := false
 	for i, r := range runs {
 		bins, _, _ := BinsOf(r.FCT)
@@ -123,6 +133,7 @@ func slowdownBins(runs []*Run) (*plot.Plot, error) {
 			x := math.Max(float64(b.MaxSize), 1)
 			p50 = append(p50, plotter.XY{X: x, Y: math.Max(b.P50, 1)})
 			p99 = append(p99, plotter.XY{X: x, Y: math.Max(b.P99, 1)})
+			xlo, xhi, yhi = math.Min(xlo, x), math.Max(xhi, x), math.Max(yhi, b.P99)
 		}
 		l50, err := plotter.NewLine(p50)
 		if err != nil {
@@ -142,7 +153,9 @@ func slowdownBins(runs []*Run) (*plot.Plot, error) {
 	if !any {
 		return nil, nil
 	}
-	p.Legend.Top, p.Legend.Left = true, true
+	// A single-size incast has every bin at one size: widen the axis so it still has labelled ticks.
+	p.X.Min, p.X.Max = xlo/1.5, xhi*1.5
+	p.Y.Min, p.Y.Max = 1, math.Max(yhi*1.2, 2)
 	p.Add(plotter.NewGrid())
 	return p, nil
 }

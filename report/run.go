@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/fabriclab/fabriclab/bounded"
+	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/records"
 )
 
@@ -51,6 +52,7 @@ type PauseEvent struct {
 	AtS    float64
 	Device int
 	Port   int
+	Queue  int
 	Pause  bool
 	Sent   bool
 }
@@ -82,6 +84,10 @@ type Run struct {
 	Pauses  []PauseEvent // nil if pfc.csv is absent
 	Drops   []DropEvent  // nil if drops.csv is absent
 	FCT     []FCTLine    // fct.txt, nil if absent: what HPCC's scripts read
+	Links   []LinkSample // links.csv, nil if absent (virtual runs meter their links)
+	FlowRx  []FlowRate   // flow_rate.csv, nil if absent
+	Graph   *topo.Graph  // topology.json, nil if absent
+	Ports   []PortPeak   // ports.csv, nil if absent
 	Expect  map[string]Expected
 	Scheme  string // "flow_control/transport" from the spec, for labels
 	// Seed and Set place a run of a tree (manifest.json): cross-run expect: forms pair runs by them.
@@ -142,6 +148,9 @@ func LoadRun(dir string) (*Run, error) {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, DropsFile), err)
 		}
 	}
+	if err := r.loadMeters(dir); err != nil {
+		return nil, err
+	}
 	if f, err := bounded.Open(filepath.Join(dir, FCTFile)); err == nil {
 		defer f.Close()
 		if r.FCT, err = ReadFCT(bounded.Reader(f, f.Name(), bounded.RunFile)); err != nil {
@@ -195,7 +204,7 @@ func readSamples(rd io.Reader) ([]Sample, error) {
 func readPauses(rd io.Reader) ([]PauseEvent, error) {
 	out := []PauseEvent{}
 	err := readTable(rd, func(p *rowParser) error {
-		out = append(out, PauseEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Port: int(p.int("port")), Pause: p.bool("pause"), Sent: p.bool("sent")})
+		out = append(out, PauseEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Port: int(p.int("port")), Queue: int(p.int("queue")), Pause: p.bool("pause"), Sent: p.bool("sent")})
 		return nil
 	})
 	return out, err

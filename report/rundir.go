@@ -63,6 +63,7 @@ func WriteRunDir(dir string, log *records.Log, meta Meta) (*Summary, error) {
 		{FlowsFile, func(w io.Writer) error { return WriteFlowsCSV(w, rows) }},
 		{DropsFile, func(w io.Writer) error { return WriteDropsCSV(w, log, meta) }},
 		{PauseFile, func(w io.Writer) error { return WritePausesCSV(w, log, meta) }},
+		{PortsFile, func(w io.Writer) error { return WritePortsCSV(w, log, meta) }},
 		{BinsFile, func(w io.Writer) error {
 			// An error here only says the script itself would stop (too few flows); the table is still
 			// the bins it would have printed.
@@ -82,6 +83,15 @@ func WriteRunDir(dir string, log *records.Log, meta Meta) (*Summary, error) {
 			}
 			return nil
 		}})
+	}
+	if len(log.Links) > 0 {
+		files = append(files, struct {
+			name  string
+			write func(io.Writer) error
+		}{LinksFile, func(w io.Writer) error { return WriteLinksCSV(w, log, meta) }}, struct {
+			name  string
+			write func(io.Writer) error
+		}{FlowRateFile, func(w io.Writer) error { return WriteFlowRateCSV(w, log, meta) }})
 	}
 	if s.Paths != nil {
 		files = append(files, struct {

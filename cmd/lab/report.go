@@ -14,6 +14,7 @@ import (
 func init() {
 	var out string
 	var noPlots bool
+	var plotFlows []uint
 	cmd := &cobra.Command{
 		Use:   "report DIR [DIR...]",
 		Short: "summarize and compare run directories: tables and plots",
@@ -89,7 +90,7 @@ spec) with error bars.`,
 			if noPlots {
 				return nil
 			}
-			files, err := report.WritePlots(out, runs)
+			files, err := report.WritePlotsWith(out, runs, report.PlotOptions{Flows: flowIDs(plotFlows)})
 			if err != nil {
 				return err
 			}
@@ -103,6 +104,18 @@ spec) with error bars.`,
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "where to write report.txt, comparison.csv and the plots")
 	cmd.Flags().BoolVar(&noPlots, "no-plots", false, "tables only")
+	cmd.Flags().UintSliceVar(&plotFlows, "flows", nil, "flow ids for the flow_rate plot (default: each run's four largest completed flows)")
 	cmd.Flags().StringArrayVar(&reportFlags.metrics, "metric", nil, "run trees: plot this metric against the swept value (repeat; default fct_avg_s, fct_p99_s, goodput_per_flow_all_bps, goodput_aggregate_bps)")
 	root.AddCommand(cmd)
+}
+
+func flowIDs(v []uint) []uint32 {
+	if v == nil {
+		return nil
+	}
+	out := make([]uint32, len(v))
+	for i, x := range v {
+		out[i] = uint32(x)
+	}
+	return out
 }

@@ -134,6 +134,9 @@ func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.
 		return err
 	}
 	f.StopOnDeadlock = !keepRunningOnDeadlock
+	if sampleEvery > 0 { // the link and flow byte meters share the queue sampling period
+		f.MeterBin = sampleEvery.Clock()
+	}
 	// --pcap: the same files the netns backend captures, frames encoded by wire, stamped with engine time.
 	if err := f.CapturePorts(netnsFlags.pcap, filepath.Join(dir, "pcap")); err != nil {
 		return err

@@ -29,6 +29,8 @@ type link struct {
 	// pcap, when set, records every frame the link carries, encoded by wire, at the time the netns
 	// backend's capture would stamp it (when the frame leaves for the peer, after the link delay).
 	pcap *capture
+	// meter counts the bytes the link carries per bin (nil: not metered).
+	meter *linkMeter
 }
 
 type inFlight struct {
@@ -49,6 +51,9 @@ func (l *link) Send(p *pkt.Packet) {
 	}
 	if l.pcap != nil {
 		l.pcap.write(l.clk.Now()+l.delay, p)
+	}
+	if l.meter != nil {
+		l.meter.add(l.clk.Now(), p)
 	}
 	l.flight = append(l.flight, inFlight{at: l.clk.Now() + l.delay, p: p})
 	if !l.pending {

@@ -50,6 +50,10 @@ type Fabric struct {
 	dependents map[uint32][]int // flow ID -> indices into Lab.Flows that wait for it
 	startAt    []func()         // by index into Lab.Flows
 
+	// MeterBin is the width of the per-link and per-flow byte meters' bins (records.Log Links, FlowRx);
+	// 0 means DefaultMeterBin, negative turns the meters off. Set it before Run.
+	MeterBin clock.Time
+
 	links map[topo.End]*link // the link out of each device port
 	pcaps []*capture
 }
@@ -155,6 +159,7 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	stopWhenDone := f.Lab.Spec.StopWhenDone()
 	end := f.Lab.End
 	var res Result
+	f.startMeters()
 	var watch *monitor.Watch
 	if f.Monitor != nil && f.PollMonitor {
 		stop := f.Monitor.Every(f.Clock, f.snapshot, func() { f.deadlocked = true },
@@ -218,7 +223,33 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	for _, nic := range f.NICs {
 		nic.Flush()
 	}
+	if f.MeterBin > 0 {
+		f.Log.Links, f.Log.FlowRx = f.meterRecords()
+		f.Log.MeterBin = f.MeterBin
+	}
 	return res
+}
+
+// startMeters puts a byte meter on every link (unless MeterBin < 0).
+func (f *Fabric) startMeters() {
+	if f.MeterBin < 0 {
+		return
+	}
+	if f.MeterBin == 0 {
+		f.MeterBin = DefaultMeterBin
+	}
+	g := f.Lab.Graph
+	for e, l := range f.links {
+		if l.meter != nil {
+			continue
+		}
+		peer := g.Peer(e.Node, e.Port)
+		to := int32(-1)
+		if g.Nodes[peer.Node].Kind == topo.Host {
+			to = int32(g.Nodes[peer.Node].Index)
+		}
+		l.meter = &linkMeter{bin: f.MeterBin, toHost: to, flows: map[uint32][]int64{}}
+	}
 }
 
 // collect counts flows completed since the last call and starts the flows that were waiting for them,

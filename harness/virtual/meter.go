@@ -1,0 +1,90 @@
+package virtual
+
+import (
+	"sort"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/records"
+)
+
+// DefaultMeterBin is the width of the link and flow byte meters' bins when Fabric.MeterBin is not set.
+const DefaultMeterBin = 10 * clock.Microsecond
+
+// linkMeter counts the bytes a link carries per bin, and the data payload it delivers to each flow's
+// destination host (when it ends at one). It lives in the harness, not the engines: a cable does not
+// know about flows, the test bench around it does.
+type linkMeter struct {
+	bin    clock.Time
+	bytes  []int64 // by bin index
+	toHost int32   // host index at the far end, -1 for a switch
+	flows  map[uint32][]int64
+}
+
+func (m *linkMeter) add(now clock.Time, p *pkt.Packet) {
+	i := int(now / m.bin)
+	for len(m.bytes) <= i {
+		m.bytes = append(m.bytes, 0)
+	}
+	m.bytes[i] += int64(p.Size)
+	if p.Kind == pkt.Data && p.Dst == m.toHost && p.Payload > 0 {
+		f := m.flows[p.Flow]
+		for len(f) <= i {
+			f = append(f, 0)
+		}
+		f[i] += int64(p.Payload)
+		m.flows[p.Flow] = f
+	}
+}
+
+// meterRecords turns the meters into records (non-empty bins only), in a deterministic order.
+func (f *Fabric) meterRecords() ([]records.LinkBytes, []records.FlowBytes) {
+	ends := make([]topo.End, 0, len(f.links))
+	for e := range f.links {
+		ends = append(ends, e)
+	}
+	sort.Slice(ends, func(i, j int) bool {
+		if ends[i].Node != ends[j].Node {
+			return ends[i].Node < ends[j].Node
+		}
+		return ends[i].Port < ends[j].Port
+	})
+	var lb []records.LinkBytes
+	flows := map[uint32][]int64{}
+	for _, e := range ends {
+		m := f.links[e].meter
+		if m == nil {
+			continue
+		}
+		for i, b := range m.bytes {
+			if b > 0 {
+				lb = append(lb, records.LinkBytes{At: clock.Time(i) * m.bin, Device: int32(e.Node), Port: int16(e.Port), Bytes: b})
+			}
+		}
+		for id, bs := range m.flows {
+			acc := flows[id]
+			for len(acc) < len(bs) {
+				acc = append(acc, 0)
+			}
+			for i, b := range bs {
+				acc[i] += b
+			}
+			flows[id] = acc
+		}
+	}
+	ids := make([]uint32, 0, len(flows))
+	for id := range flows {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	var fb []records.FlowBytes
+	for _, id := range ids {
+		for i, b := range flows[id] {
+			if b > 0 {
+				fb = append(fb, records.FlowBytes{At: clock.Time(i) * f.MeterBin, Flow: id, Bytes: b})
+			}
+		}
+	}
+	return lb, fb
+}

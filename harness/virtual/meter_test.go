@@ -1,0 +1,54 @@
+package virtual
+
+import (
+	"context"
+	"testing"
+
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
+)
+
+// The meters count what the links carried: every payload byte of a flow reaches its destination once,
+// and the links carried at least the payload (plus headers and ACKs).
+func TestMeters(t *testing.T) {
+	s, err := spec.Parse([]byte(`name: meters
+topology: {family: ndc, n: 2, k: 1}
+switch: {flow_control: pfc}
+host: {transport: lossless}
+workload: [{kind: flows, list: [{src: h0, dst: h3, size: 300KB, at: 0s}, {src: h1, dst: h2, size: 100KB, at: 5us}]}]
+duration: 10ms
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := f.Run(context.Background()); !res.AllDone {
+		t.Fatal("flows did not complete")
+	}
+	per := map[uint32]int64{}
+	for _, b := range f.Log.FlowRx {
+		per[b.Flow] += b.Bytes
+		if b.At%DefaultMeterBin != 0 {
+			t.Fatalf("bin start %v", b.At)
+		}
+	}
+	var links int64
+	for _, b := range f.Log.Links {
+		links += b.Bytes
+	}
+	for _, fl := range l.Flows {
+		if per[fl.ID] != fl.Size {
+			t.Errorf("flow %d: %d bytes delivered, size %d", fl.ID, per[fl.ID], fl.Size)
+		}
+	}
+	if links < 400_000 || f.Log.MeterBin != DefaultMeterBin {
+		t.Errorf("links carried %d bytes, bin %v", links, f.Log.MeterBin)
+	}
+}

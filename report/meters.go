@@ -1,0 +1,137 @@
+package report
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strconv"
+
+	"github.com/fabriclab/fabriclab/bounded"
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/fabriclab/fabriclab/records"
+)
+
+// Files of the byte meters and per-port peaks.
+const (
+	LinksFile    = "links.csv"     // per link direction and meter bin: bytes and utilization
+	FlowRateFile = "flow_rate.csv" // per flow and meter bin: payload delivered at the destination
+	PortsFile    = "ports.csv"     // per device port: the deepest queue over the run
+	TopoFile     = "topology.json" // lab run writes it
+)
+
+// LinkSample is one row of links.csv: what Device's Port sent in the bin starting at AtS.
+type LinkSample struct {
+	AtS, BinS    float64
+	Device, Port int
+	Name, Peer   string
+	Bytes        int64
+	Util         float64 // bytes x 8 / (link rate x bin)
+}
+
+// FlowRate is one row of flow_rate.csv.
+type FlowRate struct {
+	AtS, BinS float64
+	Flow      uint32
+	Bytes     int64
+}
+
+// PortPeak is one row of ports.csv.
+type PortPeak struct {
+	Device, Port int
+	Name         string
+	MaxQueue     int64
+}
+
+// WriteLinksCSV writes links.csv: at_s,bin_s,device,name,port,peer,bytes,util, one row per link
+// direction and meter bin that carried bytes (frame bytes as encoded, without preamble and gap).
+func WriteLinksCSV(w io.Writer, log *records.Log, meta Meta) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"at_s", "bin_s", "device", "name", "port", "peer", "bytes", "util"})
+	bin := meta.seconds(log.MeterBin)
+	for _, l := range log.Links {
+		peer, util := "", 0.0
+		if g := meta.Graph; g != nil && int(l.Device) < len(g.Nodes) && int(l.Port) < len(g.Nodes[l.Device].Ports) {
+			peer = g.Nodes[g.Peer(int(l.Device), int(l.Port)).Node].Name
+			if r := g.LinkAt(int(l.Device), int(l.Port)).RateBps; r > 0 && bin > 0 {
+				util = float64(l.Bytes) * 8 / (r * bin)
+			}
+		}
+		cw.Write([]string{ftoa(meta.seconds(l.At)), ftoa(bin), strconv.Itoa(int(l.Device)), meta.deviceName(int(l.Device)),
+			strconv.Itoa(int(l.Port)), peer, strconv.FormatInt(l.Bytes, 10), ftoa(util)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteFlowRateCSV writes flow_rate.csv: at_s,bin_s,flow,bytes (payload that reached the destination).
+func WriteFlowRateCSV(w io.Writer, log *records.Log, meta Meta) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"at_s", "bin_s", "flow", "bytes"})
+	bin := meta.seconds(log.MeterBin)
+	for _, f := range log.FlowRx {
+		cw.Write([]string{ftoa(meta.seconds(f.At)), ftoa(bin), strconv.FormatUint(uint64(f.Flow), 10), strconv.FormatInt(f.Bytes, 10)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WritePortsCSV writes ports.csv: device,name,port,max_queue_bytes from the devices' counters.
+func WritePortsCSV(w io.Writer, log *records.Log, meta Meta) error {
+	cs := append([]records.Counters(nil), log.Counters...)
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Device < cs[j].Device })
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"device", "name", "port", "max_queue_bytes"})
+	for _, c := range cs {
+		for p, q := range c.MaxQueue {
+			cw.Write([]string{strconv.Itoa(int(c.Device)), meta.deviceName(int(c.Device)), strconv.Itoa(p), strconv.Itoa(q)})
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// loadMeters reads links.csv, flow_rate.csv, ports.csv and topology.json when present.
+func (r *Run) loadMeters(dir string) error {
+	read := func(name string, each func(p *rowParser) error) error {
+		f, err := bounded.Open(filepath.Join(dir, name))
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		if err := readTable(bounded.Reader(f, f.Name(), bounded.RunFile), each); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+		}
+		return nil
+	}
+	if err := read(LinksFile, func(p *rowParser) error {
+		r.Links = append(r.Links, LinkSample{AtS: p.float("at_s"), BinS: p.float("bin_s"), Device: int(p.int("device")),
+			Port: int(p.int("port")), Name: p.str("name"), Peer: p.str("peer"), Bytes: p.int("bytes"), Util: p.float("util")})
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := read(FlowRateFile, func(p *rowParser) error {
+		r.FlowRx = append(r.FlowRx, FlowRate{AtS: p.float("at_s"), BinS: p.float("bin_s"), Flow: uint32(p.uint("flow", 32)), Bytes: p.int("bytes")})
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := read(PortsFile, func(p *rowParser) error {
+		r.Ports = append(r.Ports, PortPeak{Device: int(p.int("device")), Port: int(p.int("port")), Name: p.str("name"), MaxQueue: p.int("max_queue_bytes")})
+		return nil
+	}); err != nil {
+		return err
+	}
+	if f, err := bounded.Open(filepath.Join(dir, TopoFile)); err == nil {
+		defer f.Close()
+		g, err := topo.ReadJSON(bounded.Reader(f, f.Name(), bounded.RunFile), 100e9, clock.Microsecond)
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, TopoFile), err)
+		}
+		r.Graph = g
+	}
+	return nil
+}
