@@ -25,7 +25,9 @@ const (
 // pause frames sent over time, and writeFigures' (link utilization and pause heatmaps, drops over time,
 // chosen flows' rates, slowdown CDF, the topology picture). Figures an earlier report left in dir under
 // these names are removed first. It returns the files written.
-func WritePlots(dir string, runs []*Run) ([]string, error) { return WritePlotsWith(dir, runs, PlotOptions{}) }
+func WritePlots(dir string, runs []*Run) ([]string, error) {
+	return WritePlotsWith(dir, runs, PlotOptions{})
+}
 
 // WritePlotsWith is WritePlots with options.
 func WritePlotsWith(dir string, runs []*Run, opt PlotOptions) ([]string, error) {
