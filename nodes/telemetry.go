@@ -34,6 +34,12 @@ import (
 const (
 	SelectTelemetry = "telemetry"
 	SelectUGAL      = "ugal"
+	// SelectUGALPeriodic re-decides UGAL every Every data packets: a round probes MIN and one random
+	// VAL candidate and the flow takes VAL iff MIN's delay exceeds it by more than Threshold, else MIN.
+	// The telemetry paper's Benchmark decides per packet at the first switch with ideal knowledge of
+	// its group's global-link loads (UGAL-PB); this is the closest the per-connection NIC engine
+	// comes (a reroute restarts congestion control and, lossless or go-back-N, drains the old path).
+	SelectUGALPeriodic = "ugal-periodic"
 )
 
 // ProbePort is the UDP destination port of PTMs and PTRs (wire.ProbePort).
@@ -61,7 +67,7 @@ const (
 
 func (c *Config) checkPathSelect() error {
 	switch c.PathSelect {
-	case "", SelectTelemetry, SelectUGAL, SelectATE: // ate: ate.go
+	case "", SelectTelemetry, SelectUGAL, SelectUGALPeriodic, SelectATE: // ate: ate.go
 	default:
 		return fmt.Errorf("nodes: config.path_select %q: want telemetry, ugal, ate or empty", c.PathSelect)
 	}
@@ -157,7 +163,7 @@ func (n *NIC) newPathSel(q *qp, paths [][]uint8, bases []PathBase) *pathSel {
 func (s *pathSel) open() {
 	alts := s.rng.Perm(len(s.paths) - 1)
 	k := min(s.cfg.Initial, len(alts))
-	if s.policy == SelectUGAL {
+	if s.policy == SelectUGAL || s.policy == SelectUGALPeriodic {
 		k = 1
 	}
 	s.round, s.roundDelay, s.t0 = map[uint32]bool{}, map[int]clock.Time{}, s.q.n.clk.Now()
@@ -226,16 +232,23 @@ func (s *pathSel) close() {
 	if d, ok := got[s.cur]; ok {
 		s.curDelay = d
 	}
-	if s.policy == SelectUGAL {
-		s.settled = true
+	if s.policy == SelectUGAL || s.policy == SelectUGALPeriodic {
+		s.settled = s.policy == SelectUGAL
 		dMin, okMin := got[0]
 		dVal, okVal := got[s.ugalAlt]
 		t := s.cfg.Threshold
 		if t == 0 {
 			t = clock.Time(s.cfg.MTUs) * s.tMTU
 		}
-		if okMin && okVal && s.ugalAlt != 0 && dMin > dVal+t {
-			s.reroute(s.ugalAlt, dVal)
+		if !okMin || !okVal || s.ugalAlt == 0 {
+			return
+		}
+		want, d := 0, dMin
+		if dMin > dVal+t {
+			want, d = s.ugalAlt, dVal
+		}
+		if want != s.cur {
+			s.reroute(want, d)
 		}
 		return
 	}
@@ -256,6 +269,16 @@ func (s *pathSel) sent() {
 	land := q.n.clk.Now() + clock.TxTime(q.lane.queuedBytes, q.lineRate) + s.base(s.cur).OneWay + s.curDelay
 	s.lastLand = max(s.lastLand, land)
 	if s.settled || s.round != nil {
+		return
+	}
+	if s.policy == SelectUGALPeriodic {
+		if s.sinceProbe++; s.sinceProbe >= s.cfg.Every && len(s.paths) > 1 {
+			s.sinceProbe = 0
+			s.ugalAlt = 1 + s.rng.IntN(len(s.paths)-1)
+			s.round, s.roundDelay, s.t0 = map[uint32]bool{}, map[int]clock.Time{}, s.q.n.clk.Now()
+			s.round[s.probe(0)] = true
+			s.round[s.probe(s.ugalAlt)] = true
+		}
 		return
 	}
 	if s.sinceProbe++; s.sinceProbe >= s.cfg.Every {

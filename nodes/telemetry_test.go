@@ -57,7 +57,7 @@ func TestTelemetryConfigErrors(t *testing.T) {
 // flow after its opening round, UGAL too (minimal is more than T worse); probes are answered with the
 // forward delay; the flow completes; without PathSelect it stays.
 func TestTelemetryMovesOffTheDelayedPath(t *testing.T) {
-	for _, sel := range []string{SelectTelemetry, SelectUGAL, ""} {
+	for _, sel := range []string{SelectTelemetry, SelectUGAL, SelectUGALPeriodic, ""} {
 		ca := baseCfg(0, 100e9, clock.Microsecond)
 		ca.Transport, ca.PathSelect = IRN, sel
 		cb := baseCfg(1, 100e9, clock.Microsecond)

@@ -44,6 +44,29 @@ func init() {
 		}
 		return d, nil
 	})
+	// ugal-periodic re-decides UGAL every 100 data packets (nodes.SelectUGALPeriodic).
+	Register("ugal-periodic", func(g *topo.Graph, params map[string]string) (Router, error) {
+		// seed is accepted because the lab passes the spec's seed to every randomized algorithm; the
+		// random VAL candidate is drawn by the NIC from its own seed.
+		if err := CheckParams("ugal-periodic", params, "threshold", "seed", "lossless_priorities"); err != nil {
+			return nil, err
+		}
+		d, err := NewDragonfly("ugal-periodic", g)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.setVCs(params); err != nil {
+			return nil, err
+		}
+		if s, ok := params["threshold"]; ok {
+			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+			if err != nil || v < 0 {
+				return nil, fmt.Errorf("routing ugal-periodic: threshold=%q, want a non-negative size in bytes", s)
+			}
+			d.ThresholdBytes = v
+		}
+		return d, nil
+	})
 	// minimal is Dragonfly MIN routing, the paper's ShortestPath baseline: always the direct global link.
 	// It differs from `shortest` (ECMP over hop-count-shortest paths), which on a Dragonfly also takes
 	// two-global-hop paths through a third group when they are no longer than local-global-local.
