@@ -63,6 +63,9 @@ type RunOptions struct {
 	// same lab on the virtual backend, see crossCheck): 0 means DefaultCrossCheckBudget (or the netns
 	// run's own wall time, if longer), negative skips it.
 	CrossCheck time.Duration
+	// MinCatchUpStep overrides the agents' floor on catch-up steps (0: their default, 1 us). Coarser
+	// steps run a lab that is behind the wall clock faster and less faithfully: the cross-check says so.
+	MinCatchUpStep clock.Time
 	// Save, if set, is called with the run's records before the lab is torn down, so a crash in teardown
 	// cannot lose a finished (or interrupted) run; its error is Run's.
 	Save func(*records.Log, RunResult) error
@@ -214,6 +217,7 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 	}
 	for _, s := range setups {
 		s.Realtime = max(rt, 0)
+		s.MinCatchUpStep = opts.MinCatchUpStep
 	}
 	res.Agents = len(setups)
 	progress(fmt.Sprintf("lab %s up: %d devices in %d agents, dilation %g", name, len(l.Graph.Nodes), len(setups), res.Dilation))

@@ -66,6 +66,8 @@ type AgentSetup struct {
 	FrameBytes int           `json:"frame_bytes"`
 	Devices    []AgentDevice `json:"devices"`
 	Flows      []AgentFlow   `json:"flows,omitempty"`
+	// MinCatchUpStep overrides the agent's floor on catch-up steps (0: its default, 1 us).
+	MinCatchUpStep clock.Time `json:"min_catch_up_step,omitempty"`
 	// StopWhenDone ends the run at this agent's last completion: set when it hosts the whole lab and the
 	// spec stops when its flows are done.
 	StopWhenDone bool `json:"stop_when_done,omitempty"`

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
 )
 
@@ -45,11 +46,12 @@ var _ = Describe("netns backend: every engine time and rate is dilated", Label("
 	})
 })
 
-// distortedLossy is a 15->1 lossy go-back-N incast at D=150: one agent takes every frame within a
-// serialization time of its schedule (the lateness rule passes it), yet its catch-up steps' timing
-// errors add up where the drop threshold and the retransmission timers decide: 10355-11371 drops
-// against 6554 on the virtual backend, twice the retransmissions. Before the cross-check such runs
-// were marked faithful (at D=200: 9966 drops vs 6554, +13.5% FCT, "faithful").
+// distortedLossy is a 15->1 lossy go-back-N incast at D=150. With catch-up steps of 10 us (the agent's
+// floor until it was lowered to 1 us) one agent takes every frame within a serialization time of its
+// schedule, so the lateness rule passes the run, yet the steps' timing errors add up where the drop
+// threshold and the retransmission timers decide: 9537-11371 drops against 6554 on the virtual backend,
+// about twice the retransmissions. Before the cross-check such runs were marked faithful (at D=200:
+// 9966 drops vs 6554, +13.5% FCT, "faithful"). With the 1 us floor the same lab drops 6562.
 const distortedLossy = `
 name: ns-lossy-distorted
 dilation: 150
@@ -63,7 +65,7 @@ var _ = Describe("netns backend: the fidelity verdict catches distortion", Label
 	It("reports a distorted lossy run unfaithful even when every frame was taken on time", func() {
 		v := runVirtual(distortedLossy)
 		for attempt := 1; ; attempt++ {
-			r := runNetns(distortedLossy, netns.RunOptions{})
+			r := runNetns(distortedLossy, netns.RunOptions{MinCatchUpStep: 10 * clock.Microsecond})
 			lateness := netns.Verdict(r.res.Monitor, netns.DefaultFidelityBound)
 			GinkgoWriter.Printf("attempt %d: drops %d (virtual %d), retransmissions %d (virtual %d); lateness alone: %v; verdict %v\n",
 				attempt, r.sum.Drops.Lossy, v.Drops.Lossy, r.sum.Retransmissions, v.Retransmissions, lateness.Faithful, r.sum.Fidelity.Faithful)
@@ -77,5 +79,14 @@ var _ = Describe("netns backend: the fidelity verdict catches distortion", Label
 			Expect(r.sum.Fidelity.Reason).To(ContainSubstring("lossy drops"))
 			return
 		}
+	})
+
+	It("keeps the same lab faithful with the default catch-up steps", func() {
+		v := runVirtual(distortedLossy)
+		r := runFaithful(distortedLossy, netns.RunOptions{})
+		GinkgoWriter.Printf("drops %d (virtual %d), retransmissions %d (virtual %d), FCT avg %.4g s (virtual %.4g s)\n",
+			r.sum.Drops.Lossy, v.Drops.Lossy, r.sum.Retransmissions, v.Retransmissions, r.sum.FCT.Avg, v.FCT.Avg)
+		Expect(within(float64(r.sum.Drops.Lossy), float64(v.Drops.Lossy))).To(BeNumerically("<", 0.05))
+		Expect(r.sum.Flows.Completed).To(Equal(15))
 	})
 })
