@@ -18,10 +18,8 @@ func init() {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sts, errs := netns.Status()
-			// A bad state file is reported and skipped: the other labs are still listed.
-			for _, err := range errs {
-				fmt.Fprintln(cmd.ErrOrStderr(), "lab status:", err)
-			}
+			// A bad state file is reported (the command's error, after the table) and skipped: the other
+			// labs are still listed.
 			err := errors.Join(errs...)
 			if len(sts) == 0 && err != nil {
 				return err
