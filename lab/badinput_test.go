@@ -22,7 +22,7 @@ func TestBadInputRefusedByLab(t *testing.T) {
 		{"moe tokens", "workload: [{kind: moe, experts: 64, top_k: 8, tokens: 1000000, token_size: 10GB}]",
 			"workload[0].token_size: tokens x top_k x token_size"},
 		{"moe draws", "workload: [{kind: moe, experts: 64, top_k: 8, tokens: 100000000, token_size: 1B, layers: 4}]",
-			"random draws"},
+			"generator steps"},
 		{"poisson load x duration", "duration: 10s\nworkload: [{kind: poisson, cdf: hadoop, load: 1}]",
 			"flows (16 sources x"},
 		{"ndc(10,4)", "topology: {family: ndc, n: 10, k: 4}", "topology: about 150000 devices"},

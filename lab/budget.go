@@ -18,12 +18,12 @@ type Budget struct {
 	Devices      int     // hosts + switches
 	TableEntries float64 // routing state: nodes x hosts (lab/route tables, all-pairs statistics)
 	Flows        float64 // scheduled flows, every workload together
-	Draws        float64 // random draws a generator makes (moe: layers x tokens x top_k)
+	Draws        float64 // steps a generator takes (moe: layers x tokens x (experts + top_k))
 	MemoryBytes  float64 // estimated: tables, flows and devices
 }
 
 // DefaultBudget is what `lab run` and `lab analyze` use unless --budget raises it.
-var DefaultBudget = Budget{Devices: 100_000, TableEntries: 1e8, Flows: 5e6, Draws: 1e9, MemoryBytes: 8e9}
+var DefaultBudget = Budget{Devices: 100_000, TableEntries: 1e8, Flows: 5e6, Draws: 1e8, MemoryBytes: 8e9}
 
 // Bytes each unit of work is estimated to hold (measured on NDC(8,1) and fat-tree k=8 labs: a table
 // entry is a []uint8 header, its ports and a distance; a flow its plan and route; a device its
@@ -140,7 +140,7 @@ type work struct {
 // add charges one workload's estimated flows (and draws), refusing before it is generated.
 func (w *work) add(field string, flows float64, how string, draws float64) error {
 	if draws > w.b.Draws {
-		return &BudgetError{Field: field, What: "random draws", Estimate: draws, Limit: w.b.Draws, How: how, Key: "draws"}
+		return &BudgetError{Field: field, What: "generator steps", Estimate: draws, Limit: w.b.Draws, How: how, Key: "draws"}
 	}
 	if !(flows >= 0) { // NaN from a degenerate estimate: let the generator report the parameters
 		return nil

@@ -28,6 +28,10 @@ func (l *Lab) schedule() error {
 		if err != nil {
 			return err
 		}
+		if len(fl) == 0 {
+			// Legal (a tiny load over a short run), but rarely meant: a run of nothing reports nothing.
+			l.Warnings = append(l.Warnings, fmt.Sprintf("%s (%s): makes no flows", field, w.Kind))
+		}
 		all = all.Append(fl)
 	}
 	all.Sort()
@@ -414,13 +418,14 @@ func (l *Lab) chargeWorkload(w *spec.Workload, field string, hosts []int) error 
 		}
 		return l.charge(field, 2*workers*float64(w.Rounds), fmt.Sprintf("rounds %d x %d workers x 2", w.Rounds, int(workers)), 0)
 	case "moe":
-		draws := float64(w.Layers) * float64(w.Tokens) * float64(w.TopK)
+		// Per token the generator copies the experts' weights and draws top_k of them.
+		draws := float64(w.Layers) * float64(w.Tokens) * float64(w.Experts+w.TopK)
 		// Bytes one (token host, expert host) pair can gather in a layer: every token to it.
 		if b := float64(w.Tokens) * float64(w.TopK) * float64(w.TokenSize.Resolve(l.hostBDP())); b > float64(units.MaxBytes) {
 			return fmt.Errorf("%s.token_size: tokens x top_k x token_size is %g bytes, more than %d, the largest flow", field, b, units.MaxBytes)
 		}
 		pairs := math.Min(n*n, float64(w.Tokens)*float64(w.TopK))
-		return l.charge(field, 2*float64(w.Layers)*pairs, fmt.Sprintf("layers %d x 2 x up to %s host pairs", w.Layers, fmtCount(pairs)),
+		return l.charge(field, 2*float64(w.Layers)*pairs, fmt.Sprintf("layers %d x tokens %d x (experts %d + top_k %d)", w.Layers, w.Tokens, w.Experts, w.TopK),
 			draws)
 	}
 	return nil

@@ -82,7 +82,7 @@ func ParseSize(text string) (Size, error) {
 	case err != nil || v < 0:
 		return Size{}, fmt.Errorf("size %q: want a byte count such as 1500, 64KB, 5MB or 6bdp", text)
 	case v+0.5 > float64(MaxBytes):
-		return Size{}, fmt.Errorf("size %q: more than %s, the largest size", text, FormatBytes(MaxBytes))
+		return Size{}, fmt.Errorf("size %q: more than %d bytes (1 PB), the largest size", text, MaxBytes)
 	}
 	return Size{Bytes: int64(v + 0.5)}, nil
 }

@@ -25,7 +25,7 @@ var budgetFlag string
 func init() {
 	root.PersistentFlags().StringVar(&budgetFlag, "budget", "",
 		"raise the work budget a spec is refused beyond: flows=N,devices=N,entries=N,draws=N,memory=SIZE, or off "+
-			"(defaults: flows=5e6, devices=1e5, entries=1e8 routing table entries, draws=1e9, memory=8GB)")
+			"(defaults: flows=5e6, devices=1e5, entries=1e8 routing table entries, draws=1e8, memory=8GB)")
 }
 
 // buildLab builds s within the budget --budget sets.

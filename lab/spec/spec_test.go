@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
@@ -483,4 +484,19 @@ workload:
 			t.Errorf("accepted %q", text)
 		}
 	}
+}
+
+// A small file whose aliases expand to millions of values is refused, not walked (issue 12).
+func TestAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: t\ntopology: {family: ndc, n: 2, k: 1}\nduration: 10ms\nworkload:\n  - &w {kind: flows, list: [&f {src: h0, dst: h1, size: 1KB}")
+	b.WriteString(strings.Repeat(", *f", 1100))
+	b.WriteString("]}\n")
+	b.WriteString(strings.Repeat("  - *w\n", 1000))
+	start := time.Now()
+	_, err := Parse([]byte(b.String()))
+	if err == nil || !strings.Contains(err.Error(), "the spec expands to more than 65536 values") {
+		t.Fatalf("alias bomb (%d bytes): %v", b.Len(), err)
+	}
+	t.Logf("%d-byte alias bomb refused in %v", b.Len(), time.Since(start))
 }
