@@ -48,3 +48,10 @@ func TestTraceStartBeyondTheClock(t *testing.T) {
 		t.Errorf("seconds(+Inf) = %v", got)
 	}
 }
+
+func TestMoEBytesDoNotWrap(t *testing.T) {
+	_, err := MixtureOfExperts(Rand(1, 0), MoE{Hosts: []int{0, 1}, Experts: 2, TopK: 1, Tokens: 1 << 20, TokenSize: 1 << 40, Layers: 1})
+	if err == nil || !strings.Contains(err.Error(), "tokens x top_k x token_size") {
+		t.Errorf("2^60 bytes per pair: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/units"
 )
 
 // PS is a parameter-server job (portfc.md §6.4): per round, every worker pushes Push bytes to the server
@@ -105,6 +106,9 @@ func MixtureOfExperts(r *rand.Rand, m MoE) (Schedule, error) {
 		return nil, fmt.Errorf("moe: zipf %v is negative", m.Zipf)
 	case m.Popularity != nil && len(m.Popularity) != m.Experts:
 		return nil, fmt.Errorf("moe: %d popularity weights for %d experts", len(m.Popularity), m.Experts)
+	case float64(m.Tokens)*float64(m.TopK)*float64(m.TokenSize) > float64(units.MaxBytes):
+		// One host pair can gather every token of a layer: its flow size must not wrap.
+		return nil, fmt.Errorf("moe: tokens x top_k x token_size = %g bytes is more than %d", float64(m.Tokens)*float64(m.TopK)*float64(m.TokenSize), units.MaxBytes)
 	}
 	w := m.Popularity
 	if w == nil {
