@@ -45,7 +45,8 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 		// The run's end is reached in engine time: a loop running behind the wall clock (it keeps the
 		// schedule, just later) still has the rest of its timers to fire before it.
 		next, pending := a.clk.Next()
-		if a.clk.Now() >= end || wall > end && (!pending || next > end) || a.stop.Load() {
+		// a.end, not end: it comes down to the last completion once every flow is done (collect).
+		if a.clk.Now() >= a.end || wall > a.end && (!pending || next > a.end) || a.stop.Load() {
 			if !sentDone {
 				done() // nothing more will happen here; the backend decides when to stop
 			}
