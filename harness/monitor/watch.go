@@ -20,14 +20,15 @@ import (
 // so looking at it on the grid from ceil(since + Stall) on, while it stays paused, finds the same first
 // stalled tick; and a cycle is found at the tick its last queue becomes stalled, as Observe finds it,
 // since the other queues of a cycle stay stalled (none can send). Queues found stalled are kept and
-// re-checked against the live ports at each later search.
+// checked again against the live ports by each later search.
 type Watch struct {
 	m        *Monitor
 	clk      clock.Clock
 	onDetect func()
 	idle     func() bool
 	qs       []watched
-	stalled  []int // indices into qs found stalled at some tick, re-checked at every search
+	inList   []bool        // [queue]: found stalled at some tick (and listed in byDev)
+	byDev    map[int][]int // device -> queues found stalled at some tick, checked live when searched
 	stopped  bool
 	timers   int // checks on the clock, superseded ones included
 }
@@ -137,8 +138,7 @@ func (w *Watch) fire(i int) {
 		w.rearm(i, now+w.m.cfg.Interval) // paused and empty: stalled once a frame arrives and stays
 		return
 	}
-	w.stalled = append(w.stalled, i)
-	w.search(now)
+	w.search(i, now)
 }
 
 func (w *Watch) rearm(i int, at clock.Time) {
@@ -154,25 +154,32 @@ func (w *Watch) isStalled(i int, now clock.Time) bool {
 	return q.port.Paused(q.st.Queue) && q.port.Bytes(q.st.Queue) > 0 && now-w.since(i) >= w.m.cfg.Stall
 }
 
-// search keeps the queues still stalled at now and looks for a cycle among them, as Observe does.
-func (w *Watch) search(now clock.Time) {
-	keep := w.stalled[:0]
-	seen := map[int]bool{}
-	for _, i := range w.stalled {
-		if !seen[i] && w.isStalled(i, now) {
-			seen[i] = true
-			keep = append(keep, i)
-		}
+// search looks for a cycle through queue i, just found stalled, among the queues found stalled before
+// (checked again against the live ports as the search reaches them): with no cycle before, a new one
+// must pass through i, so the search is local, not a pass over every stalled queue (an incast at k=12
+// holds thousands). Once a cycle exists, the verdict is Observe's: its cycle among every queue stalled
+// now, from one pass over all watched queues.
+func (w *Watch) search(i int, now clock.Time) {
+	if w.inList == nil {
+		w.inList = make([]bool, len(w.qs))
+		w.byDev = map[int][]int{}
 	}
-	w.stalled = keep
-	if len(keep) < 2 {
+	if !w.inList[i] {
+		w.inList[i] = true
+		d := w.qs[i].st.Device
+		w.byDev[d] = append(w.byDev[d], i)
+	}
+	if !w.cycleThrough(i, now) {
 		return
 	}
-	st := make([]QueueState, len(keep))
-	for k, i := range keep {
-		q := &w.qs[i]
-		st[k] = q.st
-		st[k].Bytes, st[k].Paused = q.port.Bytes(q.st.Queue), true
+	var st []QueueState
+	for j := range w.qs {
+		if w.isStalled(j, now) {
+			q := &w.qs[j]
+			s := q.st
+			s.Bytes, s.Paused = q.port.Bytes(q.st.Queue), true
+			st = append(st, s)
+		}
 	}
 	cycle := w.m.findCycle(st)
 	if cycle == nil {
@@ -187,4 +194,38 @@ func (w *Watch) search(now clock.Time) {
 	if w.onDetect != nil {
 		w.onDetect()
 	}
+}
+
+// cycleThrough is a breadth-first search along findCycle's wait-for edges, among listed queues still
+// stalled at now, from queue i back to it.
+func (w *Watch) cycleThrough(i int, now clock.Time) bool {
+	g := w.m.g
+	if g == nil {
+		return false
+	}
+	seen := map[int]bool{i: true}
+	frontier := []int{i}
+	for len(frontier) > 0 {
+		x := frontier[0]
+		frontier = frontier[1:]
+		q1 := w.qs[x].st
+		if q1.Device >= len(g.Nodes) || q1.Port >= len(g.Nodes[q1.Device].Ports) {
+			continue
+		}
+		peer := g.Peer(q1.Device, q1.Port)
+		for _, j := range w.byDev[peer.Node] {
+			q2 := w.qs[j].st
+			if q2.Port == peer.Port || !mayHold(q1, q2) {
+				continue
+			}
+			if j == i {
+				return true
+			}
+			if !seen[j] && w.isStalled(j, now) {
+				seen[j] = true
+				frontier = append(frontier, j)
+			}
+		}
+	}
+	return false
 }

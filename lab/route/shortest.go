@@ -2,6 +2,7 @@ package route
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
@@ -47,6 +48,10 @@ func ShortestWith(g *topo.Graph, hostTransit bool) (*Tables, error) {
 	}
 	dist := make([]int32, nn)
 	queue := make([]int, 0, nn)
+	// A node has few distinct port sets (a fat-tree edge switch: its uplinks, and one port per local
+	// host), so each node shares one slice per distinct set: at k=12 this held 28 MB of 264k slices.
+	interned := make([]map[string][]uint8, nn)
+	var scratch []uint8
 	for d, dn := range g.Hosts {
 		// BFS backwards from the destination: every link is bidirectional, so the distance to d equals
 		// the distance from d. A node may relay (be expanded) only if it is a switch or a transit host;
@@ -74,12 +79,23 @@ func ShortestWith(g *topo.Graph, hostTransit bool) (*Tables, error) {
 			if u == dn || dist[u] < 0 {
 				continue
 			}
-			var set []uint8
+			scratch = scratch[:0]
 			for p := range g.Nodes[u].Ports {
 				v := g.Peer(u, p).Node
 				if dist[v] == dist[u]-1 && (v == dn || t.relays(g, v)) {
-					set = append(set, uint8(p))
+					scratch = append(scratch, uint8(p))
 				}
+			}
+			if len(scratch) == 0 {
+				continue
+			}
+			if interned[u] == nil {
+				interned[u] = map[string][]uint8{}
+			}
+			set, ok := interned[u][string(scratch)]
+			if !ok {
+				set = slices.Clone(scratch)
+				interned[u][string(scratch)] = set
 			}
 			t.FIB[u][d] = set
 		}
