@@ -24,6 +24,9 @@ command -v git >/dev/null 2>&1 || need+=(git)
 command -v tshark >/dev/null 2>&1 || need+=(tshark)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 command -v dot >/dev/null 2>&1 || need+=(graphviz)
+# Live labs (`lab up`, `lab exec`): ping and iperf3 on the kernel hosts, tcpdump for `lab capture` users.
+command -v ping >/dev/null 2>&1 || need+=(iputils-ping)
+command -v iperf3 >/dev/null 2>&1 || need+=(iperf3)
 # Go: any go >= 1.21 is enough, because from 1.21 on the go command fetches the toolchain go.mod asks
 # for (GOTOOLCHAIN=auto, through the module proxy). Debian bookworm's golang-go is 1.19, too old for
 # that, so on bookworm Go comes from bookworm-backports; newer Debian releases ship >= 1.21 directly.
@@ -57,7 +60,7 @@ if [ "${#need[@]}" -gt 0 ] || [ "${#go_pkgs[@]}" -gt 0 ]; then
 		say "missing ${need[*]} ${go_pkgs[*]} and no apt-get: install them by hand"; exit 1
 	fi
 else
-	say "iproute2, ethtool, git, tshark, python3, graphviz and go (>= 1.21) already present"
+	say "iproute2, ethtool, git, tshark, python3, graphviz, ping, iperf3 and go (>= 1.21) already present"
 fi
 
 # --- Go toolchain: go.mod pins a newer Go than Debian ships; let the go command fetch it (module proxy).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fabriclab/fabriclab/harness/live"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/spf13/cobra"
 )
@@ -22,6 +23,11 @@ func init() {
 				if len(args) > 0 {
 					return errors.New("--all takes no lab names")
 				}
+				if sts, _ := netns.List(); len(sts) > 0 {
+					for _, st := range sts {
+						live.Cleanup(st.Lab)
+					}
+				}
 				names, notes, err := netns.DownAll()
 				for _, n := range notes {
 					fmt.Fprintln(out, n)
@@ -39,6 +45,7 @@ func init() {
 			}
 			var errs []error
 			for _, n := range args {
+				live.Cleanup(n) // a live lab's hosts files; nothing for a bare one
 				notes, err := netns.DownNotes(n)
 				for _, note := range notes {
 					fmt.Fprintln(out, note)

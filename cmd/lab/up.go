@@ -23,16 +23,20 @@ var loadSpecGraph func(path string) (*topo.Graph, string, error)
 func init() {
 	var name string
 	var mtu, txqlen int
-	var keepOffloads, quiet bool
+	var keepOffloads, quiet, bare bool
+	var dilation float64
 	cmd := &cobra.Command{
 		Use:   "up (FAMILY [key=value ...] | SPEC.yaml)",
-		Short: "Bring a topology up as network namespaces and veth pairs",
-		Long: "Create one network namespace per device (fl-<lab>-<device>) and one veth pair per link " +
+		Short: "Bring a lab up live: Go switches forwarding between kernel hosts (--bare: namespaces only)",
+		Long: liveUpHelp + "\n\nWith --bare: create one network namespace per device (fl-<lab>-<device>) and one veth pair per link " +
 			"(interface p<i> is port i of the device). Everything made is recorded in " +
 			"/run/fabriclab/<lab>/state.json first, so `lab down <lab>` removes exactly that, even after a crash. " +
 			"Ctrl-C during bring-up removes what was made. Needs root.\n\nFamilies and keys:\n" + familyHelp(),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if !bare {
+				return liveUp(cmd, args, name, dilation, mtu, quiet)
+			}
 			var g *topo.Graph
 			labName := name
 			if strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml") {
@@ -95,5 +99,7 @@ func init() {
 	cmd.Flags().IntVar(&txqlen, "txqueuelen", netns.DefaultTxQueueLen, "txqueuelen of every veth")
 	cmd.Flags().BoolVar(&keepOffloads, "keep-offloads", false, "leave checksum/TSO/GSO offloads on (for PACKET_VNET_HDR agents)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress lines")
+	cmd.Flags().BoolVar(&bare, "bare", false, "namespaces and veths only: no switches run, hosts have no addresses")
+	cmd.Flags().Float64Var(&dilation, "dilation", 0, "live FAMILY labs: time dilation (default 1000: 100 Gb/s links run at 100 Mb/s); a spec gives its own")
 	root.AddCommand(cmd)
 }

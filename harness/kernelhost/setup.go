@@ -27,6 +27,8 @@ type Host struct {
 	Device string // e.g. "h3"
 	Index  int    // host index: its address is wire.HostIP(Index)
 	Port   int    // the port the host reaches the fabric through (hosts in switch-centric fabrics: 0)
+	// Ifname, if set, is the interface instead of port Port's (a live lab's relay host: netns.KernelIf).
+	Ifname string
 }
 
 // Config is the kernel stack's configuration, the same for every host of a lab.
@@ -97,6 +99,9 @@ func setupAddr(l *netns.Lab, h Host, all []Host) error {
 	}
 	defer nl.Close()
 	ifn := netns.PortName(h.Port)
+	if h.Ifname != "" {
+		ifn = h.Ifname
+	}
 	link, err := nl.LinkByName(ifn)
 	if err != nil {
 		return fmt.Errorf("%s: %w", ifn, err)

@@ -53,6 +53,8 @@ type AgentMsg struct {
 	// Deadlock is the run-time monitor's verdict (records; only from an agent that ran the monitor).
 	Deadlock *report.DeadlockVerdict `json:"deadlock,omitempty"`
 	Err      string                  `json:"err,omitempty"`
+	// Live is a live lab's request or reply (type live, live.go).
+	Live *LiveMsg `json:"live,omitempty"`
 }
 
 // AgentSetup is what one agent hosts.
@@ -165,7 +167,7 @@ type AgentFidelity struct {
 
 // agentMsgTypes are the protocol's message types.
 var agentMsgTypes = map[string]bool{"setup": true, "ready": true, "start": true, "done": true, "end": true,
-	"stop": true, "records": true, "error": true, "progress": true, "completed": true}
+	"stop": true, "records": true, "error": true, "progress": true, "completed": true, "live": true}
 
 // Check refuses a message the other side could not act on sensibly: an unknown type, a setup without
 // its body, or numbers a backend never sends (negative times, non-finite or non-positive rates).

@@ -123,7 +123,7 @@ var _ = Describe("netns backend", Serial, func() {
 	// there is time to catch it halfway), waits until some
 	// namespaces exist, and sends sig.
 	upThenSignal := func(name string, sig syscall.Signal) (*exec.Cmd, string) {
-		cmd := exec.Command(labBin, "up", "ndc", "n=16", "k=1", "--name", name, "-q")
+		cmd := exec.Command(labBin, "up", "ndc", "n=16", "k=1", "--name", name, "-q", "--bare")
 		out := &lockedBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		Expect(cmd.Start()).To(Succeed())

@@ -90,6 +90,10 @@ func Main(in io.Reader, out io.Writer) int {
 				a.completedElsewhere(m.Flows, m.Finish)
 				continue
 			}
+			if err == nil && m.Type == "live" && m.Live != nil {
+				a.liveRequest(m.Live)
+				continue
+			}
 			if err != nil || m.Type == "stop" {
 				if os.Getenv("FABRICLAB_AGENT_DEBUG") != "" {
 					fmt.Fprintf(os.Stderr, "agent %d: stop (%v)\n", os.Getpid(), err)
@@ -102,6 +106,7 @@ func Main(in io.Reader, out io.Writer) int {
 	a.completedFn = func(ids []uint32, at []clock.Time) {
 		c.send(netns.AgentMsg{Type: "completed", Flows: ids, Finish: at})
 	}
+	a.live.reply = func(r *netns.LiveMsg) { c.send(netns.AgentMsg{Type: "live", Live: r}) }
 	a.progressFn = func(now clock.Time, done int) { c.send(netns.AgentMsg{Type: "progress", Now: now, Done: done}) }
 	if err := a.run(m.Epoch, m.End, func() { c.send(netns.AgentMsg{Type: "done"}) },
 		func() { c.send(netns.AgentMsg{Type: "end"}) }); err != nil {

@@ -46,7 +46,12 @@ type port struct {
 	link  *link
 	pcap  *wire.PcapWriter
 	pfile *os.File
-	yard  clock.Time // fidelity yardstick: one data frame's serialization time at this port's rate
+	// Live labs: frames read (Rx counters of lab inspect), the capture's file name, and the link fault
+	// applied to frames arriving here from a kernel host (nil: none; see liveDo).
+	rxFrames, rxBytes uint64
+	capPath           string
+	inFault           *egress.Fault
+	yard              clock.Time // fidelity yardstick: one data frame's serialization time at this port's rate
 
 	// Frames the link released this loop iteration, written by flush with one sendmmsg.
 	out   [][]byte
@@ -257,6 +262,7 @@ type agent struct {
 	// step is how far one catch-up step advances (catchUp): a frame this agent sends itself is taken at
 	// most that long after its scheduled arrival.
 	step clock.Time
+	live liveQueue
 }
 
 func newAgent(s *netns.AgentSetup) (*agent, error) {

@@ -23,6 +23,7 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 	sentDone := false
 	wall0 := a.clk.Wall()
 	for !a.stop.Load() {
+		a.runLive()
 		if err := a.catchUp(); err != nil {
 			return err
 		}
@@ -256,6 +257,11 @@ func (a *agent) receiveReady(ready []int, sync bool) error {
 func (a *agent) receive(p *port, sync bool) error {
 	_, err := p.sock.Recv(func(frame []byte) {
 		a.fid.RxFrames++
+		p.rxFrames++
+		p.rxBytes += uint64(len(frame))
+		if p.inFault != nil && p.inFault.Down {
+			return // the cable is down (lab link): what a kernel host sends into it is lost
+		}
 		if p.pcap != nil {
 			p.pcap.WriteAt(a.clk.Wall(), frame)
 		}

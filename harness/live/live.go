@@ -1,0 +1,313 @@
+// Package live runs a lab as a live network (`lab up`): the lab's Go switches forward in real time, at
+// the spec's dilation, between kernel-stack hosts that any program can use (`lab exec LAB h0 -- ping
+// h5`). A supervisor process, started by Up and detached from the terminal, owns the agent that runs
+// the switches and answers `lab inspect`, `lab link` and `lab capture` on a Unix socket in the lab's
+// state directory. `lab down` ends the supervisor and the agent (both are in the lab's agents file)
+// and removes the namespaces as for any lab.
+package live
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fabriclab/fabriclab/harness/kernelhost"
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
+	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/fabriclab/fabriclab/wire"
+)
+
+// Config says which lab to bring up: a spec file, or a topology family with its parameters.
+type Config struct {
+	Name     string            `json:"name"`
+	SpecPath string            `json:"spec,omitempty"`
+	Family   string            `json:"family,omitempty"`
+	Params   map[string]string `json:"params,omitempty"`
+	// Dilation for a family (a spec file gives its own): 100 Gb/s links at D=1000 run at 100 Mb/s.
+	Dilation float64 `json:"dilation,omitempty"`
+	// MTU of the kernel hosts (and so of every link); 0: the spec's host.mtu, else 1500.
+	MTU int `json:"mtu,omitempty"`
+}
+
+// DefaultDilation is a family lab's dilation: 100 Gb/s links at 100 Mb/s, about 8 k full-size frames per
+// second per direction, which one agent forwards on a 2-core machine with room to spare.
+const DefaultDilation = 1000
+
+// Build assembles the lab the config names, with kernel-stack hosts (host.transport kernel-tcp on the
+// netns backend, whatever the spec says) and returns notes on what was changed to make it live.
+func Build(cfg Config) (*lab.Lab, []string, error) {
+	var s *spec.Spec
+	var err error
+	if cfg.SpecPath != "" {
+		if s, err = spec.Load(cfg.SpecPath); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		s, err = familySpec(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	var notes []string
+	if s.Dilation <= 1 && s.Backend != "netns" {
+		// A virtual spec's links at D=1 are far beyond what one agent forwards in real time.
+		s.Dilation = DefaultDilation
+		notes = append(notes, fmt.Sprintf("the spec sets no dilation: the live lab runs at %d", DefaultDilation))
+	}
+	s.Backend = "netns"
+	if s.Host.Transport != "kernel-tcp" {
+		if s.Host.Transport != "" {
+			notes = append(notes, fmt.Sprintf("hosts are kernel-stack hosts (the spec's host.transport %s applies to `lab run`)", s.Host.Transport))
+		}
+		s.Host.Transport = "kernel-tcp"
+		s.Host.CC = ""
+	}
+	if cfg.MTU > 0 {
+		s.Host.MTU = cfg.MTU
+	}
+	switch fc := s.Switch.FlowControl; fc {
+	case "", "lossy", "pfc", "pfcstar":
+	default:
+		notes = append(notes, fmt.Sprintf("switch.flow_control %s needs NIC-engine hosts; the live lab's switches run lossy", fc))
+		s.Switch.FlowControl = "lossy"
+	}
+	l, err := lab.Build(s)
+	if err != nil {
+		return nil, notes, err
+	}
+	if err := kernelhost.Available(s.Host.CC); err != nil {
+		return nil, notes, err
+	}
+	if fc := s.Switch.FlowControl; fc != "" && fc != "lossy" {
+		notes = append(notes, fmt.Sprintf("switch.flow_control %s: kernel hosts neither send nor obey pauses, so only switch-to-switch links are lossless", fc))
+	}
+	return l, notes, nil
+}
+
+func familySpec(cfg Config) (*spec.Spec, error) {
+	d := cfg.Dilation
+	if d == 0 {
+		d = DefaultDilation
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\nbackend: netns\ndilation: %g\nduration: 1s\n", cfg.Name, d)
+	fmt.Fprintf(&b, "switch: {flow_control: lossy}\nhost: {transport: kernel-tcp, mtu: 1500}\nrouting: {algorithm: shortest}\n")
+	fmt.Fprintf(&b, "topology:\n  family: %q\n", cfg.Family)
+	keys := make([]string, 0, len(cfg.Params))
+	for k := range cfg.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var link []string
+	for _, k := range keys {
+		v := cfg.Params[k]
+		if k == "rate" || k == "delay" {
+			link = append(link, fmt.Sprintf("%s: %q", k, v))
+			continue
+		}
+		fmt.Fprintf(&b, "  %s: %q\n", k, v)
+	}
+	if len(link) > 0 {
+		fmt.Fprintf(&b, "  link: {%s}\n", strings.Join(link, ", "))
+	}
+	b.WriteString("workload: []\n")
+	s, err := spec.Parse([]byte(b.String()))
+	if err != nil {
+		return nil, fmt.Errorf("lab up %s: %w", cfg.Family, err)
+	}
+	return s, nil
+}
+
+// Info is what Up reports about the lab it brought up.
+type Info struct {
+	Name     string
+	Lab      *lab.Lab
+	Notes    []string
+	Dilation float64
+	MTU      int
+}
+
+// EtcNetns is where `ip netns exec` finds per-namespace files it bind-mounts over /etc.
+const EtcNetns = "/etc/netns"
+
+// Up brings the lab up and starts its supervisor. On error, or when ctx is cancelled, it removes what
+// it made. progress, if set, hears the phases.
+func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
+	if progress == nil {
+		progress = func(string) {}
+	}
+	if !netns.AgentLinked {
+		return nil, errors.New("lab up: this binary does not contain the agent")
+	}
+	l, notes, err := Build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = l.Spec.Name
+	}
+	if err := netns.ValidateName(cfg.Name); err != nil {
+		return nil, fmt.Errorf("%w (choose one with --name)", err)
+	}
+	info := &Info{Name: cfg.Name, Lab: l, Notes: notes, Dilation: l.Spec.EffectiveDilation(), MTU: netns.LabMTU(l)}
+	nl, err := netns.Up(ctx, cfg.Name, l.Graph, netns.Options{MTU: info.MTU})
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			removeHostsFiles(cfg.Name)
+			netns.Down(cfg.Name)
+		}
+	}()
+	progress("kernel hosts")
+	if err := setupHosts(nl, l); err != nil {
+		return nil, err
+	}
+	progress("switches")
+	if err := startSupervisor(ctx, cfg); err != nil {
+		return nil, err
+	}
+	ok = true
+	return info, nil
+}
+
+func setupHosts(nl *netns.Lab, l *lab.Lab) error {
+	g := l.Graph
+	var hs []kernelhost.Host
+	for _, n := range g.Hosts {
+		h := kernelhost.Host{Device: g.Nodes[n].Name, Index: g.Nodes[n].Index}
+		if l.Tables.HostTransit {
+			// A relay host: its ports are the relay engine's; the kernel sits behind it on a veth.
+			if err := nl.AddKernelPort(h.Device, nl.MTU); err != nil {
+				return err
+			}
+			h.Ifname = netns.KernelIf
+		}
+		hs = append(hs, h)
+	}
+	if err := kernelhost.Setup(nl, hs, kernelhost.Config{CC: l.Spec.Host.CC, ECN: l.Spec.Switch.ECN.ECNEnabled()}); err != nil {
+		return err
+	}
+	// Names resolve inside the lab: `ip netns exec` (and so `lab exec`) bind-mounts
+	// /etc/netns/<namespace>/hosts over /etc/hosts.
+	var b strings.Builder
+	b.WriteString("127.0.0.1\tlocalhost\n")
+	for _, h := range hs {
+		fmt.Fprintf(&b, "%s\t%s\n", wire.HostIP(h.Index), h.Device)
+	}
+	for _, h := range hs {
+		dir := filepath.Join(EtcNetns, nl.NSName(h.Device))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "hosts"), []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeHostsFiles removes /etc/netns/fl-<lab>-*: names only our lab's namespaces carry.
+func removeHostsFiles(name string) {
+	dirs, _ := filepath.Glob(filepath.Join(EtcNetns, netns.NSName(name, "*")))
+	for _, d := range dirs {
+		os.Remove(filepath.Join(d, "hosts"))
+		os.Remove(d) // only if empty: anything else there is not ours
+	}
+}
+
+// Cleanup removes what a live lab keeps outside its namespaces and state directory (the hosts files);
+// `lab down` calls it before removing the namespaces.
+func Cleanup(name string) {
+	if netns.ValidateName(name) == nil {
+		removeHostsFiles(name)
+	}
+}
+
+// SupervisorEnv turns a binary linking this package into a live lab's supervisor.
+const SupervisorEnv = "FABRICLAB_LIVE"
+
+func startSupervisor(ctx context.Context, cfg Config) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if cfg.SpecPath != "" {
+		if cfg.SpecPath, err = filepath.Abs(cfg.SpecPath); err != nil {
+			return err
+		}
+	}
+	logf, err := os.OpenFile(filepath.Join(netns.StateDir(cfg.Name), "live.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), SupervisorEnv+"=1")
+	cmd.Stderr = logf
+	// Its own session: it outlives `lab up` and the terminal; `lab down` ends it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("supervisor: %w", err)
+	}
+	if err := netns.RecordProcess(cfg.Name, cmd.Process.Pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return err
+	}
+	go cmd.Wait() // reaped if it dies before we return; once we exit, init adopts it
+	json.NewEncoder(in).Encode(cfg)
+	in.Close()
+	line := make(chan string, 1)
+	go func() {
+		s, _ := bufio.NewReader(out).ReadString('\n')
+		line <- strings.TrimSpace(s)
+	}()
+	select {
+	case s := <-line:
+		if s == "ready" {
+			return nil
+		}
+		if s == "" {
+			b, _ := os.ReadFile(logf.Name())
+			s = "exited: " + strings.TrimSpace(string(b))
+		}
+		return fmt.Errorf("supervisor: %s", s)
+	case <-time.After(60 * time.Second):
+		cmd.Process.Kill()
+		return errors.New("supervisor: not ready within 60 s")
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		return ctx.Err()
+	}
+}
+
+// peerName names the other end of a port's cable for inspect.
+func peerName(g *topo.Graph, node, port int) string {
+	if port >= len(g.Nodes[node].Ports) {
+		return "kernel:" + netns.KernelIf // a relay host's own kernel
+	}
+	p := g.Peer(node, port)
+	return fmt.Sprintf("%s:p%d", g.Nodes[p.Node].Name, p.Port)
+}

@@ -1,0 +1,402 @@
+package live
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/harness/netns"
+	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the supervisor starts this binary as the agent: its init must run first
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/route"
+	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/fabriclab/fabriclab/switchsw"
+)
+
+func init() {
+	if os.Getenv(SupervisorEnv) != "1" {
+		return
+	}
+	os.Unsetenv(SupervisorEnv) // the agent it starts is not a supervisor
+	os.Exit(supervise())
+}
+
+// SocketPath is the supervisor's control socket.
+func SocketPath(name string) string { return filepath.Join(netns.StateDir(name), "ctl.sock") }
+
+// EventsPath is the lab's fault log: one JSON Event per line.
+func EventsPath(name string) string { return filepath.Join(netns.StateDir(name), "events.jsonl") }
+
+// Request is one control request: inspect; link (A, B, State down|up|set, Fault for set); capture
+// (Port "s0:p1", Path; an empty Path stops).
+type Request struct {
+	Op    string        `json:"op"`
+	A     string        `json:"a,omitempty"`
+	B     string        `json:"b,omitempty"`
+	State string        `json:"state,omitempty"`
+	Fault *egress.Fault `json:"fault,omitempty"`
+	Port  string        `json:"port,omitempty"`
+	Path  string        `json:"path,omitempty"`
+}
+
+// Reply answers a Request.
+type Reply struct {
+	Err     string   `json:"err,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
+	Inspect *Inspect `json:"inspect,omitempty"`
+}
+
+// Inspect is a live lab's counters now.
+type Inspect struct {
+	Lab      string  `json:"lab"`
+	Dilation float64 `json:"dilation"`
+	// Now is the engine time the lab has run (the agent clock divided by the dilation); Uptime the wall
+	// time since it started.
+	Now     clock.Time         `json:"engine_time_ps"`
+	Uptime  float64            `json:"uptime_s"`
+	Devices []netns.LiveDevice `json:"devices"`
+	Events  []Event            `json:"events,omitempty"`
+}
+
+// Event is a fault applied while the lab ran, with when (wall time, and the lab's engine time).
+type Event struct {
+	Wall   time.Time  `json:"wall"`
+	Engine clock.Time `json:"engine_time_ps"`
+	Link   [2]string  `json:"link"`
+	State  string     `json:"state"` // down, up, or the impairment set
+	Routes string     `json:"routes,omitempty"`
+}
+
+type supervisor struct {
+	mu     sync.Mutex
+	name   string
+	l      *lab.Lab
+	lv     *netns.Live
+	start  time.Time
+	faults map[int]egress.Fault       // graph link -> its fault
+	fibs   map[int][]switchsw.PortSet // engine node -> the table it has now
+	events []Event
+}
+
+func supervise() int {
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "%s live: %s\n", time.Now().UTC().Format(time.RFC3339Nano), fmt.Sprintf(format, a...))
+	}
+	fail := func(err error) int {
+		logf("%v", err)
+		fmt.Fprintln(os.Stdout, err.Error())
+		return 1
+	}
+	var cfg Config
+	if err := json.NewDecoder(os.Stdin).Decode(&cfg); err != nil {
+		return fail(fmt.Errorf("config: %w", err))
+	}
+	l, _, err := Build(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	nl, err := netns.Open(cfg.Name)
+	if err != nil {
+		return fail(err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	lv, err := netns.StartLive(ctx, l, nl)
+	if err != nil {
+		return fail(err)
+	}
+	defer lv.Stop()
+	sock := SocketPath(cfg.Name)
+	os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return fail(err)
+	}
+	defer ln.Close()
+	s := &supervisor{name: cfg.Name, l: l, lv: lv, start: time.Now(), faults: map[int]egress.Fault{}}
+	logf("lab %s live: agent pid %d, dilation %g", cfg.Name, lv.Pid(), lv.Dilation)
+	fmt.Fprintln(os.Stdout, "ready")
+	os.Stdout.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go s.serve(c)
+		}
+	}()
+	select {
+	case err := <-lv.Exited():
+		logf("agent exited: %v", err)
+		return 1
+	case <-ctx.Done():
+		logf("stopped by signal")
+		return 0
+	}
+}
+
+func (s *supervisor) serve(c net.Conn) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	var req Request
+	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
+		json.NewEncoder(c).Encode(Reply{Err: "bad request: " + err.Error()})
+		return
+	}
+	s.mu.Lock()
+	rep, err := s.do(req)
+	s.mu.Unlock()
+	if err != nil {
+		rep.Err = err.Error()
+	}
+	json.NewEncoder(c).Encode(rep)
+}
+
+func (s *supervisor) do(req Request) (Reply, error) {
+	switch req.Op {
+	case "inspect":
+		m, err := s.lv.Request(netns.LiveMsg{Op: "inspect"})
+		if err != nil {
+			return Reply{}, err
+		}
+		g := s.l.Graph
+		idx := map[string]int{}
+		for i, n := range g.Nodes {
+			idx[n.Name] = i
+		}
+		for i := range m.Devices {
+			d := &m.Devices[i]
+			for j := range d.Ports {
+				d.Ports[j].Peer = peerName(g, idx[d.Name], d.Ports[j].Port)
+			}
+		}
+		return Reply{Inspect: &Inspect{Lab: s.name, Dilation: s.lv.Dilation, Now: clock.Time(float64(m.Now) / s.lv.Dilation),
+			Uptime: time.Since(s.start).Seconds(), Devices: m.Devices, Events: s.events}}, nil
+	case "link":
+		return s.link(req)
+	case "capture":
+		dev, port, err := s.port(req.Port)
+		if err != nil {
+			return Reply{}, err
+		}
+		if !s.engine(dev) {
+			return Reply{}, fmt.Errorf("capture %s: capture a switch port (the host's kernel owns its own; run tcpdump there with lab exec)", req.Port)
+		}
+		_, err = s.lv.Request(netns.LiveMsg{Op: "capture", Device: s.l.Graph.Nodes[dev].Name, Port: port, Path: req.Path})
+		return Reply{}, err
+	}
+	return Reply{}, fmt.Errorf("unknown op %q", req.Op)
+}
+
+// port parses "s0:p1".
+func (s *supervisor) port(spec string) (int, int, error) {
+	dev, p, ok := strings.Cut(spec, ":")
+	n := s.node(dev)
+	if !ok || n < 0 || !strings.HasPrefix(p, "p") {
+		return 0, 0, fmt.Errorf("port %q: want DEVICE:pN, e.g. s0:p1", spec)
+	}
+	i, err := strconv.Atoi(p[1:])
+	if err != nil || i < 0 || i >= len(s.l.Graph.Nodes[n].Ports) {
+		return 0, 0, fmt.Errorf("port %q: %s has ports p0..p%d", spec, dev, len(s.l.Graph.Nodes[n].Ports)-1)
+	}
+	return n, i, nil
+}
+
+func (s *supervisor) node(name string) int {
+	for i, n := range s.l.Graph.Nodes {
+		if n.Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func (s *supervisor) link(req Request) (Reply, error) {
+	g := s.l.Graph
+	a, b := s.node(req.A), s.node(req.B)
+	if a < 0 || b < 0 {
+		return Reply{}, fmt.Errorf("link %s %s: no such device", req.A, req.B)
+	}
+	var links []int
+	for i, lk := range g.Links {
+		if lk.A.Node == a && lk.B.Node == b || lk.A.Node == b && lk.B.Node == a {
+			links = append(links, i)
+		}
+	}
+	if len(links) == 0 {
+		return Reply{}, fmt.Errorf("link %s %s: no cable joins them", req.A, req.B)
+	}
+	var f egress.Fault
+	switch req.State {
+	case "down":
+		f.Down = true
+	case "up":
+	case "set":
+		if req.Fault == nil {
+			return Reply{}, errors.New("link set: give loss=P% and/or delay=T")
+		}
+		f = *req.Fault
+	default:
+		return Reply{}, fmt.Errorf("link state %q: want down, up or set", req.State)
+	}
+	if err := f.Check(); err != nil {
+		return Reply{}, err
+	}
+	for _, li := range links {
+		lk := g.Links[li]
+		for _, e := range []topo.End{lk.A, lk.B} {
+			if !s.engine(e.Node) {
+				continue // a kernel host: its switch fails the frames where they arrive
+			}
+			ff := f
+			if _, err := s.lv.Request(netns.LiveMsg{Op: "fault", Device: g.Nodes[e.Node].Name, Port: e.Port, Fault: &ff}); err != nil {
+				return Reply{}, err
+			}
+		}
+		if f.None() {
+			delete(s.faults, li)
+		} else {
+			s.faults[li] = f
+		}
+	}
+	ev := Event{Wall: time.Now(), Link: [2]string{req.A, req.B}, State: f.String()}
+	if m, err := s.lv.Request(netns.LiveMsg{Op: "inspect"}); err == nil {
+		ev.Engine = clock.Time(float64(m.Now) / s.lv.Dilation)
+	}
+	var notes []string
+	if req.State != "set" {
+		changed, err := s.reroute()
+		if err != nil {
+			return Reply{}, err
+		}
+		ev.Routes = fmt.Sprintf("ECMP recomputed: %d switches changed tables", changed)
+		notes = append(notes, ev.Routes)
+	}
+	s.events = append(s.events, ev)
+	if b, err := json.Marshal(ev); err == nil {
+		if f, err := os.OpenFile(EventsPath(s.name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			f.Write(append(b, '\n'))
+			f.Close()
+		}
+	}
+	return Reply{Notes: notes}, nil
+}
+
+// reroute recomputes the switches' shortest-path ECMP tables without the links that are down and
+// installs those that changed. It returns how many switches got a new table.
+func (s *supervisor) reroute() (int, error) {
+	down := map[int]bool{}
+	for li, f := range s.faults {
+		if f.Down {
+			down[li] = true
+		}
+	}
+	t, err := route.ShortestWith(WithoutLinks(s.l.Graph, down), s.l.Tables.HostTransit)
+	if err != nil {
+		return 0, err
+	}
+	g := s.l.Graph
+	if s.fibs == nil {
+		s.fibs = map[int][]switchsw.PortSet{}
+		for _, sd := range s.l.Switches {
+			s.fibs[sd.Node] = sd.Config.FIB
+		}
+		if s.l.Tables.HostTransit {
+			for _, n := range g.Hosts {
+				s.fibs[n] = netns.RelayFIB(s.l.Tables.FIB[n], g.Nodes[n].Index, len(g.Nodes[n].Ports))
+			}
+		}
+	}
+	changed := 0
+	for n := range g.Nodes {
+		old, ok := s.fibs[n]
+		if !ok {
+			continue
+		}
+		var fib []switchsw.PortSet
+		if g.Nodes[n].Kind == topo.Switch {
+			fib = make([]switchsw.PortSet, len(t.FIB[n]))
+			for d, set := range t.FIB[n] {
+				fib[d] = switchsw.PortSet(set)
+			}
+		} else {
+			fib = netns.RelayFIB(t.FIB[n], g.Nodes[n].Index, len(g.Nodes[n].Ports))
+		}
+		same := len(fib) == len(old)
+		for d := range fib {
+			same = same && string(fib[d]) == string(old[d])
+		}
+		if same {
+			continue
+		}
+		if _, err := s.lv.Request(netns.LiveMsg{Op: "fib", Device: g.Nodes[n].Name, FIB: fib}); err != nil {
+			return changed, err
+		}
+		s.fibs[n] = fib
+		changed++
+	}
+	return changed, nil
+}
+
+// engine says whether node n runs in the agent: a switch, or a relay host of a server-centric fabric.
+func (s *supervisor) engine(n int) bool {
+	return s.l.Graph.Nodes[n].Kind == topo.Switch || s.l.Tables.HostTransit
+}
+
+// WithoutLinks is g with the links in down cut: each end of a cut link leads back to its own node, so
+// routing sees no neighbour there, and every other port keeps its number.
+func WithoutLinks(g *topo.Graph, down map[int]bool) *topo.Graph {
+	c := *g
+	c.Nodes = make([]topo.Node, len(g.Nodes))
+	for i, n := range g.Nodes {
+		n.Ports = append([]int(nil), n.Ports...)
+		c.Nodes[i] = n
+	}
+	c.Links = append([]topo.Link(nil), g.Links...)
+	for li := range down {
+		lk := g.Links[li]
+		for _, e := range []topo.End{lk.A, lk.B} {
+			c.Links = append(c.Links, topo.Link{A: e, B: e, RateBps: lk.RateBps, Delay: lk.Delay})
+			c.Nodes[e.Node].Ports[e.Port] = len(c.Links) - 1
+		}
+	}
+	return &c
+}
+
+// Do sends one request to lab name's supervisor.
+func Do(name string, req Request) (*Reply, error) {
+	c, err := net.DialTimeout("unix", SocketPath(name), 5*time.Second)
+	if err != nil {
+		if _, serr := os.Stat(SocketPath(name)); serr != nil {
+			return nil, fmt.Errorf("lab %s is not a live lab (no %s): bring it up with `lab up`", name, SocketPath(name))
+		}
+		return nil, fmt.Errorf("lab %s: supervisor not answering: %w", name, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	if err := json.NewEncoder(c).Encode(req); err != nil {
+		return nil, err
+	}
+	var rep Reply
+	if err := json.NewDecoder(c).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("lab %s: supervisor reply: %w", name, err)
+	}
+	if rep.Err != "" {
+		return &rep, errors.New(rep.Err)
+	}
+	return &rep, nil
+}

@@ -1,0 +1,177 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/switchsw"
+	"github.com/fabriclab/fabriclab/wire"
+)
+
+// Live requests (netns.LiveMsg) reach the agent on its control reader goroutine; the loop runs them
+// between iterations, on its own thread, as it runs every engine call.
+type liveQueue struct {
+	mu      sync.Mutex
+	reqs    []*netns.LiveMsg
+	pending atomic.Bool
+	reply   func(*netns.LiveMsg)
+	// dropsSeen is how much of the log's drops the counters below have taken in.
+	dropsSeen int
+	drops     map[[2]int]map[string]uint64 // (node, port) -> reason -> frames
+}
+
+func (a *agent) liveRequest(m *netns.LiveMsg) {
+	a.live.mu.Lock()
+	a.live.reqs = append(a.live.reqs, m)
+	a.live.pending.Store(true)
+	a.live.mu.Unlock()
+	a.wake.signal()
+}
+
+// runLive answers the live requests waiting (called by the loop; a single atomic load when none is).
+func (a *agent) runLive() {
+	if !a.live.pending.Load() {
+		return
+	}
+	a.live.mu.Lock()
+	reqs := a.live.reqs
+	a.live.reqs = nil
+	a.live.pending.Store(false)
+	a.live.mu.Unlock()
+	for _, r := range reqs {
+		out := a.liveDo(r)
+		out.Op, out.Now = r.Op, a.clk.Now()
+		if a.live.reply != nil {
+			a.live.reply(out)
+		}
+	}
+}
+
+func (a *agent) liveDevice(name string) (*device, error) {
+	for _, d := range a.devs {
+		if d.name == name {
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("no device %q in this agent", name)
+}
+
+func (a *agent) liveDo(r *netns.LiveMsg) *netns.LiveMsg {
+	fail := func(err error) *netns.LiveMsg { return &netns.LiveMsg{Err: err.Error()} }
+	switch r.Op {
+	case "inspect":
+		return &netns.LiveMsg{Devices: a.liveCounters()}
+	case "fault", "fib", "capture":
+	default:
+		return fail(fmt.Errorf("unknown live op %q", r.Op))
+	}
+	d, err := a.liveDevice(r.Device)
+	if err != nil {
+		return fail(err)
+	}
+	if r.Op != "fib" && (r.Port < 0 || r.Port >= len(d.ports)) {
+		return fail(fmt.Errorf("%s has ports p0..p%d", d.name, len(d.ports)-1))
+	}
+	switch r.Op {
+	case "fault":
+		sw, ok := d.eng.(*switchsw.Switch)
+		if !ok || r.Fault == nil {
+			return fail(fmt.Errorf("%s: link faults are applied by switches", d.name))
+		}
+		if err := r.Fault.Check(); err != nil {
+			return fail(err)
+		}
+		sw.SetFault(r.Port, *r.Fault)
+		// The other direction: a kernel host's frames are not ours to fail where they leave, so the
+		// switch fails them where they arrive (peer switches get their own request).
+		p := d.ports[r.Port]
+		p.inFault = nil
+		if !r.Fault.None() {
+			f := *r.Fault
+			p.inFault = &f
+		}
+	case "fib":
+		sw, ok := d.eng.(*switchsw.Switch)
+		if !ok {
+			return fail(fmt.Errorf("%s is not a switch", d.name))
+		}
+		sw.SetFIB(r.FIB)
+	case "capture":
+		p := d.ports[r.Port]
+		if p.pcap != nil {
+			p.pcap.Flush()
+			p.pfile.Close()
+			p.pcap, p.pfile = nil, nil
+		}
+		if r.Path == "" {
+			return &netns.LiveMsg{}
+		}
+		f, err := os.Create(r.Path)
+		if err != nil {
+			return fail(err)
+		}
+		w, err := wire.NewPcapWriter(f, 0)
+		if err != nil {
+			f.Close()
+			return fail(err)
+		}
+		// Stamped like a run's captures: the wall time of the agent's time 0 plus engine time.
+		w.Base = time.Now().Add(-a.clk.Wall().Duration())
+		p.pcap, p.pfile, p.capPath = w, f, r.Path
+	}
+	return &netns.LiveMsg{}
+}
+
+// liveCounters reads every device's counters now.
+func (a *agent) liveCounters() []netns.LiveDevice {
+	lq := &a.live
+	if lq.drops == nil {
+		lq.drops = map[[2]int]map[string]uint64{}
+	}
+	for ; lq.dropsSeen < len(a.log.Drops); lq.dropsSeen++ {
+		d := a.log.Drops[lq.dropsSeen]
+		k := [2]int{int(d.Device), int(d.Port)}
+		if lq.drops[k] == nil {
+			lq.drops[k] = map[string]uint64{}
+		}
+		lq.drops[k][d.Reason]++
+	}
+	var out []netns.LiveDevice
+	for _, d := range a.devs {
+		ld := netns.LiveDevice{Name: d.name, Kind: "host"}
+		var sc *switchsw.Counters
+		if sw, ok := d.eng.(*switchsw.Switch); ok {
+			c := sw.Counters()
+			sc = &c
+			ld.Kind, ld.RxFrames, ld.Drops, ld.Marked = "switch", c.RxFrames, c.Dropped, c.Marked
+		}
+		for i, p := range d.ports {
+			lp := netns.LivePort{Port: i, Peer: fmt.Sprintf("node%d:p%d", p.cfg.PeerNode, p.cfg.PeerPort),
+				RxFrames: p.rxFrames, RxBytes: p.rxBytes, Drops: lq.drops[[2]int{d.node, i}]}
+			if sc != nil {
+				pc := sc.Ports[i]
+				lp.TxBytes, lp.PausesSent, lp.PausesRecv, lp.QueuePeak = pc.SentBytes, pc.PausesSent, pc.PausesReceived, pc.MaxBytes
+				for q, qc := range pc.Queues {
+					lp.TxFrames += qc.Dequeued
+					lp.ECNMarked += qc.Marked
+					if q < len(pc.Queues)-2 {
+						lp.QueueBytes += qc.Bytes
+					}
+				}
+				if _, _, f := d.eng.(*switchsw.Switch).FaultCounters(i); !f.None() {
+					lp.Fault = f.String()
+				}
+			}
+			if p.pcap != nil {
+				lp.Capture = p.capPath
+			}
+			ld.Ports = append(ld.Ports, lp)
+		}
+		out = append(out, ld)
+	}
+	return out
+}
