@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run and the Vagrant VM all call this). It installs what it needs, then:
 # gofmt, go vet, unit tests, the race detector on the engines, and the Ginkgo suites labelled smoke.
-# Usage: bash scripts/test.sh [LABEL-FILTER]   (default: smoke)
+# Usage: bash scripts/test.sh [LABEL-FILTER] [GINKGO-FLAGS...]   (default filter: smoke)
+# Flags after the filter go to ginkgo as they are (e.g. --json-report=r.json -v --focus=PortFC); a first
+# argument starting with "-" is a flag and the filter stays smoke. Ginkgo writes a JUnit report of the
+# suites to $TEST_RESULTS_DIR/junit.xml (default test-results/junit.xml); a --junit-report flag wins.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-labels="${1:-smoke}"
+labels=smoke
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+	labels="$1"
+	shift
+fi
+extra=("$@")
+results="${TEST_RESULTS_DIR:-test-results}"
 
 bash scripts/provision.sh
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
@@ -40,4 +49,7 @@ fi
 # Compile every suite first, then run the binaries: `ginkgo -r` compiles the next suite while the
 # current one runs, and a compiler next to the namespace suites made their agents late.
 ginkgo build -r ./suites >/dev/null
-ginkgo --no-color --label-filter="$labels" --timeout=40m $(find suites -name '*.test' -type f | sort)
+mkdir -p "$results"
+ginkgo --no-color --label-filter="$labels" --timeout=40m --junit-report="$(cd "$results" && pwd)/junit.xml" \
+	${extra[@]+"${extra[@]}"} $(find suites -name '*.test' -type f | sort)
+echo "JUnit report: $results/junit.xml"

@@ -495,3 +495,51 @@ func mustWebSearch(t *testing.T) SizeDist {
 	}
 	return c
 }
+
+// htsim's current parser (connection_matrix.cpp at 841d9e7): starts in picoseconds read as a C float,
+// "barrier count N" triggers, prio, and its refusals; the older microsecond form behind htsim-us.
+func TestHTSimSyntax(t *testing.T) {
+	s := Schedule{{ID: 1, Src: 0, Dst: 1, Size: 100, At: 3 * clock.Microsecond}, {ID: 2, Src: 1, Dst: 2, Size: 100},
+		{ID: 3, Src: 2, Dst: 3, Size: 100, After: []uint32{1, 2}}}
+	var b bytes.Buffer
+	if err := WriteHTSim(&b, s, 4); err != nil {
+		t.Fatal(err)
+	}
+	want := "Nodes 4\nConnections 3\nTriggers 1\n0->1 id 1 start 3000000 size 100 send_done_trigger 1\n" +
+		"1->2 id 2 start 0 size 100 send_done_trigger 1\n2->3 id 3 trigger 1 size 100\ntrigger id 1 barrier count 2\n"
+	if b.String() != want {
+		t.Fatalf("matrix:\n%s\nwant:\n%s", b.String(), want)
+	}
+	back, err := ReadHTSim("m", strings.NewReader(b.String()), 4)
+	if err != nil || back[0].At != 3*clock.Microsecond || !slices.Equal(back[2].After, []uint32{1, 2}) {
+		t.Fatalf("read back %+v %v", back, err)
+	}
+	// The same file read as the old microsecond form starts a million times later.
+	old, err := ReadHTSimUnit("m", strings.NewReader(b.String()), 4, HTSimMicroseconds)
+	if err != nil || old[0].At != 3*clock.Second {
+		t.Fatalf("microsecond reading %+v %v", old, err)
+	}
+	b.Reset()
+	if err := WriteHTSimUnit(&b, s[:1], 4, HTSimMicroseconds); err != nil || !strings.Contains(b.String(), "start 3 size") {
+		t.Fatalf("microsecond writer %q %v", b.String(), err)
+	}
+	// stof: 1 ms + 1 ps is not a float32; htsim (and we) read the nearest, 1 ms.
+	g, err := ReadHTSim("f", strings.NewReader("0->1 id 1 start 1000000001 size 10 prio 3\n"), 4)
+	if err != nil || g[0].At != clock.Millisecond {
+		t.Fatalf("float start %+v %v", g, err)
+	}
+	for _, bad := range []string{
+		"0->1 id 1 start 0 trigger 1 size 10\ntrigger id 1 oneshot\n", // both
+		"0->1 id 1 size 10\n", // neither
+		"0->1 id 1 start 0 size 10 send_done_trigger 1\n1->2 id 2 trigger 1 size 10\ntrigger id 1 barrier count 2\n", // never fires
+		"0->1 id 1 start 0 size 10 send_done_trigger 1\n1->2 id 2 trigger 1 size 10\n",                               // undefined
+		"0->1 id 1 start 0 size 10 send_done_trigger 1\n1->2 id 2 trigger 1 size 10\ntrigger id 1 barrier 2\n",       // old writer's syntax
+		"0->1 id 1 start 0 size 10 addon\n",
+		"failure switch_type TOR switch_id 0\n",
+		"trigger id 1\n",
+	} {
+		if _, err := ReadHTSim("bad", strings.NewReader(bad), 4); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

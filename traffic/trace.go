@@ -118,20 +118,49 @@ func WriteHPCC(w io.Writer, s Schedule) error {
 	return bw.Flush()
 }
 
-// ReadHTSim reads an htsim connection matrix (.cm, csg-htsim connection_matrices/): header lines
-// "Nodes N", "Connections C", optional "Triggers T", then "src->dst id I start T_us size S" with
-// optional "trigger K", "send_done_trigger K", "recv_done_trigger K", "priority P", and trigger
-// definitions "trigger id K oneshot|multishot|barrier [count]". A flow with "trigger K" starts when the
-// flows that fire K (by send or receive done; both are completion here) have completed: exact for the
-// one-firer oneshot triggers the htsim generators write and for barriers counting all their firers;
-// a multi-firer oneshot (start on the first) is approximated by waiting for all.
+// htsim connection matrices (.cm) as csg-htsim reads them (Broadcom/csg-htsim,
+// sim/datacenter/connection_matrix.cpp, ConnectionMatrix::load at 841d9e7, 2026-03-23). Since its commit
+// 8f63513 (2023-11-15) "start" is in picoseconds; before, microseconds. HTSimStartUnit selects which.
+const (
+	HTSimPicoseconds  = clock.Picosecond  // current csg-htsim
+	HTSimMicroseconds = clock.Microsecond // csg-htsim before 8f63513 (format: htsim-us)
+)
+
+// ReadHTSim reads a connection matrix in current csg-htsim syntax (starts in picoseconds).
 func ReadHTSim(name string, rd io.Reader, hosts int) (Schedule, error) {
+	return ReadHTSimUnit(name, rd, hosts, HTSimPicoseconds)
+}
+
+// ReadHTSimUnit reads an htsim connection matrix with "start" in unit (HTSimPicoseconds or
+// HTSimMicroseconds), following htsim's parser: header lines "Nodes N", "Connections C", "Triggers T",
+// "Failures F"; connections "src->dst" with "id I" (not 0), "start T" or "trigger K" (exactly one),
+// "size S", and optional "send_done_trigger K", "recv_done_trigger K", "prio P" (read and ignored:
+// fabriclab gives a workload's flows one class); trigger lines "trigger id K" with one of oneshot,
+// multishot, barrier and an optional "count N". Like htsim, start is parsed as a C float (stof, 24
+// significant bits: a start of 1 ms in picoseconds lands on a multiple of 64 ps). Refused, with the
+// line: htsim's "addon" triggers and "failure" lines (not modelled), a trigger used but never defined,
+// a barrier counting more firings than flows fire it (htsim would never start its flows), zero ids.
+//
+// A flow with "trigger K" starts when the flows that fire K (send or receive done: both are completion
+// here) have completed: exact for a oneshot trigger with one firer and for a barrier whose count is
+// its number of firers; a trigger that fires on the first of several completions (oneshot, multishot,
+// or a barrier counting fewer than fire it) is approximated by waiting for all of them.
+func ReadHTSimUnit(name string, rd io.Reader, hosts int, unit clock.Time) (Schedule, error) {
+	if unit != HTSimPicoseconds && unit != HTSimMicroseconds {
+		return nil, fmt.Errorf("%s: htsim start unit %v: want picoseconds or microseconds", name, unit)
+	}
 	sc := bufio.NewScanner(rd)
 	line := 0
 	var s Schedule
 	byID := map[uint32]int{}
 	waits := map[int]uint32{}      // flow index -> trigger it waits for
 	fires := map[uint32][]uint32{} // trigger -> flow ids that fire it
+	type trigDef struct {
+		kind  string
+		count int
+		line  int
+	}
+	defs := map[uint32]trigDef{}
 	nodes := -1
 	for sc.Scan() {
 		line++
@@ -152,9 +181,47 @@ func ReadHTSim(name string, rd io.Reader, hosts int) (Schedule, error) {
 				return nil, bad("the matrix has %d nodes, the topology %d hosts", n, hosts)
 			}
 			nodes = n
-		case f[0] == "Connections" || f[0] == "Triggers" || f[0] == "Failures" || f[0] == "Grp":
+		case f[0] == "Connections" || f[0] == "Triggers" || f[0] == "Failures":
+		case f[0] == "failure":
+			return nil, bad("failure lines (switch and link failures) are not modelled")
 		case f[0] == "trigger":
-			// Trigger kinds only change when a trigger fires; see the doc comment.
+			d := trigDef{line: line}
+			var id uint64
+			for k := 1; k < len(f); k++ {
+				switch f[k] {
+				case "id", "count":
+					if k+1 >= len(f) {
+						return nil, bad("trigger %s without a value", f[k])
+					}
+					k++
+					x, err := strconv.ParseUint(f[k], 10, 32)
+					if err != nil {
+						return nil, bad("trigger %s %q is not a non-negative integer", f[k-1], f[k])
+					}
+					if f[k-1] == "id" {
+						id = x
+					} else {
+						d.count = int(x)
+					}
+				case "oneshot", "multishot", "barrier":
+					if d.kind != "" {
+						return nil, bad("trigger is both %s and %s", d.kind, f[k])
+					}
+					d.kind = f[k]
+				default:
+					return nil, bad("unknown trigger token %q (htsim: id, count, oneshot, multishot, barrier)", f[k])
+				}
+			}
+			switch {
+			case id == 0:
+				return nil, bad("trigger without an id (or id 0, which htsim refuses)")
+			case d.kind == "":
+				return nil, bad("trigger %d has no type (oneshot, multishot or barrier)", id)
+			}
+			if _, dup := defs[uint32(id)]; dup {
+				return nil, bad("trigger %d defined twice", id)
+			}
+			defs[uint32(id)] = d
 		case strings.Contains(f[0], "->"):
 			ends := strings.SplitN(f[0], "->", 2)
 			src, e1 := strconv.Atoi(ends[0])
@@ -162,27 +229,33 @@ func ReadHTSim(name string, rd io.Reader, hosts int) (Schedule, error) {
 			if e1 != nil || e2 != nil {
 				return nil, bad("%q is not src->dst", f[0])
 			}
-			if len(f)%2 != 1 {
-				return nil, bad("want key value pairs after %s", f[0])
-			}
 			fl := Flow{Src: src, Dst: dst, Class: "trace"}
 			var start float64
+			hasStart := false
 			var trig, done uint32
-			for k := 1; k < len(f); k += 2 {
-				v := f[k+1]
-				switch f[k] {
+			for k := 1; k < len(f); k++ {
+				key := f[k]
+				if key == "addon" {
+					return nil, bad("addon triggers are not modelled")
+				}
+				if k+1 >= len(f) {
+					return nil, bad("%s without a value", key)
+				}
+				k++
+				v := f[k]
+				switch key {
 				case "id":
 					id, err := strconv.ParseUint(v, 10, 32)
 					if err != nil || id == 0 {
-						return nil, bad("id %q is not a positive integer", v)
+						return nil, bad("id %q is not a positive integer (htsim refuses flow id 0)", v)
 					}
 					fl.ID = uint32(id)
 				case "start":
-					x, err := strconv.ParseFloat(v, 64)
+					x, err := strconv.ParseFloat(v, 32) // htsim: stof
 					if err != nil {
-						return nil, bad("start %q is not a number (microseconds)", v)
+						return nil, bad("start %q is not a number (%v)", v, unit)
 					}
-					start = x * 1e-6
+					start, hasStart = x*unit.Seconds(), true
 				case "size":
 					x, err := strconv.ParseInt(v, 10, 64)
 					if err != nil || x <= 0 {
@@ -191,18 +264,29 @@ func ReadHTSim(name string, rd io.Reader, hosts int) (Schedule, error) {
 					fl.Size = x
 				case "trigger", "send_done_trigger", "recv_done_trigger":
 					x, err := strconv.ParseUint(v, 10, 32)
-					if err != nil {
-						return nil, bad("%s %q is not a trigger id", f[k], v)
+					if err != nil || x == 0 {
+						return nil, bad("%s %q is not a trigger id", key, v)
 					}
-					if f[k] == "trigger" {
+					if key == "trigger" {
 						trig = uint32(x)
 					} else {
 						done = uint32(x)
 					}
-				case "priority", "start_bcast":
+				case "prio":
+					if _, err := strconv.Atoi(v); err != nil {
+						return nil, bad("prio %q is not an integer", v)
+					}
 				default:
-					return nil, bad("unknown connection key %q", f[k])
+					return nil, bad("unknown connection token %q (htsim: id, start, size, trigger, send_done_trigger, recv_done_trigger, prio, addon)", key)
 				}
+			}
+			switch {
+			case hasStart && trig != 0:
+				return nil, bad("both a start time and a trigger (htsim refuses)")
+			case !hasStart && trig == 0:
+				return nil, bad("no start time and no trigger (htsim refuses)")
+			case trig != 0 && fl.ID == 0:
+				return nil, bad("a triggered connection needs an id")
 			}
 			if fl.ID == 0 {
 				fl.ID = uint32(len(s) + 1)
@@ -233,18 +317,36 @@ func ReadHTSim(name string, rd io.Reader, hosts int) (Schedule, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	for i, t := range waits {
+		d, ok := defs[t]
+		if !ok {
+			return nil, fmt.Errorf("%s: flow %d waits for trigger %d, which no trigger line defines", name, s[i].ID, t)
+		}
 		if len(fires[t]) == 0 {
 			return nil, fmt.Errorf("%s: flow %d waits for trigger %d, which no flow fires", name, s[i].ID, t)
+		}
+		if d.kind == "barrier" && d.count > len(fires[t]) {
+			return nil, fmt.Errorf("%s:%d: barrier %d counts %d firings but only %d flows fire it: htsim would never start flow %d",
+				name, d.line, t, d.count, len(fires[t]), s[i].ID)
 		}
 		s[i].After = append([]uint32(nil), fires[t]...)
 	}
 	return s, nil
 }
 
-// WriteHTSim writes s as an htsim connection matrix. Flows that wait for the same set of flows share one
-// barrier trigger counting that set, so dependencies survive the round trip; a flow that more than one
-// such set includes cannot be written (a .cm connection fires one trigger).
+// WriteHTSim writes s as a connection matrix in current csg-htsim syntax (starts in picoseconds).
 func WriteHTSim(w io.Writer, s Schedule, hosts int) error {
+	return WriteHTSimUnit(w, s, hosts, HTSimPicoseconds)
+}
+
+// WriteHTSimUnit writes s as an htsim connection matrix with starts in unit. Flows that wait for the same
+// set of flows share one "barrier count N" trigger that those N flows fire when done, so dependencies
+// survive the round trip; a flow that more than one such set includes cannot be written (a .cm
+// connection fires one trigger). Starts are whole picoseconds (htsim reads them as a C float: above
+// 2^24 ps, about 16.8 us, htsim itself rounds them).
+func WriteHTSimUnit(w io.Writer, s Schedule, hosts int, unit clock.Time) error {
+	if unit != HTSimPicoseconds && unit != HTSimMicroseconds {
+		return fmt.Errorf("htsim start unit %v: want picoseconds or microseconds", unit)
+	}
 	bw := bufio.NewWriter(w)
 	fires := map[uint32]uint32{} // flow -> the trigger it fires
 	waits := map[uint32]uint32{} // flow -> the trigger it waits for
@@ -259,7 +361,7 @@ func WriteHTSim(w io.Writer, s Schedule, hosts int) error {
 		if !ok {
 			t = uint32(len(trigs) + 1)
 			byKey[key] = t
-			trigs = append(trigs, fmt.Sprintf("trigger id %d barrier %d", t, len(f.After)))
+			trigs = append(trigs, fmt.Sprintf("trigger id %d barrier count %d", t, len(f.After)))
 			for _, a := range f.After {
 				if old, dup := fires[a]; dup && old != t {
 					return fmt.Errorf("flow %d fires two triggers (%d, %d): a .cm connection fires one", a, old, t)
@@ -274,6 +376,8 @@ func WriteHTSim(w io.Writer, s Schedule, hosts int) error {
 		fmt.Fprintf(bw, "%d->%d id %d", f.Src, f.Dst, f.ID)
 		if t, ok := waits[f.ID]; ok {
 			fmt.Fprintf(bw, " trigger %d", t)
+		} else if unit == HTSimPicoseconds {
+			fmt.Fprintf(bw, " start %d", int64(f.At/clock.Picosecond))
 		} else {
 			fmt.Fprintf(bw, " start %s", strconv.FormatFloat(float64(f.At)/float64(clock.Microsecond), 'f', -1, 64))
 		}
@@ -289,7 +393,8 @@ func WriteHTSim(w io.Writer, s Schedule, hosts int) error {
 	return bw.Flush()
 }
 
-// LoadTrace reads a trace file in format "hpcc" or "htsim".
+// LoadTrace reads a trace file in format "hpcc", "htsim" (current csg-htsim: starts in picoseconds) or
+// "htsim-us" (csg-htsim before 8f63513: starts in microseconds).
 func LoadTrace(format, path string, hosts int) (Schedule, error) {
 	f, err := bounded.Open(path)
 	if err != nil {
@@ -302,6 +407,8 @@ func LoadTrace(format, path string, hosts int) (Schedule, error) {
 		return ReadHPCC(path, rd, hosts)
 	case "htsim":
 		return ReadHTSim(path, rd, hosts)
+	case "htsim-us":
+		return ReadHTSimUnit(path, rd, hosts, HTSimMicroseconds)
 	}
-	return nil, fmt.Errorf("trace format %q is not hpcc or htsim", format)
+	return nil, fmt.Errorf("trace format %q is not hpcc, htsim or htsim-us", format)
 }

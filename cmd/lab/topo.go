@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	var asJSON, asDOT, allPairs bool
+	var asJSON, asDOT, asHPCC, allPairs bool
 	cmd := &cobra.Command{
 		Use:   "topo FAMILY [key=value ...]",
 		Short: "Describe a topology without creating anything",
@@ -19,8 +19,8 @@ func init() {
 			"(--json, the contract in DESIGN.md §8) or Graphviz DOT (--dot).\n\nFamilies and keys:\n" + familyHelp(),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if asJSON && asDOT {
-				return fmt.Errorf("--json and --dot are exclusive")
+			if btoi(asJSON)+btoi(asDOT)+btoi(asHPCC) > 1 {
+				return fmt.Errorf("--json, --dot and --hpcc are exclusive")
 			}
 			params, err := topo.ParseParams(args[1:])
 			if err != nil {
@@ -36,12 +36,15 @@ func init() {
 				return g.WriteJSONStats(out, allPairs)
 			case asDOT:
 				return g.WriteDOT(out)
+			case asHPCC:
+				return g.WriteHPCC(out)
 			}
 			return writeTopoSummary(out, g, allPairs)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the topology as JSON")
 	cmd.Flags().BoolVar(&asDOT, "dot", false, "print the topology as Graphviz DOT")
+	cmd.Flags().BoolVar(&asHPCC, "hpcc", false, "print the topology as HPCC's topology.txt (read back with: lab topo file path=F format=hpcc)")
 	cmd.Flags().BoolVar(&allPairs, "stats", false, "compute diameters and average paths even on a graph too large to do so unasked "+
 		"(more than 2e9 search steps: searches x (nodes + links))")
 	root.AddCommand(cmd)
@@ -84,4 +87,11 @@ func writeTopoSummary(w io.Writer, g *topo.Graph, allPairs bool) error {
 	_, err := fmt.Fprintf(w, "diameter  %d hops (%s); switch-to-switch %d\navg path  %.4f hops (%s); switch-to-switch %.4f\n",
 		st.Diameter, pairs, st.SwitchDiameter, st.AvgShortestPath, pairs, st.SwitchAvgShortestPath)
 	return err
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

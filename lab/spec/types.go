@@ -276,7 +276,7 @@ var (
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).
 	CDFs          = []string{"websearch", "hadoop", "datamining", "datamining-alt", "storage", "pareto"}
 	RelayPFCModes = []string{"pass-through", "ingress"}
-	TraceFormats  = []string{"hpcc", "htsim"}
+	TraceFormats  = []string{"hpcc", "htsim", "htsim-us"}
 	Adv1Patterns  = []string{"shift", "random-pair"}
 )
 

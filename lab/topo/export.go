@@ -210,12 +210,27 @@ func decodeGraph(data []byte, rateBps float64, delay clock.Time) (*Graph, error)
 const MaxPort = 255
 
 func init() {
-	register("file", []paramSpec{{name: "path", required: true}}, func(p *params) (*Graph, error) {
+	// format=json (DESIGN §8, links may omit rate and delay) or hpcc (HPCC's topology.txt, ReadHPCC).
+	register("file", []paramSpec{{name: "path", required: true}, {name: "format", def: "json"}}, func(p *params) (*Graph, error) {
+		format := p.m["format"]
+		if format != "json" && format != "hpcc" {
+			return nil, p.errf("format", "want json or hpcc")
+		}
 		f, err := bounded.Open(p.m["path"])
 		if err != nil {
 			return nil, p.errf("path", "%v", err)
 		}
 		defer f.Close()
+		if format == "hpcc" {
+			// Every HPCC link names its rate and delay, so rate= and delay= (defaults for links that
+			// omit them, as in JSON) have nothing to fill.
+			g, err := ReadHPCC(bufio.NewReader(f))
+			if err != nil {
+				return nil, p.errf("path", "%v", err)
+			}
+			g.Params = map[string]string{"path": p.m["path"], "format": "hpcc"}
+			return g, nil
+		}
 		g, err := ReadJSON(bufio.NewReader(f), p.rateBps, p.delay)
 		if err != nil {
 			return nil, p.errf("path", "%v", err)

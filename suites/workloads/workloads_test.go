@@ -234,7 +234,8 @@ duration: 50ms
 	It("trace: HPCC flow.txt and htsim .cm files replay as written", Label("smoke"), func() {
 		dir := GinkgoT().TempDir()
 		Expect(os.WriteFile(filepath.Join(dir, "flow.txt"), []byte("3\n0 5 3 100 100000 0.000001\n2 9 3 100 20000 0.0001\n7 1 3 100 5000 0.0002\n"), 0o644)).To(Succeed())
-		Expect(os.WriteFile(filepath.Join(dir, "chain.cm"), []byte("Nodes 16\nConnections 2\nTriggers 1\n1->2 id 1 start 5 size 30000 send_done_trigger 1\n2->3 id 2 trigger 1 size 30000\ntrigger id 1 oneshot\n"), 0o644)).To(Succeed())
+		// Current csg-htsim: start in picoseconds (5 us).
+		Expect(os.WriteFile(filepath.Join(dir, "chain.cm"), []byte("Nodes 16\nConnections 2\nTriggers 1\n1->2 id 1 start 5000000 size 30000 send_done_trigger 1\n2->3 id 2 trigger 1 size 30000\ntrigger id 1 oneshot\n"), 0o644)).To(Succeed())
 		r := runYAML(fmt.Sprintf("name: w-trace\n"+ndc41+`workload:
   - {kind: trace, name: hpcc, format: hpcc, path: %s}
   - {kind: trace, name: htsim, format: htsim, path: %s, start: 1ms}
