@@ -49,7 +49,9 @@ fi
 # Compile every suite first, then run the binaries: `ginkgo -r` compiles the next suite while the
 # current one runs, and a compiler next to the namespace suites made their agents late.
 ginkgo build -r ./suites >/dev/null
+# A relative report path: ginkgo writes each suite's report under the suite's directory at that path
+# first (an absolute path would be re-rooted there), then merges them into this one.
 mkdir -p "$results"
-ginkgo --no-color --label-filter="$labels" --timeout=40m --junit-report="$(cd "$results" && pwd)/junit.xml" \
+ginkgo --no-color --label-filter="$labels" --timeout=40m --junit-report="$results/junit.xml" \
 	${extra[@]+"${extra[@]}"} $(find suites -name '*.test' -type f | sort)
 echo "JUnit report: $results/junit.xml"

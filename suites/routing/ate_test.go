@@ -221,7 +221,7 @@ var _ = Describe("ATE (PortFC Alg. 5) on a Rail-only NDC(4,1), HBD 160 Gb/s, rai
 		Expect(mean(red["ate offered"])).To(BeNumerically(">=", 0.05))
 	})
 
-	It("holds one node's HBD first hop near p of its rate and sends the overflow ND-first (demand ~1.2 x B_H)", Label("smoke"), func() {
+	It("holds one node's HBD first hop near p of its rate and sends the overflow ND-first (demand ~1.2 x B_H)", func() {
 		// The paper's convergence claim (§III-F, Eq. 3): with a demand D above p·B_H the HBD settles at
 		// p·B_H and D - p·B_H goes to the ND. h0 alone offers about 1.2 x 160 Gb/s (two Poisson streams
 		// at 0.96 of 100 Gb/s) to the nine hosts it reaches in 4 hops, so nothing else loads its ports.

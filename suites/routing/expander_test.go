@@ -142,7 +142,7 @@ func xpRunAll(jobs []func() xpResult) []xpResult {
 
 // Smoke, just: the ten runs take about 26 s of CPU, 15 s on two idle cores; the arrival windows are as
 // short as keeps the VLB-vs-ECMP sign stable on every seed.
-var _ = Describe("Expander VLB/ECMP crossover (expander thesis §7 claim 5)", Label("routing", "smoke"), func() {
+var _ = Describe("Expander VLB/ECMP crossover (expander thesis §7 claim 5)", Label("routing"), func() {
 	It("VLB beats ECMP on average FCT with 3 of 35 ToRs active; ECMP beats VLB with all 35", func() {
 		const lowTors, highTors = 3, xpSwitches
 		lowSeeds := []int{1, 2, 3, 4}

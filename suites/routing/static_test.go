@@ -97,8 +97,8 @@ var _ = Describe("LP throughput bounds (Fibre Channel paper)", Label("routing", 
 	})
 })
 
-var _ = Describe("channel dependency cycles of routings", Label("routing", "smoke"), func() {
-	It("finds a cycle for KSP on a Jellyfish under one lossless priority", func() {
+var _ = Describe("channel dependency cycles of routings", Label("routing"), func() {
+	It("finds a cycle for KSP on a Jellyfish under one lossless priority", Label("smoke"), func() {
 		g := topo.MustBuild("jellyfish", "switches=12", "degree=4", "seed=3")
 		rep, _ := cbd(g, router(g, "ksp", "k=4"))
 		Expect(rep.Cyclic[0]).To(BeTrue())
@@ -124,11 +124,11 @@ var _ = Describe("channel dependency cycles of routings", Label("routing", "smok
 				Expect(len(classes)).To(BeNumerically("<=", int(nlp[0]-'0')))
 			}
 		},
-		Entry("N=8, s=6 (the digest's tiny configuration), K=4", []string{"switches=8", "s=6", "seed=1"}, "4"),
+		Entry("N=8, s=6 (the digest's tiny configuration), K=4", Label("smoke"), []string{"switches=8", "s=6", "seed=1"}, "4"),
 		Entry("N=24, s=10, K=8", []string{"switches=24", "s=10", "seed=2"}, "8"),
 	)
 
-	It("gives FC+ (DF-KSP 1L) more deadlock-free paths per pair than FC on the same switches", func() {
+	It("gives FC+ (DF-KSP 1L) more deadlock-free paths per pair than FC on the same switches", Label("smoke"), func() {
 		fcp := topo.MustBuild("fcplus", "switches=8", "s=6", "seed=1")
 		fc := topo.MustBuild("fc", "switches=8", "s=6", "seed=1")
 		rp, pp := cbd(fcp, router(fcp, "dfksp", "k=4", "lossless_priorities=1"))
@@ -139,7 +139,7 @@ var _ = Describe("channel dependency cycles of routings", Label("routing", "smok
 		Expect(avgPaths(pp)).To(BeNumerically(">", avgPaths(pf)))
 	})
 
-	It("finds the envelope's clockwise routing cyclic, up*/down* and smart routing acyclic", func() {
+	It("finds the envelope's clockwise routing cyclic, up*/down* and smart routing acyclic", Label("smoke"), func() {
 		g := topo.MustBuild("envelope")
 		// Clockwise: each rim switch reaches the one two hops away through its clockwise neighbour.
 		var cw []route.Path
