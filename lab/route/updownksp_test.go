@@ -64,3 +64,62 @@ func TestUpDownGraphMatchesFilteredYen(t *testing.T) {
 		}
 	}
 }
+
+// fc's paths are up-down, pairwise disjoint in directed trunk arcs, and as many as the max flow: never
+// fewer than the greedy choice from Yen's order finds.
+func TestFCDisjointByMaxFlow(t *testing.T) {
+	g := topo.MustBuild("fc", "switches=16", "s=8", "seed=1", "hosts_per_switch=1")
+	f, _ := NewFabric(g)
+	r, err := New("fc", g, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, _ := New("dfksp", g, map[string]string{"k": "64", "lossless_priorities": "1"})
+	total, greedyTotal, pairs := 0, 0, 0
+	for a := range f.Sw {
+		for b := range f.Sw {
+			if a == b {
+				continue
+			}
+			ps, err := r.(*switchRouter).SwitchPaths(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := map[[2]int]bool{}
+			for _, sp := range ps {
+				if f.DownUps(sp) != 0 {
+					t.Fatalf("s%d->s%d: path %v not up-down", a, b, sp.Switches(a))
+				}
+				for _, x := range sp {
+					k := [2]int{x.Link, x.From}
+					if used[k] {
+						t.Fatalf("s%d->s%d: paths share arc %v", a, b, k)
+					}
+					used[k] = true
+				}
+			}
+			all, _ := df.(*DFKSP).SwitchPaths(a, b)
+			greedy := map[[2]int]bool{}
+			n := 0
+			for _, sp := range all {
+				free := true
+				for _, x := range sp {
+					free = free && !greedy[[2]int{x.Link, x.From}]
+				}
+				if free {
+					for _, x := range sp {
+						greedy[[2]int{x.Link, x.From}] = true
+					}
+					n++
+				}
+			}
+			if len(ps) < n {
+				t.Errorf("s%d->s%d: max flow %d paths, greedy %d", a, b, len(ps), n)
+			}
+			total += len(ps)
+			greedyTotal += n
+			pairs++
+		}
+	}
+	t.Logf("FC N=16 s=8: %.2f disjoint paths per pair by max flow, %.2f greedy", float64(total)/float64(pairs), float64(greedyTotal)/float64(pairs))
+}
