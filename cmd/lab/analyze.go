@@ -85,6 +85,7 @@ func init() {
 				return enc.Encode(a)
 			}
 			writeAnalysis(cmd.OutOrStdout(), l, a)
+			writeExpect(cmd.OutOrStdout(), s, a)
 			return nil
 		},
 	}
@@ -219,6 +220,10 @@ func HopClass(p route.Path, hop int) int {
 
 func writeAnalysis(w io.Writer, l *lab.Lab, a *analysis) {
 	fmt.Fprintf(w, "routing          %s on %s (%d switches, %d hosts)\n", l.Router.Name(), l.Graph.Family, len(l.Graph.Switches), len(l.Graph.Hosts))
+	if a.PathsPerPair.Max == 0 { // --lp-only
+		writeLP(w, a)
+		return
+	}
 	fmt.Fprintf(w, "paths per pair   min %d  avg %.2f  max %d\n", a.PathsPerPair.Min, a.PathsPerPair.Avg, a.PathsPerPair.Max)
 	keys := make([]string, 0, len(a.CBDCycles))
 	for k := range a.CBDCycles {
@@ -231,6 +236,10 @@ func writeAnalysis(w io.Writer, l *lab.Lab, a *analysis) {
 	if a.CBDTruncated {
 		fmt.Fprintln(w, "                 (cycle listing truncated: more exist)")
 	}
+	writeLP(w, a)
+}
+
+func writeLP(w io.Writer, a *analysis) {
 	if a.LPUnavailable != "" {
 		fmt.Fprintf(w, "LP throughput    unavailable: %s\n", a.LPUnavailable)
 		return
@@ -242,5 +251,36 @@ func writeAnalysis(w io.Writer, l *lab.Lab, a *analysis) {
 	fmt.Fprintf(w, "Eq. (6) bound    %.6f (FC+ paper; mean shortest distance %.3f hops)\n", a.Eq6, a.MeanHops)
 	if fc := a.FibreChannel; fc != nil {
 		fmt.Fprintf(w, "Fibre Channel    %.6f = min(path length %.6f, cut %.6f) for S=%d, c=%d, N=%d (uniform)\n", fc.Bound, fc.PathLength, fc.Cut, fc.S, fc.C, fc.N)
+	}
+}
+
+// writeExpect prints the spec's published numbers for this analysis next to the measured ones: expect
+// keys named <json field>.<tm> (lp_throughput.near-worst, eq6_bound.uniform, ...) for the matrix
+// analyzed, or a bare field name for any matrix.
+func writeExpect(w io.Writer, s *spec.Spec, a *analysis) {
+	b, err := json.Marshal(a)
+	if err != nil {
+		return
+	}
+	var got map[string]any
+	if json.Unmarshal(b, &got) != nil {
+		return
+	}
+	keys := make([]string, 0, len(s.Expect))
+	for k := range s.Expect {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		field, tm, scoped := strings.Cut(k, ".")
+		if scoped && tm != a.LPTM {
+			continue
+		}
+		v, ok := got[field].(float64)
+		if !ok {
+			continue
+		}
+		e := s.Expect[k]
+		fmt.Fprintf(w, "expect %-28s published %-9.4g measured %-9.4g (%+.1f%%)  %s\n", k, e.Value, v, 100*(v/e.Value-1), e.Source)
 	}
 }
