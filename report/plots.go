@@ -10,6 +10,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 )
 
 // Plot names (each written as .png and .svg).
@@ -148,7 +149,19 @@ func slowdownBins(runs []*Run) (*plot.Plot, error) {
 		style(l50, i)
 		style(l99, i)
 		l99.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		p.Add(l50, l99)
+		// Points too: a single-size workload (an incast) puts every bin at one size, where lines alone
+		// collapse into one vertical stroke.
+		s50, err := plotter.NewScatter(p50)
+		if err != nil {
+			return nil, err
+		}
+		s99, err := plotter.NewScatter(p99)
+		if err != nil {
+			return nil, err
+		}
+		s50.Color, s99.Color = plotutil.Color(i), plotutil.Color(i)
+		s50.Shape, s99.Shape = draw.CircleGlyph{}, draw.TriangleGlyph{}
+		p.Add(l50, l99, s50, s99)
 		p.Legend.Add(label(r), l50)
 		any = true
 	}
