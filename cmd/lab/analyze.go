@@ -85,7 +85,6 @@ func init() {
 				return enc.Encode(a)
 			}
 			writeAnalysis(cmd.OutOrStdout(), l, a)
-			writeExpect(cmd.OutOrStdout(), s, a)
 			return nil
 		},
 	}
@@ -251,36 +250,5 @@ func writeLP(w io.Writer, a *analysis) {
 	fmt.Fprintf(w, "Eq. (6) bound    %.6f (FC+ paper; mean shortest distance %.3f hops)\n", a.Eq6, a.MeanHops)
 	if fc := a.FibreChannel; fc != nil {
 		fmt.Fprintf(w, "Fibre Channel    %.6f = min(path length %.6f, cut %.6f) for S=%d, c=%d, N=%d (uniform)\n", fc.Bound, fc.PathLength, fc.Cut, fc.S, fc.C, fc.N)
-	}
-}
-
-// writeExpect prints the spec's published numbers for this analysis next to the measured ones: expect
-// keys named <json field>.<tm> (lp_throughput.near-worst, eq6_bound.uniform, ...) for the matrix
-// analyzed, or a bare field name for any matrix.
-func writeExpect(w io.Writer, s *spec.Spec, a *analysis) {
-	b, err := json.Marshal(a)
-	if err != nil {
-		return
-	}
-	var got map[string]any
-	if json.Unmarshal(b, &got) != nil {
-		return
-	}
-	keys := make([]string, 0, len(s.Expect))
-	for k := range s.Expect {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		field, tm, scoped := strings.Cut(k, ".")
-		if scoped && tm != a.LPTM {
-			continue
-		}
-		v, ok := got[field].(float64)
-		if !ok {
-			continue
-		}
-		e := s.Expect[k]
-		fmt.Fprintf(w, "expect %-28s published %-9.4g measured %-9.4g (%+.1f%%)  %s\n", k, e.Value, v, 100*(v/e.Value-1), e.Source)
 	}
 }
