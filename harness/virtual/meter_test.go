@@ -2,7 +2,12 @@ package virtual
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
 
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
@@ -51,4 +56,49 @@ duration: 10ms
 	if links < 400_000 || f.Log.MeterBin != DefaultMeterBin {
 		t.Errorf("links carried %d bytes, bin %v", links, f.Log.MeterBin)
 	}
+}
+
+// BenchmarkMeters runs one NDC(4,1) workload with the link and flow meters on and off, side by side,
+// and reports the meters' cost as a ratio of wall times.
+func BenchmarkMeters(b *testing.B) {
+	var list []string
+	for i := 0; i < 16; i++ {
+		list = append(list, fmt.Sprintf("{src: h%d, dst: h%d, size: 2MB, at: 0s}", i, (i+5)%16))
+	}
+	s, err := spec.Parse([]byte(`name: bench-meters
+topology: {family: ndc, n: 4, k: 1, link: {rate: 100Gbps, delay: 1us}}
+switch: {flow_control: pfc}
+host: {transport: lossless, cc: dcqcn}
+workload: [{kind: flows, list: [` + strings.Join(list, ", ") + `]}]
+duration: 1s`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	run := func(bin clock.Time) time.Duration {
+		l, err := lab.Build(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f, err := New(l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.MeterBin = bin
+		start := time.Now()
+		if res := f.Run(context.Background()); !res.AllDone {
+			b.Fatal("flows did not complete")
+		}
+		return time.Since(start)
+	}
+	var on, off time.Duration
+	for i := 0; i < b.N; i++ { // alternate which goes first, so warm-up and neighbours hit both alike
+		if i%2 == 0 {
+			off += run(-1)
+			on += run(0)
+		} else {
+			on += run(0)
+			off += run(-1)
+		}
+	}
+	b.ReportMetric(on.Seconds()/off.Seconds(), "wall-with/without")
 }
