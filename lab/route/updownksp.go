@@ -28,16 +28,22 @@ import (
 type upDownGraph struct {
 	f     *Fabric
 	g     orderedDirected
-	state map[[3]int]int64 // (switch, layer, phase) -> node id
+	state map[[4]int]int64 // (switch, layer, phase, class) -> node id
 	sw    []int            // node id -> switch position (-1 for none)
 	start []int64
 	sink  []int64
 	arc   map[[2]int64]Arc // state arc -> the trunk arc it crosses
 }
 
-func newUpDownGraph(f *Fabric) *upDownGraph {
+func newUpDownGraph(f *Fabric) *upDownGraph { return newClassGraph(f, 1) }
+
+// newClassGraph generalises the up-down graph to DF-KSP with nlp lossless priorities: a state also
+// carries the path's class, which rises by one at a down-up turn (up after down), up to nlp-1. Yen on
+// it gives DF-KSP's K shortest paths with at most nlp-1 down-up turns directly (fcplus.md §3.2), with
+// no filter and no restart.
+func newClassGraph(f *Fabric, nlp int) *upDownGraph {
 	g := f.G
-	u := &upDownGraph{f: f, g: orderedDirected{simple.NewDirectedGraph()}, state: map[[3]int]int64{}, arc: map[[2]int64]Arc{}}
+	u := &upDownGraph{f: f, g: orderedDirected{simple.NewDirectedGraph()}, state: map[[4]int]int64{}, arc: map[[2]int64]Arc{}}
 	node := func(sw int) int64 {
 		id := int64(len(u.sw))
 		u.sw = append(u.sw, sw)
@@ -48,8 +54,8 @@ func newUpDownGraph(f *Fabric) *upDownGraph {
 		u.start = append(u.start, node(i))
 		u.sink = append(u.sink, node(i))
 	}
-	get := func(sw, layer, phase int) int64 {
-		k := [3]int{sw, layer, phase}
+	get := func(sw, layer, phase, class int) int64 {
+		k := [4]int{sw, layer, phase, class}
 		if id, ok := u.state[k]; ok {
 			return id
 		}
@@ -58,41 +64,46 @@ func newUpDownGraph(f *Fabric) *upDownGraph {
 		u.g.SetEdge(simple.Edge{F: simple.Node(id), T: simple.Node(u.sink[sw])})
 		return id
 	}
-	type st struct{ sw, layer, phase int } // layer 0: start
+	type st struct{ sw, layer, phase, class int } // layer 0: start
 	seen := map[st]bool{}
 	var queue []st
 	for i := range f.Sw {
-		queue = append(queue, st{i, 0, 0})
-		seen[st{i, 0, 0}] = true
+		queue = append(queue, st{i, 0, 0, 0})
+		seen[st{i, 0, 0, 0}] = true
 	}
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
 		from := u.start[s.sw]
 		if s.layer != 0 {
-			from = get(s.sw, s.layer, s.phase)
+			from = get(s.sw, s.layer, s.phase, s.class)
 		}
 		for _, x := range f.Out[s.sw] {
 			t := topo.VLayerOfPort(g, f.Sw[x.From], int(x.Port))
 			peer := g.Peer(f.Sw[x.From], int(x.Port))
 			h := topo.VLayerOfPort(g, peer.Node, peer.Port)
-			ph := s.phase
-			if s.layer != 0 && t != s.layer {
-				if t > s.layer && ph == 1 {
-					continue
-				}
-				if t < s.layer {
+			ph, cls := s.phase, s.class
+			// move applies one layer move (+1 up, -1 down); false if it needs a class above nlp-1.
+			move := func(m int) bool {
+				switch {
+				case m > 0 && ph == 1:
+					if cls+1 > nlp-1 {
+						return false
+					}
+					cls, ph = cls+1, 0
+				case m < 0:
 					ph = 1
 				}
+				return true
 			}
-			if h > t && ph == 1 {
+			if s.layer != 0 && !move(sign(t-s.layer)) {
 				continue
 			}
-			if h < t {
-				ph = 1
+			if !move(sign(h - t)) {
+				continue
 			}
-			next := st{x.To, h, ph}
-			to := get(next.sw, next.layer, next.phase)
+			next := st{x.To, h, ph, cls}
+			to := get(next.sw, next.layer, next.phase, next.class)
 			u.g.SetEdge(simple.Edge{F: simple.Node(from), T: simple.Node(to)})
 			u.arc[[2]int64{from, to}] = x
 			if !seen[next] {
