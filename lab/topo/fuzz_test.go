@@ -56,3 +56,22 @@ func FuzzReadJSON(f *testing.F) {
 		}
 	})
 }
+
+// Large graphs skip the all-pairs searches unless asked (NDC(317,1) ran over ten minutes); small ones
+// compute them.
+func TestStatsBounded(t *testing.T) {
+	big, err := Build("ndc", map[string]string{"n": "200", "k": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := big.StatsBounded(false); !st.AllPairsSkipped || st.Hosts != 40000 || st.Diameter != 0 {
+		t.Errorf("NDC(200,1): %+v (work %g)", st, big.AllPairsWork())
+	}
+	small, err := Build("ndc", map[string]string{"n": "4", "k": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := small.StatsBounded(false); st.AllPairsSkipped || st.Diameter != 4 {
+		t.Errorf("NDC(4,1): %+v", st)
+	}
+}
