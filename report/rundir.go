@@ -338,6 +338,18 @@ func ReadFlowsCSV(r io.Reader) ([]FlowRow, error) {
 		}
 		if row.Completed {
 			row.Delivered = row.Size // also for flows.csv files written before the column
+		} else {
+			// A flow that did not complete has no finish: WriteFlowsCSV leaves these empty, and a
+			// hand-edited value must not reach the FCT statistics.
+			row.FinishS, row.FCTS, row.Slowdown = 0, 0, 0
+		}
+		for _, v := range []struct {
+			name string
+			v    float64
+		}{{"start_s", row.StartS}, {"finish_s", row.FinishS}, {"fct_s", row.FCTS}, {"ideal_s", row.IdealS}, {"slowdown", row.Slowdown}} {
+			if v.v < 0 {
+				p.fail(v.name, p.str(v.name), fmt.Errorf("negative"))
+			}
 		}
 		if p.err != nil {
 			return nil, fmt.Errorf("line %d: %w", line, p.err)
