@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/fabriclab/fabriclab/lab/topo"
@@ -91,6 +92,10 @@ func savePlotSize(p *plot.Plot, side *plot.Plot, path string, h vg.Length) error
 		return err
 	}
 	dc := draw.New(c)
+	plainAxes(p)
+	if side != nil {
+		plainAxes(side)
+	}
 	lg := p.Legend
 	p.Legend = plot.NewLegend()
 	right := vg.Length(0)
@@ -559,6 +564,36 @@ func (t roundLogTicks) Ticks(min, max float64) []plot.Tick {
 		ts = []plot.Tick{{Value: min, Label: siLabel(min) + t.unit}, {Value: max, Label: siLabel(max) + t.unit}}
 	}
 	return ts
+}
+
+// plainTicks is gonum's default tick placement with labels printed plainly: shortest decimal below
+// 10000 ("0", "0.5", "2500"), k/M/G above ("10k", "1.2M"); never "2500.00" or "1e+06".
+type plainTicks struct{}
+
+func (plainTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label == "" {
+			continue
+		}
+		v := ts[i].Value
+		if math.Abs(v) < 1e4 {
+			ts[i].Label = strconv.FormatFloat(math.Round(v*1e6)/1e6, 'f', -1, 64)
+		} else {
+			ts[i].Label = siLabel(v)
+		}
+	}
+	return ts
+}
+
+// plainAxes gives the linear axes that use gonum's default ticks plainTicks' labels.
+func plainAxes(p *plot.Plot) {
+	if _, ok := p.X.Tick.Marker.(plot.DefaultTicks); ok {
+		p.X.Tick.Marker = plainTicks{}
+	}
+	if _, ok := p.Y.Tick.Marker.(plot.DefaultTicks); ok {
+		p.Y.Tick.Marker = plainTicks{}
+	}
 }
 
 // siLabel prints v with three significant digits and k/M/G for thousands.
