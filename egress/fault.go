@@ -97,3 +97,9 @@ func (p *Port) SetFault(f Fault, seed uint64, onDrop func(*pkt.Packet, string)) 
 	fl.Fault = f
 	return fl
 }
+
+// NewFaultLink wraps next, for an engine whose ports are not reachable (a NIC): the backend installs it
+// with SetLink while the fault lasts and puts next back after.
+func NewFaultLink(next Link, clk clock.Clock, f Fault, seed uint64, onDrop func(*pkt.Packet, string)) *FaultLink {
+	return &FaultLink{Next: next, Fault: f, clk: clk, rng: rand.New(rand.NewPCG(seed, 0x6c696e6b)), onDrop: onDrop}
+}

@@ -33,6 +33,8 @@ type Lab struct {
 	End clock.Time
 	// Warnings are legal but suspicious settings (fc.go checkBuffers), for the command to print.
 	Warnings []string
+	// Faults are the spec's cable faults, planned (faults.go).
+	Faults []FaultPlan
 
 	diameter int   // host-to-host, in links
 	work     *work // the budget left while the schedule is made (budget.go)
@@ -117,6 +119,9 @@ func BuildWithin(s *spec.Spec, b Budget) (*Lab, error) {
 		l.Switches = append(l.Switches, SwitchDev{Node: n, Config: l.switchConfig(n)})
 	}
 	if err := l.checkBuffers(); err != nil { // fc.go
+		return nil, err
+	}
+	if err := l.planFaults(); err != nil { // faults.go
 		return nil, err
 	}
 	for _, n := range g.Hosts {

@@ -131,6 +131,8 @@ type Log struct {
 	// Reorders are the flows whose packets arrived out of send order, one line per flow (its first
 	// reordered packet), in words: reordering is reported as itself, never as a loss.
 	Reorders []string
+	// Faults are the cable faults applied during the run (a spec's faults:), in the order applied.
+	Faults []FaultEvent `json:"faults,omitempty"`
 }
 
 // Merge appends other's records to l.
@@ -145,4 +147,5 @@ func (l *Log) Merge(o *Log) {
 	l.MeterBin = max(l.MeterBin, o.MeterBin)
 	l.Violations = append(l.Violations, o.Violations...)
 	l.Reorders = append(l.Reorders, o.Reorders...)
+	l.Faults = append(l.Faults, o.Faults...)
 }

@@ -84,6 +84,12 @@ func WriteRunDir(dir string, log *records.Log, meta Meta) (*Summary, error) {
 			return nil
 		}})
 	}
+	if len(log.Faults) > 0 {
+		files = append(files, struct {
+			name  string
+			write func(io.Writer) error
+		}{FaultsFile, func(w io.Writer) error { return WriteFaultsCSV(w, log, meta) }})
+	}
 	if len(log.Links) > 0 {
 		files = append(files, struct {
 			name  string

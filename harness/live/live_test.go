@@ -30,7 +30,7 @@ func TestWithoutLinksReroutes(t *testing.T) {
 	if len(full.FIB[s0][far]) != 2 {
 		t.Fatalf("s0 -> h%d: want 2 uplinks in the ECMP set, got %v", far, full.FIB[s0][far])
 	}
-	cut, err := route.ShortestWith(WithoutLinks(g, map[int]bool{g.Nodes[s0].Ports[up]: true}), false)
+	cut, err := route.ShortestWith(route.WithoutLinks(g, map[int]bool{g.Nodes[s0].Ports[up]: true}), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,11 +38,11 @@ func TestWithoutLinksReroutes(t *testing.T) {
 		t.Fatalf("s0 -> h%d after cutting p%d: %v", far, up, set)
 	}
 	h0 := g.Hosts[0]
-	cut, _ = route.ShortestWith(WithoutLinks(g, map[int]bool{g.Nodes[h0].Ports[0]: true}), false)
+	cut, _ = route.ShortestWith(route.WithoutLinks(g, map[int]bool{g.Nodes[h0].Ports[0]: true}), false)
 	if set := cut.FIB[g.Switches[len(g.Switches)-1]][0]; len(set) != 0 {
 		t.Fatalf("h0 cut off, yet a core switch routes to it through %v", set)
 	}
-	if len(g.Nodes[s0].Ports) != len(WithoutLinks(g, map[int]bool{0: true}).Nodes[s0].Ports) {
+	if len(g.Nodes[s0].Ports) != len(route.WithoutLinks(g, map[int]bool{0: true}).Nodes[s0].Ports) {
 		t.Fatal("port count changed")
 	}
 }

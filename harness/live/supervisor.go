@@ -305,7 +305,7 @@ func (s *supervisor) reroute() (int, error) {
 			down[li] = true
 		}
 	}
-	t, err := route.ShortestWith(WithoutLinks(s.l.Graph, down), s.l.Tables.HostTransit)
+	t, err := route.ShortestWith(route.WithoutLinks(s.l.Graph, down), s.l.Tables.HostTransit)
 	if err != nil {
 		return 0, err
 	}
@@ -355,26 +355,6 @@ func (s *supervisor) reroute() (int, error) {
 // engine says whether node n runs in the agent: a switch, or a relay host of a server-centric fabric.
 func (s *supervisor) engine(n int) bool {
 	return s.l.Graph.Nodes[n].Kind == topo.Switch || s.l.Tables.HostTransit
-}
-
-// WithoutLinks is g with the links in down cut: each end of a cut link leads back to its own node, so
-// routing sees no neighbour there, and every other port keeps its number.
-func WithoutLinks(g *topo.Graph, down map[int]bool) *topo.Graph {
-	c := *g
-	c.Nodes = make([]topo.Node, len(g.Nodes))
-	for i, n := range g.Nodes {
-		n.Ports = append([]int(nil), n.Ports...)
-		c.Nodes[i] = n
-	}
-	c.Links = append([]topo.Link(nil), g.Links...)
-	for li := range down {
-		lk := g.Links[li]
-		for _, e := range []topo.End{lk.A, lk.B} {
-			c.Links = append(c.Links, topo.Link{A: e, B: e, RateBps: lk.RateBps, Delay: lk.Delay})
-			c.Nodes[e.Node].Ports[e.Port] = len(c.Links) - 1
-		}
-	}
-	return &c
 }
 
 // Do sends one request to lab name's supervisor.

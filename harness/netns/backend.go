@@ -211,6 +211,7 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 		}
 	}
 	setups := splitAgents(l, dl, nl, opts.Agents, pcaps, opts.PcapDir)
+	addFaults(setups, l, res.Dilation) // live.go
 	rt := opts.Realtime
 	if rt == 0 {
 		rt = DefaultRealtime

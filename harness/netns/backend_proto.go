@@ -81,6 +81,8 @@ type AgentSetup struct {
 	// Monitor, when set, makes the agent run the deadlock monitor over its devices; the backend sets
 	// it when one agent hosts every device, since a wait-for cycle may cross any of them.
 	Monitor *AgentMonitor `json:"monitor,omitempty"`
+	// Faults are the spec's cable faults (live.go).
+	Faults []AgentFault `json:"faults,omitempty"`
 }
 
 // AgentMonitor is what the run-time deadlock monitor (package monitor) needs: the topology for the

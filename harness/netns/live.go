@@ -269,3 +269,28 @@ func RelayFIB(fib [][]uint8, self, ports int) []switchsw.PortSet {
 	out[self] = switchsw.PortSet{uint8(ports)}
 	return out
 }
+
+// AgentFault is a spec fault (lab.FaultPlan) as an agent applies it: at At (dilated), each end it hosts
+// impairs its egress (Fault, delay dilated), each switch it hosts in FIB takes its new table. Log is set
+// for one agent, which records the event.
+type AgentFault struct {
+	At    clock.Time                 `json:"at"`
+	Name  string                     `json:"name"`
+	Ends  [2][2]int                  `json:"ends"` // (node, port) of each end
+	Fault egress.Fault               `json:"fault"`
+	FIB   map[int][]switchsw.PortSet `json:"fib,omitempty"`
+	Log   bool                       `json:"log,omitempty"`
+}
+
+// addFaults gives every agent the lab's planned faults, dilated.
+func addFaults(setups []*AgentSetup, l *lab.Lab, d float64) {
+	for _, p := range l.Faults {
+		ends := l.FaultEnds(p)
+		f := p.Fault
+		f.Delay = clock.Time(float64(f.Delay) * d)
+		for i, s := range setups {
+			s.Faults = append(s.Faults, AgentFault{At: clock.Time(float64(p.At) * d), Name: p.Name,
+				Ends: [2][2]int{{ends[0].Node, ends[0].Port}, {ends[1].Node, ends[1].Port}}, Fault: f, FIB: p.FIB, Log: i == 0})
+		}
+	}
+}

@@ -103,6 +103,7 @@ func New(l *lab.Lab) (*Fabric, error) {
 		b.SetLink(lk.B.Port, ba)
 		f.links[lk.A], f.links[lk.B] = ab, ba
 	}
+	f.scheduleFaults() // faults.go
 	f.startAt = make([]func(), len(l.Flows))
 	for i := range l.Flows {
 		fp := &l.Flows[i]

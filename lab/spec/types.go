@@ -25,6 +25,8 @@ type Spec struct {
 	Host     Host       `yaml:"host,omitempty"`
 	Routing  Routing    `yaml:"routing,omitempty"`
 	Workload []Workload `yaml:"workload,omitempty"`
+	// Faults fail, repair or impair cables at given times (faults.go).
+	Faults []Fault `yaml:"faults,omitempty"`
 	// Duration is when the run ends at the latest (paper time). Required: a deadlocked run never
 	// completes its flows, so something must end it.
 	Duration Time `yaml:"duration,omitempty"`

@@ -7,7 +7,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fabriclab/fabriclab/egress"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/switchsw"
 	"github.com/fabriclab/fabriclab/wire"
 )
@@ -175,3 +178,56 @@ func (a *agent) liveCounters() []netns.LiveDevice {
 	}
 	return out
 }
+
+// scheduleFaults arms the spec's cable faults (setup.Faults) on the agent clock.
+func (a *agent) scheduleFaults() {
+	byNode := map[int]*device{}
+	for _, d := range a.devs {
+		byNode[d.node] = d
+	}
+	for _, f := range a.setup.Faults {
+		a.clk.AfterFunc(f.At, func() {
+			for i, e := range f.Ends {
+				d := byNode[e[0]]
+				if d == nil || e[1] >= len(d.ports) {
+					continue
+				}
+				p := d.ports[e[1]]
+				if sw, ok := d.eng.(*switchsw.Switch); ok {
+					sw.SetFault(e[1], f.Fault)
+				} else if fl, ok := p.faultLink(); ok || !f.Fault.None() {
+					// A NIC: a FaultLink in front of the port's link while the fault lasts.
+					if f.Fault.None() {
+						d.eng.SetLink(e[1], p.link)
+						p.nicFault = nil
+					} else if ok {
+						fl.Fault = f.Fault
+					} else {
+						node, port := int32(d.node), int16(e[1])
+						p.nicFault = egress.NewFaultLink(p.link, a.clk, f.Fault, uint64(e[0])<<8|uint64(i), func(pk *pkt.Packet, reason string) {
+							a.log.Drops = append(a.log.Drops, records.Drop{At: a.clk.Now(), Device: node, Port: port, Queue: pk.Queue, Flow: pk.Flow, Reason: reason})
+						})
+						d.eng.SetLink(e[1], p.nicFault)
+					}
+				}
+				p.inFault = nil
+				if f.Fault.Down {
+					ff := f.Fault
+					p.inFault = &ff
+				}
+			}
+			for node, fib := range f.FIB {
+				if d := byNode[node]; d != nil {
+					if sw, ok := d.eng.(*switchsw.Switch); ok {
+						sw.SetFIB(fib)
+					}
+				}
+			}
+			if f.Log {
+				a.log.Faults = append(a.log.Faults, records.FaultEvent{At: a.clk.Now(), Link: f.Name, State: f.Fault.String(), Reroutes: len(f.FIB)})
+			}
+		})
+	}
+}
+
+func (p *port) faultLink() (*egress.FaultLink, bool) { return p.nicFault, p.nicFault != nil }

@@ -51,7 +51,8 @@ type port struct {
 	rxFrames, rxBytes uint64
 	capPath           string
 	inFault           *egress.Fault
-	yard              clock.Time // fidelity yardstick: one data frame's serialization time at this port's rate
+	nicFault          *egress.FaultLink // a NIC port's spec fault, in front of link
+	yard              clock.Time        // fidelity yardstick: one data frame's serialization time at this port's rate
 
 	// Frames the link released this loop iteration, written by flush with one sendmmsg.
 	out   [][]byte
@@ -432,5 +433,6 @@ func (a *agent) run(epoch int64, end clock.Time, done, reachedEnd func()) error 
 		}
 	}
 	a.watch()
+	a.scheduleFaults() // live.go
 	return a.loop(end, done, reachedEnd)
 }

@@ -1,0 +1,53 @@
+package virtual
+
+import (
+	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/records"
+)
+
+// scheduleFaults applies the lab's planned cable faults (lab.FaultPlan) at their times: switches
+// impair their own egress (switchsw.SetFault), a NIC's port gets an egress.FaultLink in front of its
+// link, and the switches whose tables the plan recomputed get them.
+func (f *Fabric) scheduleFaults() {
+	nicFaults := map[topo.End]*egress.FaultLink{}
+	for _, p := range f.Lab.Faults {
+		f.Clock.AfterFunc(p.At, func() {
+			for i, e := range f.Lab.FaultEnds(p) {
+				if sw := f.Switches[e.Node]; sw != nil {
+					sw.SetFault(e.Port, p.Fault)
+					continue
+				}
+				nic := f.NICs[e.Node]
+				if nic == nil {
+					continue
+				}
+				if p.Fault.None() {
+					if nicFaults[e] != nil {
+						nic.SetLink(e.Port, f.links[e])
+						delete(nicFaults, e)
+					}
+					continue
+				}
+				if fl := nicFaults[e]; fl != nil {
+					fl.Fault = p.Fault
+					continue
+				}
+				dev := int32(e.Node)
+				port := int16(e.Port)
+				fl := egress.NewFaultLink(f.links[e], f.Clock, p.Fault, uint64(p.Link)<<1|uint64(i), func(pk *pkt.Packet, reason string) {
+					f.Log.Drops = append(f.Log.Drops, records.Drop{At: f.Clock.Now(), Device: dev, Port: port, Queue: pk.Queue, Flow: pk.Flow, Reason: reason})
+				})
+				nicFaults[e] = fl
+				nic.SetLink(e.Port, fl)
+			}
+			for node, fib := range p.FIB {
+				if sw := f.Switches[node]; sw != nil {
+					sw.SetFIB(fib)
+				}
+			}
+			f.Log.Faults = append(f.Log.Faults, records.FaultEvent{At: f.Clock.Now(), Link: p.Name, State: p.Fault.String(), Reroutes: len(p.FIB)})
+		})
+	}
+}
