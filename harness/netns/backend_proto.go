@@ -112,6 +112,9 @@ type AgentPort struct {
 	// frame it reads is one it wrote (and when it was due to arrive).
 	PeerNode int `json:"peer_node"`
 	PeerPort int `json:"peer_port"`
+	// IngressDelay delays frames read here before the engine takes them: a live lab's kernel host
+	// cannot delay what it sends, so its switch applies the cable's delay on arrival.
+	IngressDelay clock.Time `json:"ingress_delay,omitempty"`
 }
 
 // AgentFlow is a flow a NIC of this agent starts.

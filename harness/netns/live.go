@@ -102,6 +102,19 @@ func StartLive(ctx context.Context, l *lab.Lab, nl *Lab) (*Live, error) {
 		return nil, errors.New("live lab: no device for an agent to run (a lab of kernel hosts alone)")
 	}
 	s := setups[0]
+	kernel := map[int]bool{}
+	for _, h := range dl.Kernel {
+		kernel[h.Node] = true
+	}
+	if !l.Tables.HostTransit {
+		for i := range s.Devices {
+			for j := range s.Devices[i].Ports {
+				if p := &s.Devices[i].Ports[j]; kernel[p.PeerNode] {
+					p.IngressDelay = p.Delay
+				}
+			}
+		}
+	}
 	if len(dl.Switches) > 0 {
 		s.Devices = append(s.Devices, relayDevices(l, dl, nl, dl.Switches[0].Config)...)
 	}

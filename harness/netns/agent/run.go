@@ -299,6 +299,11 @@ func (a *agent) receive(p *port, sync bool) error {
 			// Taken at the wall time, but never past the run's end: nothing happens after it.
 			a.clk.AdvanceTo(a.end)
 		}
+		if p.cfg.IngressDelay > 0 {
+			// From a kernel host (live lab): the cable's delay, which the kernel's side cannot apply.
+			a.clk.AfterFunc(p.cfg.IngressDelay, func() { p.dev.eng.Receive(p.index, pk) })
+			return
+		}
 		p.dev.eng.Receive(p.index, pk)
 	})
 	return err
