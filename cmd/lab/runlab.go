@@ -84,7 +84,7 @@ func runOnLab(ctx context.Context, name string, l *lab.Lab, save func(*records.L
 		cc = "" // a NIC's congestion control (dcqcn, hpcc, ...) is not the kernel's
 		fmt.Fprintf(os.Stderr, "lab run --lab %s: hosts are the lab's kernel TCP stacks (the spec's host.transport %s does not apply)\n", name, l.Spec.Host.Transport)
 	}
-	r, err := kernelhost.Run(ctx, nl, flows, kernelhost.Options{CC: cc,
+	r, err := kernelhost.Run(ctx, nl, flows, kernelhost.Options{CC: cc, Port: onLabPort,
 		Timeout: clock.Time(float64(l.End)*d).Duration() + 30e9})
 	if r == nil {
 		return err
@@ -100,6 +100,9 @@ func runOnLab(ctx context.Context, name string, l *lab.Lab, save func(*records.L
 	}
 	return err
 }
+
+// onLabPort is the receivers' port: not iperf3's 5201, which a user of the live lab may be serving.
+const onLabPort = 5399
 
 func nsHas(nl *netns.Lab, dev string) (string, bool) {
 	for _, d := range nl.Devices() {

@@ -202,7 +202,8 @@ var _ = Describe("live labs", Ordered, func() {
 		// iperf3 h0 -> h15 (inter-pod): the engines serialize at the dilated 100 Mb/s.
 		srv := exec.Command(labBin, "exec", name, "h15", "--", "iperf3", "-s")
 		Expect(srv.Start()).To(Succeed())
-		defer func() { srv.Process.Kill(); srv.Wait() }()
+		stopSrv := func() { srv.Process.Kill(); srv.Wait() }
+		defer stopSrv()
 		var res struct {
 			Error string `json:"error"`
 			End   struct {
@@ -223,6 +224,7 @@ var _ = Describe("live labs", Ordered, func() {
 			}
 			return res.Error
 		}).WithTimeout(30*time.Second).WithPolling(500*time.Millisecond).Should(BeEmpty(), "iperf3 client")
+		stopSrv()
 		gp := res.End.SumReceived.BitsPerSecond
 		AddReportEntry("iperf3 h0 -> h15", fmt.Sprintf("%.1f Mb/s of the 100 Mb/s link (%.0f%%)", gp/1e6, 100*gp/100e6))
 		Expect(gp).To(BeNumerically(">", 10e6), "iperf3 barely moved:\n%s", js)
@@ -253,6 +255,61 @@ var _ = Describe("live labs", Ordered, func() {
 		lab("link", name, "s0", "s8", "up")
 		got, _ = ping(name, "h0", "h15", 3)
 		Expect(got).To(Equal(3))
+
+		// lab run --lab: a spec's workload on the running lab, as kernel TCP flows, into a run directory.
+		dir := GinkgoT().TempDir()
+		sp := filepath.Join(dir, "w.yaml")
+		Expect(os.WriteFile(sp, []byte(`name: onlab
+topology: {family: fattree, k: 4}
+workload:
+  - {kind: flows, list: [{src: h0, dst: h15, size: 1MB, at: 0s}, {src: h1, dst: h14, size: 1MB, at: 10us}]}
+duration: 100ms
+`), 0o644)).To(Succeed())
+		lab("run", sp, "--lab", name, "-o", filepath.Join(dir, "run"), "-q")
+		var sm struct {
+			Flows struct{ Completed int } `json:"flows"`
+		}
+		js, _ = os.ReadFile(filepath.Join(dir, "run", "summary.json"))
+		Expect(json.Unmarshal(js, &sm)).To(Succeed())
+		Expect(sm.Flows.Completed).To(Equal(2))
 		leavesNothing(name, pids)
+	})
+
+	It("schedules a spec's faults: on both backends alike (faults.csv), and the flow completes around the failed uplink", func() {
+		dir := GinkgoT().TempDir()
+		spec := func(backend string) string {
+			p := filepath.Join(dir, backend+".yaml")
+			Expect(os.WriteFile(p, []byte(`name: lvfault
+backend: `+backend+`
+dilation: 1000
+topology: {family: fattree, k: 4, link: {rate: 10Gbps, delay: 1us}}
+switch: {flow_control: lossy}
+host: {transport: irn}
+routing: {algorithm: shortest}
+workload:
+  - {kind: flows, list: [{src: h0, dst: h15, size: 2MB, at: 0s}]}
+duration: 50ms
+faults:
+  - {at: 200us, link: [s0, s8], state: down}
+  - {at: 1ms, link: [s0, s8], state: up}
+`), 0o644)).To(Succeed())
+			return p
+		}
+		var csv []string
+		for _, b := range []string{"virtual", "netns"} {
+			out := filepath.Join(dir, "run-"+b)
+			lab("run", spec(b), "-o", out, "-q", "--name", labName("sf"))
+			f, err := os.ReadFile(filepath.Join(out, "faults.csv"))
+			Expect(err).NotTo(HaveOccurred(), "%s: no faults.csv", b)
+			csv = append(csv, string(f))
+			var sm struct {
+				Flows struct{ Completed int } `json:"flows"`
+			}
+			js, _ := os.ReadFile(filepath.Join(out, "summary.json"))
+			Expect(json.Unmarshal(js, &sm)).To(Succeed())
+			Expect(sm.Flows.Completed).To(Equal(1), "%s: the flow did not complete", b)
+		}
+		Expect(csv[1]).To(Equal(csv[0]))
+		Expect(csv[0]).To(ContainSubstring("0.0002,s0-s8,down,12"))
 	})
 })
