@@ -43,6 +43,8 @@ func (l *Lab) hostPathSelect(c *nodes.Config) {
 		return
 	}
 	c.PathSelect = a.PathSelect()
+	// Per-packet UGAL reorders every flow: its receivers get the Benchmark's reorder buffer.
+	c.ReorderBuffer = c.PathSelect == nodes.SelectUGALPB
 	if r, ok := l.Router.(*route.ATE); ok {
 		l.hostATE(r, c) // ate.go
 	}

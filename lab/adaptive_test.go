@@ -25,7 +25,7 @@ duration: 1ms
 `
 
 func TestAdaptiveRoutersGiveNICsTheirCandidates(t *testing.T) {
-	for _, alg := range []string{"telemetry", "ugal"} {
+	for _, alg := range []string{"telemetry", "ugal", "ugal-pb"} {
 		l, err := buildLab(t, fmt.Sprintf(dragonflyLab, alg, ""))
 		if err != nil {
 			t.Fatal(err)
@@ -43,6 +43,10 @@ func TestAdaptiveRoutersGiveNICsTheirCandidates(t *testing.T) {
 		for _, h := range l.Hosts {
 			if h.Config.PathSelect != alg {
 				t.Fatalf("%s: host config path_select %q", alg, h.Config.PathSelect)
+			}
+			// Only per-packet UGAL reorders every flow: its receivers hold out-of-order packets.
+			if h.Config.ReorderBuffer != (alg == "ugal-pb") {
+				t.Fatalf("%s: host config reorder_buffer %v", alg, h.Config.ReorderBuffer)
 			}
 		}
 	}

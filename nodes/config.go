@@ -132,6 +132,9 @@ type Config struct {
 	// "flowlet" (after an idle SpreadGap) or "packet" (spread.go).
 	Spread    string     `json:"spread,omitempty"`
 	SpreadGap clock.Time `json:"spread_gap_ps,omitempty"`
+	// ReorderBuffer makes a go-back-N or lossless receiver hold out-of-order packets until the hole
+	// fills, without a NACK (the telemetry paper's Benchmark, routing ugal-pb); IRN keeps them anyway.
+	ReorderBuffer bool `json:"reorder_buffer,omitempty"`
 }
 
 // CNP generation modes (Config.CNP).

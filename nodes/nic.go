@@ -68,6 +68,8 @@ type Stats struct {
 	OutOfOrder                   uint64 // data packets received above the expected PSN
 	LosslessGaps                 uint64 // lossless holes a retransmission filled: a packet was lost
 	Reordered                    uint64 // data packets that arrived after one of their flow sent later
+	ReorderHeld                  uint64 // packets the reorder buffer held (Config.ReorderBuffer)
+	ReorderPeak                  uint64 // the most packets one flow's reorder buffer held at once
 	ECNMarked                    uint64 // CE-marked data packets received
 	Relayed                      uint64
 	NoRoute                      uint64
@@ -279,6 +281,7 @@ func (n *NIC) Flush() {
 	c.Retransmits = n.stats.Retransmits
 	c.CNPsSent = n.stats.TxCNP
 	c.Reordered = n.stats.Reordered
+	c.ReorderHeld, c.ReorderPeak = n.stats.ReorderHeld, n.stats.ReorderPeak
 	c.MaxQueue = append([]int(nil), n.maxQueue...)
 	if n.mem != nil {
 		c.NICMemBytes, c.NICMemPeak, c.NICMemPauses, c.NICMemDrops = n.mem.cfg.Bytes, n.mem.peak, n.mem.pauses, n.mem.drops

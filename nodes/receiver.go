@@ -17,7 +17,10 @@ type rxQP struct {
 	sinceAck int    // in-order packets since the last ACK (coalescing)
 	dupSince int    // duplicates since the last ACK they triggered
 
-	ooo map[uint32]struct{} // IRN: PSNs received above expected
+	ooo map[uint32]struct{} // IRN: PSNs received above expected; the reorder buffer's too
+	// heldDelay: the reorder buffer's packets' queueing delays, so the ACK that releases them reflects
+	// the last one's: the sender (ugal-pb) credits an ACK's delay to the path of the PSN below it.
+	heldDelay map[uint32]clock.Time
 
 	nackFor  uint32 // go-back-N NACK rate limit: the expected PSN last NACKed and when
 	nackAt   clock.Time
@@ -68,9 +71,16 @@ func (n *NIC) onData(port int, p *pkt.Packet) {
 		}
 		rx.expected++
 		jumped := false
+		ackFor := p
 		for len(rx.ooo) > 0 {
 			if _, ok := rx.ooo[rx.expected]; !ok {
 				break
+			}
+			if d, ok := rx.heldDelay[rx.expected]; ok {
+				delete(rx.heldDelay, rx.expected)
+				c := *p
+				c.ProbeDelay = d
+				ackFor = &c
 			}
 			delete(rx.ooo, rx.expected)
 			rx.expected++
@@ -82,13 +92,28 @@ func (n *NIC) onData(port int, p *pkt.Packet) {
 		if rx.sinceAck >= n.cfg.AckEvery || jumped || (rx.lastPSN >= 0 && int64(rx.expected) > rx.lastPSN) {
 			rx.sinceAck = 0
 			n.stats.TxAck++
-			n.sendCtl(pkt.Ack, p, rx, 0, pkt.AckSize)
+			n.sendCtl(pkt.Ack, ackFor, rx, 0, pkt.AckSize)
 		}
 	case p.PSN > rx.expected:
 		n.stats.OutOfOrder++
 		if n.cfg.Transport == Lossless && !rx.gapOpen {
 			// A hole: a loss or a reordering; the packet that fills it will say which (lossGap).
 			rx.gapOpen, rx.gapPSN, rx.gapSent = true, rx.expected, p.SentAt
+		}
+		if n.cfg.ReorderBuffer && n.cfg.Transport != IRN {
+			// The Benchmark's reorder buffer: hold it until the hole fills, no NACK (under PFC a hole is
+			// a reordering; a real loss is left to the sender's timeout).
+			if rx.ooo == nil {
+				rx.ooo = map[uint32]struct{}{}
+			}
+			rx.ooo[p.PSN] = struct{}{}
+			if rx.heldDelay == nil {
+				rx.heldDelay = map[uint32]clock.Time{}
+			}
+			rx.heldDelay[p.PSN] = p.ProbeDelay
+			n.stats.ReorderHeld++
+			n.stats.ReorderPeak = max(n.stats.ReorderPeak, uint64(len(rx.ooo)))
+			return
 		}
 		if n.cfg.Transport == IRN {
 			// Keep it and NACK with the cumulative ACK plus the SACKed PSN, on every out-of-order arrival.

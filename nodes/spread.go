@@ -92,6 +92,12 @@ func (q *qp) routeFor(psn uint32, payload int32, now clock.Time) ([]uint8, int) 
 			q.usePath(s.paths[idx], b)
 		}
 		route = q.route
+	case q.sel != nil && q.sel.qdelay != nil: // ugal-pb: per packet (telemetry.go)
+		idx = q.sel.pick(psn)
+		if !slices.Equal(q.route, q.sel.paths[idx]) {
+			q.usePath(q.sel.paths[idx], q.sel.base(idx))
+		}
+		route = q.route
 	case q.sel != nil:
 		idx = q.sel.cur
 	}

@@ -40,6 +40,10 @@ const (
 	// its group's global-link loads (UGAL-PB); this is the closest the per-connection NIC engine
 	// comes (a reroute restarts congestion control and, lossless or go-back-N, drains the old path).
 	SelectUGALPeriodic = "ugal-periodic"
+	// SelectUGALPB decides per data packet (pathSel.pick): MIN or one VAL candidate drawn at random for
+	// that packet, by UGAL's queue x hops rule. It never reroutes (no drain, no idle wait, no congestion
+	// control restart); receivers hold out-of-order packets in a reorder buffer (Config.ReorderBuffer).
+	SelectUGALPB = "ugal-pb"
 )
 
 // ProbePort is the UDP destination port of PTMs and PTRs (wire.ProbePort).
@@ -67,9 +71,9 @@ const (
 
 func (c *Config) checkPathSelect() error {
 	switch c.PathSelect {
-	case "", SelectTelemetry, SelectUGAL, SelectUGALPeriodic, SelectATE: // ate: ate.go
+	case "", SelectTelemetry, SelectUGAL, SelectUGALPeriodic, SelectUGALPB, SelectATE: // ate: ate.go
 	default:
-		return fmt.Errorf("nodes: config.path_select %q: want telemetry, ugal, ate or empty", c.PathSelect)
+		return fmt.Errorf("nodes: config.path_select %q: want telemetry, ugal, ugal-periodic, ugal-pb, ate or empty", c.PathSelect)
 	}
 	t := &c.Telemetry
 	if t.Ratio < 0 || t.Ratio > 1 || t.MTUs < 0 || t.Every < 0 || t.Initial < 0 || t.Wait < 0 || t.Threshold < 0 {
@@ -148,13 +152,26 @@ type pathSel struct {
 	// reaches it (every packet sent on the old path has arrived); 0: not draining.
 	drainTo uint32
 	settled bool // UGAL decided: no more probes
+
+	// ugal-pb: each candidate's latest forward queueing sample (ACK-reflected or probe reply), and the
+	// candidate each recent PSN took (by PSN mod len), so an ACK's sample goes to the path it measured.
+	qdelay []clock.Time
+	took   []uint8
 }
+
+// ugalPBRing is how many recent PSNs a ugal-pb flow remembers the candidate of: more than a lossless
+// window at 100 Gb/s over D1 (~40 packets); beyond it an ACK's sample may go to the wrong candidate.
+const ugalPBRing = 1024
 
 func (n *NIC) newPathSel(q *qp, paths [][]uint8, bases []PathBase) *pathSel {
 	c := &n.cfg.Telemetry
 	s := &pathSel{q: q, cfg: c, policy: n.cfg.PathSelect, paths: paths, bases: bases, pending: map[uint32]int{},
 		rng:  rand.New(rand.NewPCG(n.cfg.Seed^0x7e1e, uint64(q.id))),
 		tMTU: clock.TxTime(pkt.DataSize(int(q.mtu), len(paths[0])), q.lineRate)}
+	if s.policy == SelectUGALPB {
+		s.qdelay, s.took = make([]clock.Time, len(paths)), make([]uint8, ugalPBRing)
+		return s // no opening round: every candidate counts as idle until a sample says otherwise
+	}
 	s.open()
 	return s
 }
@@ -200,6 +217,10 @@ func (s *pathSel) reply(seq uint32, delay clock.Time) {
 		return
 	}
 	delete(s.pending, seq)
+	if s.qdelay != nil {
+		s.qdelay[i] = delay
+		return
+	}
 	if s.round != nil && s.round[seq] {
 		first := len(s.roundDelay) == 0
 		s.roundDelay[i] = delay
@@ -290,9 +311,43 @@ func (s *pathSel) sent() {
 
 // acked takes the delay an ACK reflects, if the packet that triggered it went on the current path.
 func (s *pathSel) acked(p *pkt.Packet) {
+	if s.qdelay != nil {
+		// The ACK reflects the delay of PSN-1: the in-order packet that triggered it, or the last one
+		// the receiver's reorder buffer released (receiver.go heldDelay).
+		if p.PSN > 0 {
+			s.qdelay[s.took[(p.PSN-1)%ugalPBRing]] = p.ProbeDelay
+		}
+		return
+	}
 	if p.PSN > s.curFrom {
 		s.curDelay = p.ProbeDelay
 	}
+}
+
+// ugalChoice is UGAL's rule (Kim et al. 2008; the telemetry paper §II-B): a packet goes VAL iff MIN's
+// queue times its hop count exceeds VAL's queue times its hop count by more than the bias t.
+func ugalChoice(qMin clock.Time, hMin int, qVal clock.Time, hVal int, t clock.Time) bool {
+	return qMin*clock.Time(hMin) > qVal*clock.Time(hVal)+t
+}
+
+// pick is ugal-pb's choice for data packet psn: MIN (0) or the VAL candidate drawn for this packet. The
+// queue of a candidate is its latest measured forward queueing delay (the sum over its switches, in
+// time at line rate), its hop count the length of its source route.
+func (s *pathSel) pick(psn uint32) int {
+	i := 0
+	if len(s.paths) > 1 {
+		v := 1 + s.rng.IntN(len(s.paths)-1)
+		t := s.cfg.Threshold
+		if t == 0 {
+			t = clock.Time(s.cfg.MTUs) * s.tMTU
+		}
+		if ugalChoice(s.qdelay[0], len(s.paths[0]), s.qdelay[v], len(s.paths[v]), t) {
+			i = v
+		}
+	}
+	s.took[psn%ugalPBRing] = uint8(i)
+	s.cur = i
+	return i
 }
 
 // base is candidate i's idle delays, zero when the lab gave none.

@@ -104,6 +104,12 @@ type Counters struct {
 	// was sent later (arrival order differs from send order): the path changed under the flow, or
 	// packets of one flow took different paths. Not a loss.
 	Reordered uint64
+
+	// ReorderHeld counts packets a receiver's reorder buffer held until their hole filled (the
+	// ugal-pb Benchmark's, nodes.Config.ReorderBuffer); ReorderPeak is the most one flow's buffer held
+	// at once, in packets.
+	ReorderHeld, ReorderPeak uint64
+
 	Malformed uint64 // frames that failed to decode (netns)
 	RxFrames  uint64
 	TxFrames  uint64

@@ -134,6 +134,9 @@ type Summary struct {
 	// one line per reordered flow. Reordering is not loss: neither counts as a drop or a violation.
 	Reordered uint64   `json:"reordered"`
 	Reorders  []string `json:"reorders,omitempty"`
+	// ReorderBuffer is the receivers' reorder buffers (routing ugal-pb): packets held until their hole
+	// filled, and the most packets one flow's buffer held at once.
+	ReorderBuffer ReorderBuffer `json:"reorder_buffer,omitzero"`
 	// NIC is the NICs' finite memory: the largest configured buffer, the most data one NIC's egress
 	// queues held at once, how often memory guards paused a node's upstream, relayed frames dropped for
 	// lack of room.
@@ -299,6 +302,8 @@ func Summarize(log *records.Log, meta Meta) *Summary {
 		s.ECNMarks += c.ECNMarked
 		s.CNPs += c.CNPsSent
 		s.Reordered += c.Reordered
+		s.ReorderBuffer.Held += c.ReorderHeld
+		s.ReorderBuffer.PeakPackets = max(s.ReorderBuffer.PeakPackets, c.ReorderPeak)
 		s.NIC.BufferBytes = max(s.NIC.BufferBytes, c.NICMemBytes)
 		s.NIC.PeakBytes = max(s.NIC.PeakBytes, c.NICMemPeak)
 		s.NIC.Pauses += c.NICMemPauses
@@ -351,4 +356,10 @@ func summarizeRows(rows []FlowRow, endS float64) ClassSummary {
 	}
 	cs.Goodput = GoodputOf(rows, endS)
 	return cs
+}
+
+// ReorderBuffer sums the receivers' reorder buffers (Summary.ReorderBuffer).
+type ReorderBuffer struct {
+	Held        uint64 `json:"held"`
+	PeakPackets uint64 `json:"peak_packets"`
 }

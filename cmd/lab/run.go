@@ -365,6 +365,9 @@ func printSummary(cmd *cobra.Command, out string, s *report.Summary, quiet bool)
 	for _, v := range s.Violations {
 		fmt.Fprintf(w, "  VIOLATION: %s\n", v)
 	}
+	if b := s.ReorderBuffer; b.Held > 0 {
+		fmt.Fprintf(w, "  reorder buffer: %d packets held, peak %d packets in one flow\n", b.Held, b.PeakPackets)
+	}
 	if s.Reordered > 0 {
 		fmt.Fprintf(w, "  REORDERED: %d packets in %d flows\n", s.Reordered, len(s.Reorders))
 	}

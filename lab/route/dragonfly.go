@@ -22,51 +22,32 @@ import (
 // probing round-robin). The policies live in package nodes; here are only the paths.
 
 func init() {
-	Register("ugal", func(g *topo.Graph, params map[string]string) (Router, error) {
-		// seed is accepted because the lab passes the spec's seed to every randomized algorithm; the
-		// random VAL candidate is drawn by the NIC from its own seed.
-		if err := CheckParams("ugal", params, "threshold", "seed", "lossless_priorities"); err != nil {
-			return nil, err
-		}
-		d, err := NewDragonfly("ugal", g)
-		if err != nil {
-			return nil, err
-		}
-		if err := d.setVCs(params); err != nil {
-			return nil, err
-		}
-		if s, ok := params["threshold"]; ok {
-			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-			if err != nil || v < 0 {
-				return nil, fmt.Errorf("routing ugal: threshold=%q, want a non-negative size in bytes", s)
+	// ugal decides once per flow, ugal-periodic every 100 data packets, ugal-pb per packet (the
+	// telemetry paper's Benchmark): nodes.SelectUGAL, SelectUGALPeriodic, SelectUGALPB.
+	for _, name := range []string{"ugal", "ugal-periodic", "ugal-pb"} {
+		Register(name, func(g *topo.Graph, params map[string]string) (Router, error) {
+			// seed is accepted because the lab passes the spec's seed to every randomized algorithm; the
+			// random VAL candidate is drawn by the NIC from its own seed.
+			if err := CheckParams(name, params, "threshold", "seed", "lossless_priorities"); err != nil {
+				return nil, err
 			}
-			d.ThresholdBytes = v
-		}
-		return d, nil
-	})
-	// ugal-periodic re-decides UGAL every 100 data packets (nodes.SelectUGALPeriodic).
-	Register("ugal-periodic", func(g *topo.Graph, params map[string]string) (Router, error) {
-		// seed is accepted because the lab passes the spec's seed to every randomized algorithm; the
-		// random VAL candidate is drawn by the NIC from its own seed.
-		if err := CheckParams("ugal-periodic", params, "threshold", "seed", "lossless_priorities"); err != nil {
-			return nil, err
-		}
-		d, err := NewDragonfly("ugal-periodic", g)
-		if err != nil {
-			return nil, err
-		}
-		if err := d.setVCs(params); err != nil {
-			return nil, err
-		}
-		if s, ok := params["threshold"]; ok {
-			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-			if err != nil || v < 0 {
-				return nil, fmt.Errorf("routing ugal-periodic: threshold=%q, want a non-negative size in bytes", s)
+			d, err := NewDragonfly(name, g)
+			if err != nil {
+				return nil, err
 			}
-			d.ThresholdBytes = v
-		}
-		return d, nil
-	})
+			if err := d.setVCs(params); err != nil {
+				return nil, err
+			}
+			if s, ok := params["threshold"]; ok {
+				v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+				if err != nil || v < 0 {
+					return nil, fmt.Errorf("routing %s: threshold=%q, want a non-negative size in bytes", name, s)
+				}
+				d.ThresholdBytes = v
+			}
+			return d, nil
+		})
+	}
 	// minimal is Dragonfly MIN routing, the paper's ShortestPath baseline: always the direct global link.
 	// It differs from `shortest` (ECMP over hop-count-shortest paths), which on a Dragonfly also takes
 	// two-global-hop paths through a third group when they are no longer than local-global-local.

@@ -117,8 +117,13 @@ func TestDragonflyRefusesOtherFamiliesAndKeys(t *testing.T) {
 		t.Fatalf("ring: %v", err)
 	}
 	g := topo.MustBuild("dragonfly", "p=1", "a=2", "h=1")
-	if _, err := New("ugal", g, map[string]string{"threshold": "-3"}); err == nil || !strings.Contains(err.Error(), "threshold") {
-		t.Fatalf("bad threshold: %v", err)
+	for _, alg := range []string{"ugal", "ugal-periodic", "ugal-pb"} {
+		if _, err := New(alg, g, map[string]string{"threshold": "-3"}); err == nil || !strings.Contains(err.Error(), "routing "+alg+": threshold") {
+			t.Fatalf("%s: bad threshold: %v", alg, err)
+		}
+		if _, err := New(alg, g, map[string]string{"lossless_priorities": "9"}); err == nil || !strings.Contains(err.Error(), "lossless_priorities") {
+			t.Fatalf("%s: 9 VCs: %v", alg, err)
+		}
 	}
 	if _, err := New("telemetry", g, map[string]string{"k": "3"}); err == nil || !strings.Contains(err.Error(), `"k"`) {
 		t.Fatalf("unknown key: %v", err)

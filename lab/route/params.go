@@ -15,6 +15,7 @@ var algorithmKeys = map[string][]string{
 	"ugal":          {"threshold", "seed", "lossless_priorities"},
 	"minimal":       {"lossless_priorities"},
 	"ugal-periodic": {"threshold", "seed", "lossless_priorities"},
+	"ugal-pb":       {"threshold", "seed", "lossless_priorities"},
 	"telemetry":     {"lossless_priorities"},
 	"ate":           {"p", "measure", "seed"},
 }

@@ -270,7 +270,7 @@ var (
 	FlowControls  = []string{"lossy", "pfc", "pfcstar", "portfc"}
 	Transports    = []string{"lossless", "gbn", "irn", "kernel-tcp"}
 	CCs           = []string{"none", "dcqcn", "cubic", "dctcp"}
-	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "ugal-periodic", "telemetry", "minimal", "ate", "free"}
+	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "ugal-periodic", "ugal-pb", "telemetry", "minimal", "ate", "free"}
 	ATEMeasures   = []string{"inflight", "assigned", "offered"} // nodes.ATEInFlight, ATEAssigned, ATEOffered
 	Spreads       = []string{"flow", "flowlet", "packet"}       // nodes.SpreadFlow, SpreadFlowlet, SpreadPacket
 	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "unf", "projector", "trace"}
