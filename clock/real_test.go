@@ -53,10 +53,13 @@ func TestRealChainDoesNotAccumulateLag(t *testing.T) {
 	if r.Now() != step*n {
 		t.Fatalf("logical end %v, want %v", r.Now(), step*n)
 	}
-	if over := r.Wall() - step*n; over > 5*Millisecond {
-		t.Fatalf("wall end %v is %v past the schedule", r.Wall(), over)
-	}
 	lag := r.Lag()
+	// Accumulated lag would put the end past the schedule by the sum of every wake-up's lateness; a
+	// chain that keeps its schedule ends at most one wake-up late. Compare against the worst single
+	// lateness, so that one VM stall (40-70 ms here now and then) is not taken for accumulation.
+	if over := r.Wall() - step*n; over > lag.Max+5*Millisecond {
+		t.Fatalf("wall end %v is %v past the schedule, more than the worst single lateness %v", r.Wall(), over, lag.Max)
+	}
 	t.Logf("lag mean %v max %v, >10us %d of %d", lag.Mean(), lag.Max, lag.Over[0], lag.Fired)
 	if lag.Fired != n {
 		t.Fatalf("lag counted %d callbacks, want %d", lag.Fired, n)
