@@ -169,23 +169,7 @@ func Simplex(g *topo.Graph, r route.Router, tm TM) (Result, error) {
 	if r == nil || r.Name() == "free" {
 		return free(f, tm, unit)
 	}
-	return restricted(f, tm, unit, func(a, b int) ([][]int, error) {
-		ha, hb := rep(f, a), rep(f, b)
-		if ha < 0 || hb < 0 {
-			return nil, fmt.Errorf("bound: switch pair s%d-s%d has demand but a switch has no host to route from", a, b)
-		}
-		ps, err := r.Paths(ha, hb)
-		if err != nil {
-			return nil, err
-		}
-		out := make([][]int, len(ps))
-		for i, p := range ps {
-			for h := 1; h+1 < len(p.Ports); h++ {
-				out[i] = append(out[i], arcKey(f, p.Nodes[h], p.Ports[h]))
-			}
-		}
-		return out, nil
-	})
+	return restricted(f, tm, unit, routerPaths(f, r))
 }
 
 // SwitchPaths is Throughput restricted to explicit switch-level paths per pair (paths(a, b) for every
