@@ -12,9 +12,14 @@ import (
 // the choice to the sending NIC: every flow carries its candidates as source routes and starts on the
 // first; the NIC's policy moves it (nodes/telemetry.go). A pinned flow (path:, via:) keeps its pin.
 
-// adaptivePaths gives fp its candidate routes when the lab's router is adaptive.
-func (l *Lab) adaptivePaths(fp *FlowPlan) error {
-	if _, ok := l.Router.(route.Adaptive); !ok || len(fp.Via) > 0 || len(fp.Flow.Path) > 0 {
+// candidatePaths gives fp its pair's paths as candidates when the NIC chooses among them: an adaptive
+// router (UGAL, telemetry: the NIC picks and reroutes) or a multipath one (spread.go: the NIC spreads). A
+// pinned flow keeps its one route. fp.Cands keeps the paths whole (classes) for classTurns.
+func (l *Lab) candidatePaths(fp *FlowPlan) error {
+	if _, adaptive := l.Router.(route.Adaptive); !adaptive && !l.spreads() {
+		return nil
+	}
+	if len(fp.Via) > 0 || len(fp.Flow.Path) > 0 {
 		return nil
 	}
 	ps, err := l.Router.Paths(fp.Src, fp.Dst)

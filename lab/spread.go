@@ -1,8 +1,6 @@
 package lab
 
 import (
-	"fmt"
-
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/nodes"
@@ -23,30 +21,6 @@ const DefaultSpreadGap = spec.Time(50 * clock.Microsecond)
 
 // spreads reports whether the lab's flows are spread over their pair's paths.
 func (l *Lab) spreads() bool { return spreadRouters[l.Router.Name()] }
-
-// spreadPaths gives fp its pair's paths as candidates when the router is multipath and the flow is not
-// pinned; fp.Cands keeps them whole (classes) for classTurns.
-func (l *Lab) spreadPaths(fp *FlowPlan) error {
-	if !l.spreads() || len(fp.Via) > 0 || len(fp.Flow.Path) > 0 {
-		return nil
-	}
-	ps, err := l.Router.Paths(fp.Src, fp.Dst)
-	if err != nil {
-		return fmt.Errorf("flow %d (h%d->h%d): %w", fp.ID, fp.Src, fp.Dst, err)
-	}
-	if len(ps) < 2 {
-		return nil
-	}
-	fp.Cands = ps
-	fp.Paths = make([][]uint8, len(ps))
-	fp.PathBases = make([]nodes.PathBase, len(ps))
-	for i, p := range ps {
-		fp.Paths[i] = p.Route()
-		fp.PathBases[i] = l.pathBase(p)
-	}
-	fp.Route = fp.Paths[0]
-	return nil
-}
 
 // hostSpread tells the NICs how to spread.
 func (l *Lab) hostSpread(c *nodes.Config) {

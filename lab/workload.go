@@ -56,10 +56,7 @@ func (l *Lab) schedule() error {
 		if route.ServerCentric(g) || len(f.Via) > 0 || len(f.Path) > 0 || !tableRouted(l.Router) {
 			fp.Route = p.Route()
 		}
-		if err := l.adaptivePaths(&fp); err != nil { // adaptive.go
-			return err
-		}
-		if err := l.spreadPaths(&fp); err != nil { // spread.go
+		if err := l.candidatePaths(&fp); err != nil { // adaptive.go
 			return err
 		}
 		mtu := s.Host.MTU
