@@ -11,13 +11,13 @@ import (
 	"os/exec"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/monitor"
+	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/nodes"
@@ -756,35 +756,13 @@ func connectedParts(g *topo.Graph, dl *Dilated, n int) map[int]int {
 
 // parsePcap resolves a --pcap selection against the lab's devices.
 func parsePcap(sel string, l *lab.Lab) (map[PcapPort]bool, error) {
+	ends, err := virtual.PortSelection(l.Graph, sel)
+	if err != nil {
+		return nil, err
+	}
 	out := map[PcapPort]bool{}
-	sel = strings.TrimSpace(sel)
-	if sel == "" {
-		return out, nil
-	}
-	g := l.Graph
-	byName := map[string]int{}
-	for i, n := range g.Nodes {
-		byName[n.Name] = i
-	}
-	if sel == "all" {
-		for _, n := range g.Nodes {
-			for p := 0; p < len(n.Ports); p++ {
-				out[PcapPort{Device: n.Name, Port: p}] = true
-			}
-		}
-		return out, nil
-	}
-	for _, item := range strings.Split(sel, ",") {
-		dev, port, ok := strings.Cut(strings.TrimSpace(item), ":")
-		node, known := byName[dev]
-		if !ok || !known || !strings.HasPrefix(port, "p") {
-			return nil, fmt.Errorf("pcap: %q: want DEVICE:pPORT with a device of the lab (e.g. s0:p1), or all", item)
-		}
-		i, err := strconv.Atoi(port[1:])
-		if err != nil || i < 0 || i >= len(g.Nodes[node].Ports) {
-			return nil, fmt.Errorf("pcap: %q: %s has ports p0..p%d", item, dev, len(g.Nodes[node].Ports)-1)
-		}
-		out[PcapPort{Device: dev, Port: i}] = true
+	for _, e := range ends {
+		out[PcapPort{Device: l.Graph.Nodes[e.Node].Name, Port: e.Port}] = true
 	}
 	return out, nil
 }
