@@ -64,15 +64,9 @@ func Throughput(g *topo.Graph, r route.Router, tm TM) (Result, error) {
 
 // ThroughputTol is Throughput stopping at certified relative gap tol (0: 1%).
 func ThroughputTol(g *topo.Graph, r route.Router, tm TM, tol float64) (Result, error) {
-	f, err := route.NewFabric(g)
+	f, tm, err := fabricTM(g, tm)
 	if err != nil {
 		return Result{}, err
-	}
-	if tm == nil {
-		tm = Uniform(f)
-	}
-	if len(tm) != len(f.Sw) {
-		return Result{}, fmt.Errorf("bound: traffic matrix has %d rows, topology has %d switches", len(tm), len(f.Sw))
 	}
 	m, err := Instance(f, tm, hostRate(g), routerPaths(f, r))
 	if err != nil {
@@ -84,6 +78,21 @@ func ThroughputTol(g *topo.Graph, r route.Router, tm TM, tol float64) (Result, e
 		return Result{}, err
 	}
 	return Result{G: res.G, Upper: res.Upper, Phases: res.Phases, Lengths: res.Lengths}, nil
+}
+
+// fabricTM builds g's switch fabric and checks tm against it (nil: Uniform).
+func fabricTM(g *topo.Graph, tm TM) (*route.Fabric, TM, error) {
+	f, err := route.NewFabric(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tm == nil {
+		tm = Uniform(f)
+	}
+	if len(tm) != len(f.Sw) {
+		return nil, nil, fmt.Errorf("bound: traffic matrix has %d rows, topology has %d switches", len(tm), len(f.Sw))
+	}
+	return f, tm, nil
 }
 
 // routerPaths lists r's paths for a switch pair as arc keys; nil for any path.
@@ -155,15 +164,9 @@ func Instance(f *route.Fabric, tm TM, unit float64, paths func(a, b int) ([][]in
 // Simplex is Throughput solved exactly by gonum's dense simplex: small instances only (MaxCells), for
 // cross-checking the scheme.
 func Simplex(g *topo.Graph, r route.Router, tm TM) (Result, error) {
-	f, err := route.NewFabric(g)
+	f, tm, err := fabricTM(g, tm)
 	if err != nil {
 		return Result{}, err
-	}
-	if tm == nil {
-		tm = Uniform(f)
-	}
-	if len(tm) != len(f.Sw) {
-		return Result{}, fmt.Errorf("bound: traffic matrix has %d rows, topology has %d switches", len(tm), len(f.Sw))
 	}
 	unit := hostRate(g)
 	if r == nil || r.Name() == "free" {
