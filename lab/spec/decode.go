@@ -43,6 +43,7 @@ func Parse(data []byte) (*Spec, error) {
 
 func finish(s *Spec, errs Errors, file string) (*Spec, error) {
 	if s != nil {
+		emptyIsAbsent(reflect.ValueOf(s).Elem())
 		s.ApplyDefaults()
 		errs = errs.merge(s.validate())
 	}
@@ -57,6 +58,38 @@ func finish(s *Spec, errs Errors, file string) (*Spec, error) {
 	}
 	errs.sort()
 	return nil, errs
+}
+
+// emptyIsAbsent makes an empty list or map (`via: []`, `params: {}`) the same as an absent one, as the
+// spec's printed form has it (empty values are omitted): otherwise a spec and its own printout, which a
+// run directory stores and `lab run` replays, would differ (found by FuzzParse).
+func emptyIsAbsent(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			emptyIsAbsent(v.Elem())
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				emptyIsAbsent(v.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if v.Len() == 0 {
+			if !v.IsNil() && v.CanSet() {
+				v.Set(reflect.Zero(v.Type()))
+			}
+			return
+		}
+		for i := 0; i < v.Len(); i++ {
+			emptyIsAbsent(v.Index(i))
+		}
+	case reflect.Map:
+		if v.Len() == 0 && !v.IsNil() && v.CanSet() {
+			v.Set(reflect.Zero(v.Type()))
+		}
+	}
 }
 
 func resolvePaths(s *Spec, dir string) {
