@@ -178,24 +178,11 @@ func Simplex(g *topo.Graph, r route.Router, tm TM) (Result, error) {
 // SwitchPaths is Throughput restricted to explicit switch-level paths per pair (paths(a, b) for every
 // pair with demand), for routings that are not Routers yet.
 func SwitchPaths(g *topo.Graph, tm TM, paths func(a, b int) []route.SwPath) (Result, error) {
-	f, err := route.NewFabric(g)
+	f, tm, err := fabricTM(g, tm)
 	if err != nil {
 		return Result{}, err
 	}
-	if tm == nil {
-		tm = Uniform(f)
-	}
-	return restricted(f, tm, hostRate(g), func(a, b int) ([][]int, error) {
-		var out [][]int
-		for _, sp := range paths(a, b) {
-			var arcs []int
-			for _, x := range sp {
-				arcs = append(arcs, arcKey(f, f.Sw[x.From], x.Port))
-			}
-			out = append(out, arcs)
-		}
-		return out, nil
-	})
+	return restricted(f, tm, hostRate(g), swPathArcs(f, paths))
 }
 
 func rep(f *route.Fabric, sw int) int {
@@ -358,11 +345,9 @@ func restricted(f *route.Fabric, tm TM, unit float64, paths func(a, b int) ([][]
 	return b.solve()
 }
 
-// TrialLP is route.TrialScore by the LP: the max concurrent flow of uniform all-to-all traffic over
-// the trial's paths (certified to 1%; the lower end, a flow the routing can carry). A trial the LP
-// cannot solve scores 0.
-func TrialLP(f *route.Fabric, paths func(a, b int) []route.SwPath) float64 {
-	m, err := Instance(f, Uniform(f), hostRate(f.G), func(a, b int) ([][]int, error) {
+// swPathArcs lists switch-level paths as arc keys.
+func swPathArcs(f *route.Fabric, paths func(a, b int) []route.SwPath) func(a, b int) ([][]int, error) {
+	return func(a, b int) ([][]int, error) {
 		var out [][]int
 		for _, sp := range paths(a, b) {
 			var arcs []int
@@ -372,7 +357,14 @@ func TrialLP(f *route.Fabric, paths func(a, b int) []route.SwPath) float64 {
 			out = append(out, arcs)
 		}
 		return out, nil
-	})
+	}
+}
+
+// TrialLP is route.TrialScore by the LP: the max concurrent flow of uniform all-to-all traffic over
+// the trial's paths (certified to 1%; the lower end, a flow the routing can carry). A trial the LP
+// cannot solve scores 0.
+func TrialLP(f *route.Fabric, paths func(a, b int) []route.SwPath) float64 {
+	m, err := Instance(f, Uniform(f), hostRate(f.G), swPathArcs(f, paths))
 	if err != nil {
 		return 0
 	}
