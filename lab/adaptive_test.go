@@ -143,3 +143,35 @@ func TestCandidatesCarryTheirBases(t *testing.T) {
 		t.Fatal("the NIC is not handed the bases")
 	}
 }
+
+// all-to-all with connections is the telemetry paper's Table I workload: N flows between uniformly
+// drawn host pairs (pairs may repeat), not one flow per pair.
+func TestAllToAllConnectionsDrawsUniformPairs(t *testing.T) {
+	const a2a = `
+name: t1
+topology: {family: fattree, k: 4, core_fraction: 0.75}
+switch: {flow_control: lossy}
+host: {transport: irn}
+routing: {algorithm: shortest}
+workload:
+  - {kind: all-to-all, connections: 200, size: 1MB, at: 0s}
+duration: 1ms
+`
+	l, err := buildLab(t, a2a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Flows) != 200 {
+		t.Fatalf("%d flows, want 200", len(l.Flows))
+	}
+	srcs := map[int]bool{}
+	for _, f := range l.Flows {
+		if f.Src == f.Dst || f.Size != 1_000_000 {
+			t.Fatalf("flow %+v: self pair or wrong size", f.Flow)
+		}
+		srcs[f.Src] = true
+	}
+	if len(srcs) < 14 { // 16 hosts, 200 draws: every host sends with overwhelming probability
+		t.Fatalf("only %d of 16 hosts send", len(srcs))
+	}
+}

@@ -151,6 +151,9 @@ func (l *Lab) expand(w *spec.Workload, field string, r *rand.Rand) (traffic.Sche
 		m := traffic.Uniform(chosen)
 		if w.Kind == "permutation" {
 			m = traffic.Permutation(r, chosen)
+		} else if w.Connections > 0 {
+			// The telemetry paper's Table I: N long flows between uniformly drawn (src, dst) pairs.
+			return wrap(traffic.Connections(r, m, w.Connections, w.Size.Resolve(l.hostBDP()), w.At.Clock(), w.Name))
 		}
 		if err := l.charge(field, matrixFlows(m, false), fmt.Sprintf("%d hosts", len(chosen)), 0); err != nil {
 			return nil, err

@@ -207,8 +207,9 @@ type Workload struct {
 
 	Fraction float64 `yaml:"fraction,omitempty"` // permutation, all-to-all: share of hosts taking part
 
-	// adv1, adv2, unf: Connections > 0 draws that many (source, destination) pairs from the pattern, one
-	// flow of size each at `at` (the telemetry paper's N); Pattern picks adv1's groups: "shift" (group
+	// adv1, adv2, unf, all-to-all: Connections > 0 draws that many (source, destination) pairs from the
+	// pattern, one flow of size each at `at` (the telemetry paper's N; all-to-all: its Table I's uniform
+	// pairs); Pattern picks adv1's groups: "shift" (group
 	// i -> i+1 for every i, the default) or "random-pair" (two random groups, the paper's ADV1).
 	Connections int    `yaml:"connections,omitempty"`
 	Pattern     string `yaml:"pattern,omitempty"`
@@ -288,7 +289,7 @@ var WorkloadFields = map[string][]string{
 	"incast":      {"senders", "size", "at", "receiver", "count", "interval", "load", "duration", "hosts"},
 	"poisson":     {"cdf", "load", "duration", "start", "hosts", "pairs", "mean", "shape", "cap"},
 	"permutation": {"size", "at", "cdf", "load", "duration", "start", "hosts", "fraction", "mean", "shape", "cap"},
-	"all-to-all":  {"size", "at", "cdf", "load", "duration", "start", "hosts", "fraction", "mean", "shape", "cap"},
+	"all-to-all":  {"size", "at", "cdf", "load", "duration", "start", "hosts", "fraction", "mean", "shape", "cap", "connections"},
 	"ps":          {"workers", "server", "push_size", "broadcast_size", "rounds", "at", "hosts"},
 	"moe":         {"experts", "top_k", "tokens", "token_size", "zipf", "layers", "at", "hosts"},
 	"adv1":        {"size", "at", "cdf", "load", "duration", "start", "mean", "shape", "cap", "connections", "pattern"},
