@@ -14,6 +14,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/bound"
+	"github.com/fabriclab/fabriclab/lab/bound/dynamic"
 	"github.com/fabriclab/fabriclab/lab/deadlock"
 	"github.com/fabriclab/fabriclab/lab/route"
 	"github.com/fabriclab/fabriclab/lab/spec"
@@ -42,6 +43,39 @@ type analysis struct {
 	MeanHops float64 `json:"mean_hops,omitempty"`
 	// FibreChannel is the Fibre Channel paper's analytic bound (§3.4-3.5) for uniform traffic.
 	FibreChannel *bound.Analytic `json:"fibre_channel_bound,omitempty"`
+	// Regular is the expander thesis' all-to-all bound for a fabric of equal switches (Appendix C).
+	Regular *regularBound `json:"regular_bound,omitempty"`
+}
+
+// regularBound is the expander thesis' Appendix C bound for n switches of r trunks and s hosts each:
+// no r-regular graph carries more than r/(d*·s) of a host link per host to the other switches, d*
+// being the Cerf bound on its average shortest path; PerHost restates it in the LP's uniform
+// normalization (a host also sends s/N of its traffic to its own switch: ×N/(N-s)).
+type regularBound struct {
+	Switches, Degree, Hosts int
+	DStar                   float64 `json:"d_star"`
+	OffSwitch               float64 `json:"off_switch"`
+	PerHost                 float64 `json:"per_host"`
+}
+
+// regular evaluates regularBound when every switch has the same trunk degree and host count.
+func regular(f *route.Fabric) *regularBound {
+	if len(f.Sw) == 0 {
+		return nil
+	}
+	r, s := len(f.Out[0]), f.Terminals[0]
+	for i := range f.Sw {
+		if len(f.Out[i]) != r || f.Terminals[i] != s {
+			return nil
+		}
+	}
+	t, m, err := dynamic.Restricted(len(f.Sw), r, s)
+	if err != nil {
+		return nil
+	}
+	n := len(f.Sw) * s
+	return &regularBound{Switches: len(f.Sw), Degree: r, Hosts: s, DStar: m.DStar, OffSwitch: t,
+		PerHost: t * float64(n) / float64(n-s)}
 }
 
 // lpOptions are the analyze flags for the LP.
@@ -64,7 +98,8 @@ func init() {
 			"classes as priorities) and the max-concurrent-flow bound of a traffic matrix (--tm) under the " +
 			"routing (routing free: any path), certified: the optimum lies between lp_throughput (a feasible " +
 			"flow) and lp_upper (a dual bound), at most --tol apart. Values above 1 are allowed (host links " +
-			"are not constrained). Also the FC+ paper's Eq. (6) and the Fibre Channel paper's analytic bound.",
+			"are not constrained). Also the FC+ paper's Eq. (6), the Fibre Channel paper's analytic bound and, for equal switches, " +
+			"the expander thesis' regular-graph bound r/(d*·s) (Appendix C).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := spec.Load(args[0])
@@ -132,6 +167,7 @@ func analyzeLP(l *lab.Lab, a *analysis, o lpOptions) error {
 	if an, err := bound.FibreChannelBound(f); err == nil {
 		a.FibreChannel = &an
 	}
+	a.Regular = regular(f)
 	t0 := time.Now()
 	res, err := bound.ThroughputTol(l.Graph, l.Router, tm, o.tol)
 	if err != nil {
@@ -250,5 +286,9 @@ func writeLP(w io.Writer, a *analysis) {
 	fmt.Fprintf(w, "Eq. (6) bound    %.6f (FC+ paper; mean shortest distance %.3f hops)\n", a.Eq6, a.MeanHops)
 	if fc := a.FibreChannel; fc != nil {
 		fmt.Fprintf(w, "Fibre Channel    %.6f = min(path length %.6f, cut %.6f) for S=%d, c=%d, N=%d (uniform)\n", fc.Bound, fc.PathLength, fc.Cut, fc.S, fc.C, fc.N)
+	}
+	if rb := a.Regular; rb != nil {
+		fmt.Fprintf(w, "regular bound    %.6f (uniform) = r/(d*·s) %.6f to other switches, any %d-regular graph on %d switches, Cerf d* %.4f (expander thesis App. C)\n",
+			rb.PerHost, rb.OffSwitch, rb.Degree, rb.Switches, rb.DStar)
 	}
 }
