@@ -14,7 +14,7 @@ func TestAckCarriesReflectedDelay(t *testing.T) {
 		{-5, 0},
 		{10*clock.Microsecond + 7, 10*clock.Microsecond + 7 - (10*clock.Microsecond+7)%AckDelayUnit},
 		{AckDelayUnit - 1, 0},
-		{clock.Second, maxPSN * AckDelayUnit},
+		{clock.Second, MaxPSN * AckDelayUnit},
 	} {
 		a := sized(pkt.Packet{Kind: pkt.Ack, Src: 1, Dst: 2, SPort: 0xc000, DPort: RoCEv2Port, Proto: 17, Flow: 5, PSN: 9,
 			ProbeDelay: tc.in})

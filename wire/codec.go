@@ -30,14 +30,14 @@ const (
 
 	ipTTL = 64
 
-	maxPSN = 1<<24 - 1
+	MaxPSN = 1<<24 - 1
 
 	// QPBase is added to a flow id to give the destination QP on the wire: QP 0 and QP 1 are InfiniBand's
 	// management QPs (SMI, GSI), and Wireshark (rightly) decodes frames to them as MADs. A standard stack
 	// never gives a connection those numbers, so neither do we.
 	QPBase = 2
 	// MaxFlowID is the largest flow id a frame can carry (24-bit QP minus QPBase).
-	MaxFlowID = maxPSN - QPBase
+	MaxFlowID = MaxPSN - QPBase
 )
 
 // BTH opcodes fabriclab uses (RC transport).
@@ -121,7 +121,7 @@ func Check(p *pkt.Packet) error {
 		if err := checkIPv4Packet(p, RoCEv2Port); err != nil {
 			return err
 		}
-		if p.Flow > MaxFlowID || p.PSN > maxPSN {
+		if p.Flow > MaxFlowID || p.PSN > MaxPSN {
 			return errf(ErrInvalidPacket, "%v packet Flow %d / PSN %d do not fit the 24-bit BTH fields (flow ids up to %d)", p.Kind, p.Flow, p.PSN, MaxFlowID)
 		}
 		if p.Kind == pkt.Data && p.Payload < 0 {
@@ -202,7 +202,7 @@ func Encode(p *pkt.Packet, buf []byte) ([]byte, error) {
 		copy(f[0:6], PortFCDstMAC)
 		copy(f[6:12], LinkSrcMAC)
 		binary.BigEndian.PutUint16(f[12:], EtherTypePortFC)
-		putPortFC(f[14:], p.FCPause, p.FCQueue, p.FCPort)
+		PutPortFC(f[14:], p.FCPause, p.FCQueue, p.FCPort)
 		return buf, nil
 	case pkt.IP:
 		return encodeRaw(p, buf)
@@ -328,7 +328,7 @@ func encodeRoCE(p *pkt.Packet, buf []byte) ([]byte, error) {
 		}
 	case pkt.Ack:
 		op = OpAck
-		psn = (psn - 1) & maxPSN
+		psn = (psn - 1) & MaxPSN
 		binary.BigEndian.PutUint32(body, aethAck<<24|ackDelayMSN(p.ProbeDelay))
 	case pkt.Nack:
 		op = OpAck
@@ -368,26 +368,27 @@ func encodeRoCE(p *pkt.Packet, buf []byte) ([]byte, error) {
 func encodeProbe(p *pkt.Packet, buf []byte) ([]byte, error) {
 	buf, f := grow(buf, int(p.Size))
 	off := putIPv4UDP(f, p, ProbePort)
-	putProbe(f[off:], p.Flow, p.PSN, p.Last, int64(p.SentAt), int64(p.ProbeDelay))
+	PutProbe(f[off:], p.Flow, p.PSN, p.Last, int64(p.SentAt), int64(p.ProbeDelay))
 	finishIPv4(f)
 	return buf, nil
 }
 
 const (
-	probeVersion  = 1
-	probeTypePTM  = 1
-	portFCVersion = 1
-	portFCPause   = 1
-	portFCResume  = 2
+	ProbeVersion  = 1
+	ProbeTypePTM  = 1
+	PortFCVersion = 1
+	PortFCPause   = 1
+	PortFCResume  = 2
 )
 
-// portFCLen is the PortFC header after the Ethernet header: version/type, reserved, queue, port, reserved.
-const portFCLen = 8
+// PortFCLen is the PortFC header after the Ethernet header: version/type, reserved, queue, port, reserved.
+const PortFCLen = 8
 
 func clockTime(v uint64) clock.Time { return clock.Time(int64(v)) }
 
-func putProbe(b []byte, flow, psn uint32, last bool, sentAt, delay int64) {
-	b[0] = probeVersion<<4 | probeTypePTM
+// PutProbe writes a probe's 28-byte UDP payload (the layout Decode reads) into b.
+func PutProbe(b []byte, flow, psn uint32, last bool, sentAt, delay int64) {
+	b[0] = ProbeVersion<<4 | ProbeTypePTM
 	b[1] = 0
 	if last {
 		b[1] = 1
@@ -399,12 +400,13 @@ func putProbe(b []byte, flow, psn uint32, last bool, sentAt, delay int64) {
 	binary.BigEndian.PutUint64(b[20:], uint64(delay))
 }
 
-func putPortFC(b []byte, pause bool, queue, port int16) {
-	t := byte(portFCResume)
+// PutPortFC writes a PortFC header (PortFCLen bytes after the Ethernet header) into b.
+func PutPortFC(b []byte, pause bool, queue, port int16) {
+	t := byte(PortFCResume)
 	if pause {
-		t = portFCPause
+		t = PortFCPause
 	}
-	b[0] = portFCVersion<<4 | t
+	b[0] = PortFCVersion<<4 | t
 	b[1] = 0 // reserved (a hop count if pauses are ever propagated in-band)
 	binary.BigEndian.PutUint16(b[2:], uint16(queue))
 	binary.BigEndian.PutUint16(b[4:], uint16(port))
@@ -480,17 +482,17 @@ func decodePFC(b []byte, p *pkt.Packet) error {
 }
 
 func decodePortFC(b []byte, p *pkt.Packet) error {
-	if len(b) < pkt.EthHdr+portFCLen {
-		return errf(ErrMalformed, "PortFC frame truncated: %d bytes, want at least %d", len(b), pkt.EthHdr+portFCLen)
+	if len(b) < pkt.EthHdr+PortFCLen {
+		return errf(ErrMalformed, "PortFC frame truncated: %d bytes, want at least %d", len(b), pkt.EthHdr+PortFCLen)
 	}
 	h := b[pkt.EthHdr:]
-	if v := h[0] >> 4; v != portFCVersion {
+	if v := h[0] >> 4; v != PortFCVersion {
 		return errf(ErrUnsupported, "PortFC version %d", v)
 	}
 	switch h[0] & 15 {
-	case portFCPause:
+	case PortFCPause:
 		p.FCPause = true
-	case portFCResume:
+	case PortFCResume:
 	default:
 		return errf(ErrMalformed, "PortFC type %d, want 1 (pause) or 2 (resume)", h[0]&15)
 	}
@@ -613,7 +615,7 @@ func decodeEngine(ip []byte, ihl int, dport uint16, p *pkt.Packet) error {
 		if len(u) != pkt.ProbeHdr {
 			return errf(ErrMalformed, "probe payload %d bytes, want %d", len(u), pkt.ProbeHdr)
 		}
-		if u[0] != probeVersion<<4|probeTypePTM {
+		if u[0] != ProbeVersion<<4|ProbeTypePTM {
 			return errf(ErrUnsupported, "probe version/type byte 0x%02x", u[0])
 		}
 		p.Kind = pkt.Probe
@@ -635,12 +637,12 @@ func decodeEngine(ip []byte, ihl int, dport uint16, p *pkt.Packet) error {
 	if pad := bth[1] >> 4 & 3; pad != 0 {
 		return errf(ErrUnsupported, "BTH pad count %d (fabriclab does not pad payloads)", pad)
 	}
-	qp := binary.BigEndian.Uint32(bth[4:]) & maxPSN
+	qp := binary.BigEndian.Uint32(bth[4:]) & MaxPSN
 	if qp < QPBase {
 		return errf(ErrUnsupported, "BTH destination QP %d (a management QP)", qp)
 	}
 	p.Flow = qp - QPBase
-	psn := binary.BigEndian.Uint32(bth[8:]) & maxPSN
+	psn := binary.BigEndian.Uint32(bth[8:]) & MaxPSN
 	switch op := bth[0]; op {
 	case OpSendFirst, OpSendMiddle, OpSendLast, OpSendOnly:
 		p.Kind = pkt.Data
@@ -661,8 +663,8 @@ func decodeEngine(ip []byte, ihl int, dport uint16, p *pkt.Packet) error {
 				return errf(ErrMalformed, "ACK with %d bytes after the AETH", len(body)-pkt.AETHHdr)
 			}
 			p.Kind = pkt.Ack
-			p.PSN = (psn + 1) & maxPSN
-			p.ProbeDelay = clock.Time(binary.BigEndian.Uint32(body)&maxPSN) * AckDelayUnit
+			p.PSN = (psn + 1) & MaxPSN
+			p.ProbeDelay = clock.Time(binary.BigEndian.Uint32(body)&MaxPSN) * AckDelayUnit
 		case syn == aethNakSeq:
 			if len(body) != pkt.AETHHdr+4 {
 				return errf(ErrMalformed, "NAK with %d bytes after the AETH, want the 4-byte IRN SACK extension", len(body)-pkt.AETHHdr)
@@ -690,8 +692,8 @@ func ackDelayMSN(d clock.Time) uint32 {
 	switch {
 	case d <= 0:
 		return 0
-	case d/AckDelayUnit >= maxPSN:
-		return maxPSN
+	case d/AckDelayUnit >= MaxPSN:
+		return MaxPSN
 	}
 	return uint32(d / AckDelayUnit)
 }

@@ -66,7 +66,7 @@ func samples() map[string]pkt.Packet {
 		a := ip
 		a.Kind, a.Flow, a.PSN = pkt.Ack, 77, 0 // PSN 0 wraps to 0xffffff on the wire
 		out["ack"+rn] = sized(a)
-		a.PSN = maxPSN
+		a.PSN = MaxPSN
 		out["ack-max"+rn] = sized(a)
 		n := ip
 		n.Kind, n.Flow, n.PSN, n.SackPSN, n.Prio = pkt.Nack, 1, 500, 512, 7
@@ -478,26 +478,27 @@ func ExampleEncode() {
 // TestICRCConnectX checks the ICRC against a CNP captured on a Mellanox ConnectX-4 Lx (the frame is
 // published in scapy's RoCE regression tests): real hardware, so this pins the masking, the seed and the
 // byte order, not just self-consistency.
-func TestICRCConnectX(t *testing.T) {
-	hexs := "e41d2dab2bc27cfe90643b32080045c2003c718c4000401191610a0011010a001201000012b700280000" +
-		"8100ffff4000011800000000" + "00000000000000000000000000000000" + "82fd002a"
+// connectXCNP is a CNP captured from a ConnectX NIC (hex), with its ICRC as the NIC computed it.
+const connectXCNP = "e41d2dab2bc27cfe90643b32080045c2003c718c4000401191610a0011010a001201000012b700280000" +
+	"8100ffff4000011800000000" + "00000000000000000000000000000000" + "82fd002a"
+
+func hexFrame(t *testing.T, hexs string) []byte {
+	t.Helper()
 	f := make([]byte, len(hexs)/2)
 	for i := range f {
-		fmt.Sscanf(hexs[2*i:2*i+2], "%02x", &f[i])
+		if _, err := fmt.Sscanf(hexs[2*i:2*i+2], "%02x", &f[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
+	return f
+}
+
+func TestICRCConnectX(t *testing.T) {
+	f := hexFrame(t, connectXCNP)
 	if len(f) != 74 {
 		t.Fatalf("vector is %d bytes", len(f))
 	}
 	if err := VerifyICRC(f); err != nil {
 		t.Fatal(err)
-	}
-	// Our own encoding of the same CNP (different addresses, so a different value) must verify too, and
-	// gopacket must see the same BTH fields the capture has.
-	pk := gopacketDecode(t, f)
-	if b := pk.Layer(LayerTypeBTH).(*BTH); b.Opcode != OpCNP || !b.BECN || b.DestQP != 0x118 || b.PKey != 0xffff {
-		t.Errorf("BTH %+v", b)
-	}
-	if pk.Layer(LayerTypeCNP) == nil {
-		t.Error("no CNP layer")
 	}
 }

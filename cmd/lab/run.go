@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	var out, cpuprofile string
+	var out, cpuprofile, memprofile string
 	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "run SPEC [SPEC...] -o DIR",
@@ -77,6 +77,17 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 				}
 				defer stopProfile()
 			}
+			if memprofile != "" {
+				stopHeap, err := startPeakHeapProfile(memprofile)
+				if err != nil {
+					return err
+				}
+				defer func() {
+					if herr := stopHeap(); herr != nil {
+						fmt.Fprintln(os.Stderr, herr)
+					}
+				}()
+			}
 			sum, res, err := runSpec(ctx, s, out)
 			if sum != nil && (!quiet || res.Fidelity != nil && !res.Fidelity.Faithful) {
 				printSummary(cmd, out, sum, quiet)
@@ -87,6 +98,7 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (default results/<spec name>)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing on success (and no progress bar)")
 	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write the run's CPU profile to this file (go tool pprof); the netns backend's agents: FABRICLAB_AGENT_CPUPROFILE")
+	cmd.Flags().StringVar(&memprofile, "memprofile", "", "write the heap profile of the collection that found the run's largest live heap to this file (go tool pprof)")
 	cmd.Flags().Var(&sampleEvery, "sample-every", "record every switch port's queue depth at this period (e.g. 10us) into queues.csv, for the queue-depth plot")
 	cmd.Flags().IntVar(&sweepFlags.seeds, "seeds", 0, "run each spec with this many seeds: its seed, seed+1, ... (replaces the spec's seeds:)")
 	cmd.Flags().StringArrayVar(&sweepFlags.sets, "set", nil, "sweep a spec field by path: --set workload.0.load=0.3,0.5,0.7 (repeat for more axes; one value just sets it)")

@@ -17,7 +17,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/fabriclab/fabriclab/harness/netns"
-	"github.com/fabriclab/fabriclab/wire"
+	"github.com/fabriclab/fabriclab/wire/dissect"
 )
 
 // idlePath runs at the suite's D=1000 (100 Mb/s links, under a second of wall time). It agreed with the
@@ -97,7 +97,7 @@ var _ = Describe("netns backend: the engines on real frames", Label("netns"), fu
 		Expect(within(r.sum.ThroughputBps, v.ThroughputBps)).To(BeNumerically("<", 0.05))
 
 		// The pauses are real 802.1Qbb frames: gopacket finds them in the captures.
-		pfc := countInCaptures(r.dir, wire.LayerTypePFC)
+		pfc := countInCaptures(r.dir, dissect.LayerTypePFC)
 		GinkgoWriter.Printf("PFC frames in the captures: %d\n", pfc)
 		Expect(pfc).To(BeNumerically(">", 0))
 	})
@@ -246,7 +246,7 @@ var _ = Describe("netns backend: deadlock and PortFC on real frames", Label("net
 		Expect(r.sum.Retransmissions).To(BeZero())
 		Expect(r.sum.Pauses.Sent).To(BeNumerically(">", 0))
 		Expect(within(r.sum.FCT.Avg, v.FCT.Avg)).To(BeNumerically("<", 0.05))
-		n := countInCaptures(r.dir, wire.LayerTypePortFC)
+		n := countInCaptures(r.dir, dissect.LayerTypePortFC)
 		GinkgoWriter.Printf("PortFC frames in the captures: %d\n", n)
 		Expect(n).To(BeNumerically(">", 0))
 	})

@@ -1,7 +1,9 @@
-package wire
+package wire_test
 
 import (
 	"bytes"
+	"github.com/fabriclab/fabriclab/wire"
+	"github.com/fabriclab/fabriclab/wire/dissect"
 	"reflect"
 	"testing"
 
@@ -14,11 +16,11 @@ import (
 // seedFrames adds every sample frame (and a few truncations) to a fuzz corpus; body picks the part of
 // the frame a layer fuzzer wants.
 func seedFrames(f *testing.F, kinds []pkt.Kind, body func(frame []byte) []byte) {
-	for _, p := range samples() {
+	for _, p := range wire.Samples() {
 		if kinds != nil && !contains(kinds, p.Kind) {
 			continue
 		}
-		b, err := Encode(&p, nil)
+		b, err := wire.Encode(&p, nil)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -53,13 +55,13 @@ func FuzzDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_ = gopacket.NewPacket(b, layers.LayerTypeEthernet, gopacket.Default)
 		var p pkt.Packet
-		if err := Decode(b, &p); err != nil {
-			if _, ok := err.(*Error); !ok {
+		if err := wire.Decode(b, &p); err != nil {
+			if _, ok := err.(*wire.Error); !ok {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
 			return
 		}
-		out, err := Encode(&p, nil)
+		out, err := wire.Encode(&p, nil)
 		if err != nil {
 			t.Fatalf("decoded %+v does not re-encode: %v", p, err)
 		}
@@ -73,14 +75,14 @@ func FuzzDecode(f *testing.F) {
 			return
 		}
 		var q pkt.Packet
-		if err := Decode(out, &q); err != nil {
+		if err := wire.Decode(out, &q); err != nil {
 			t.Fatalf("re-encoded frame does not decode: %v", err)
 		}
 		if !reflect.DeepEqual(p, q) {
 			t.Fatalf("not a fixed point:\n%+v\n%+v", p, q)
 		}
 		if p.Kind <= pkt.CNP {
-			if err := VerifyICRC(out); err != nil {
+			if err := wire.VerifyICRC(out); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -123,36 +125,36 @@ func fuzzLayer(f *testing.F, kinds []pkt.Kind, body func([]byte) []byte, mk func
 var roce = []pkt.Kind{pkt.Data, pkt.Ack, pkt.Nack, pkt.CNP}
 
 func FuzzBTH(f *testing.F) {
-	fuzzLayer(f, roce, udpPayload, func() gopacket.DecodingLayer { return &BTH{} })
+	fuzzLayer(f, roce, udpPayload, func() gopacket.DecodingLayer { return &dissect.BTH{} })
 }
 
 func FuzzAETH(f *testing.F) {
 	fuzzLayer(f, []pkt.Kind{pkt.Ack, pkt.Nack}, func(b []byte) []byte { return udpPayload(b)[12:] },
-		func() gopacket.DecodingLayer { return &AETH{} })
+		func() gopacket.DecodingLayer { return &dissect.AETH{} })
 }
 
 func FuzzIRNSack(f *testing.F) {
 	fuzzLayer(f, []pkt.Kind{pkt.Nack}, func(b []byte) []byte { return udpPayload(b)[16:] },
-		func() gopacket.DecodingLayer { return &IRNSack{} })
+		func() gopacket.DecodingLayer { return &dissect.IRNSack{} })
 }
 
 func FuzzCNP(f *testing.F) {
 	fuzzLayer(f, []pkt.Kind{pkt.CNP}, func(b []byte) []byte { return udpPayload(b)[12:] },
-		func() gopacket.DecodingLayer { return &CNP{} })
+		func() gopacket.DecodingLayer { return &dissect.CNP{} })
 }
 
 func FuzzPFC(f *testing.F) {
 	fuzzLayer(f, []pkt.Kind{pkt.PFC}, func(b []byte) []byte { return b[14:] },
-		func() gopacket.DecodingLayer { return &PFC{} })
+		func() gopacket.DecodingLayer { return &dissect.PFC{} })
 }
 
 func FuzzPortFC(f *testing.F) {
 	fuzzLayer(f, []pkt.Kind{pkt.PortFC}, func(b []byte) []byte { return b[14:] },
-		func() gopacket.DecodingLayer { return &PortFC{} })
+		func() gopacket.DecodingLayer { return &dissect.PortFC{} })
 }
 
 func FuzzProbe(f *testing.F) {
-	fuzzLayer(f, []pkt.Kind{pkt.Probe}, udpPayload, func() gopacket.DecodingLayer { return &Probe{} })
+	fuzzLayer(f, []pkt.Kind{pkt.Probe}, udpPayload, func() gopacket.DecodingLayer { return &dissect.Probe{} })
 }
 
 // FuzzPatch: the in-place patches never panic, touch only the ToS / hop bytes and the checksum, and keep
@@ -161,11 +163,11 @@ func FuzzPatch(f *testing.F) {
 	seedFrames(f, []pkt.Kind{pkt.Data, pkt.IP, pkt.Probe}, func(b []byte) []byte { return b })
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var p pkt.Packet
-		valid := Decode(b, &p) == nil && p.Kind != pkt.PFC && p.Kind != pkt.PortFC
+		valid := wire.Decode(b, &p) == nil && p.Kind != pkt.PFC && p.Kind != pkt.PortFC
 		orig := bytes.Clone(b)
-		_ = MarkCE(b)
-		_ = SetDSCP(b, 5)
-		_ = SetHop(b, 1)
+		_ = wire.MarkCE(b)
+		_ = wire.SetDSCP(b, 5)
+		_ = wire.SetHop(b, 1)
 		if len(b) != len(orig) {
 			t.Fatal("length changed")
 		}
@@ -181,7 +183,7 @@ func FuzzPatch(f *testing.F) {
 		}
 		if valid {
 			var q pkt.Packet
-			if err := Decode(b, &q); err != nil {
+			if err := wire.Decode(b, &q); err != nil {
 				t.Fatalf("patched valid frame no longer decodes: %v", err)
 			}
 		}

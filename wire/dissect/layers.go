@@ -1,4 +1,14 @@
-package wire
+// Package dissect holds gopacket layers for fabriclab's frame formats. Importing it hooks them into
+// gopacket's Ethernet and UDP dispatch, so gopacket.NewPacket(frame, layers.LayerTypeEthernet,
+// gopacket.Default) decodes a whole fabriclab frame (Ethernet/IPv4/UDP/BTH/AETH/IRNSack, Ethernet/PFC,
+// Ethernet/PortFC, Ethernet/IPv4/UDP/Probe). They are the readable, tool-facing view (pcaps, tests,
+// debugging); the engines' hot path uses wire.Encode/wire.Decode, which write and read the same bytes.
+//
+// It is a package of its own, imported by tests and tools only, because gopacket/layers' initialisation
+// costs every process that links it about 10 MB of memory and 4 ms (it fills 65536-entry protocol tables):
+// the lab binary does not link it. The tests of this package are wire's gopacket tests (wire_test), which
+// check these layers against wire's own sample frames.
+package dissect
 
 import (
 	"encoding/binary"
@@ -6,14 +16,10 @@ import (
 
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+
+	"github.com/fabriclab/fabriclab/wire"
 )
 
-// gopacket layers for fabriclab's frame formats. Importing package wire hooks them into gopacket's
-// Ethernet and UDP dispatch, so gopacket.NewPacket(frame, layers.LayerTypeEthernet, gopacket.Default)
-// decodes a whole fabriclab frame (Ethernet/IPv4/UDP/BTH/AETH/IRNSack, Ethernet/PFC, Ethernet/PortFC,
-// Ethernet/IPv4/UDP/Probe). They are the readable, tool-facing view (pcaps, tests, debugging); the engines'
-// hot path uses Encode/Decode, which write and read the same bytes.
-//
 // Layer type numbers 1791-1797 are in gopacket's application range (1000-1999, array-indexed and fast);
 // 17xx echoes UDP port 4791.
 var (
@@ -27,11 +33,11 @@ var (
 )
 
 func init() {
-	layers.RegisterUDPPortLayerType(RoCEv2Port, LayerTypeBTH)
-	layers.RegisterUDPPortLayerType(ProbePort, LayerTypeProbe)
+	layers.RegisterUDPPortLayerType(wire.RoCEv2Port, LayerTypeBTH)
+	layers.RegisterUDPPortLayerType(wire.ProbePort, LayerTypeProbe)
 	// gopacket has no MAC control decoder; 0x8808 frames are only PFC in fabriclab.
-	layers.EthernetTypeMetadata[EtherTypeMACCtrl] = layers.EnumMetadata{DecodeWith: LayerTypePFC, Name: "PFC", LayerType: LayerTypePFC}
-	layers.EthernetTypeMetadata[EtherTypePortFC] = layers.EnumMetadata{DecodeWith: LayerTypePortFC, Name: "PortFC", LayerType: LayerTypePortFC}
+	layers.EthernetTypeMetadata[wire.EtherTypeMACCtrl] = layers.EnumMetadata{DecodeWith: LayerTypePFC, Name: "PFC", LayerType: LayerTypePFC}
+	layers.EthernetTypeMetadata[wire.EtherTypePortFC] = layers.EnumMetadata{DecodeWith: LayerTypePortFC, Name: "PortFC", LayerType: LayerTypePortFC}
 }
 
 // decodeWith is the common gopacket decoder body: decode l from data, add it, continue with its next layer.
@@ -73,9 +79,9 @@ func (b *BTH) NextLayerType() gopacket.LayerType { return bthNext(b.Opcode) }
 
 func bthNext(op uint8) gopacket.LayerType {
 	switch op {
-	case OpAck, 0x12: // ACKNOWLEDGE, ATOMIC ACKNOWLEDGE (AETH first)
+	case wire.OpAck, 0x12: // ACKNOWLEDGE, ATOMIC ACKNOWLEDGE (AETH first)
 		return LayerTypeAETH
-	case OpCNP:
+	case wire.OpCNP:
 		return LayerTypeCNP
 	}
 	return gopacket.LayerTypePayload
@@ -94,9 +100,9 @@ func (b *BTH) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 	b.PKey = binary.BigEndian.Uint16(data[2:])
 	b.FECN = data[4]&0x80 != 0
 	b.BECN = data[4]&0x40 != 0
-	b.DestQP = binary.BigEndian.Uint32(data[4:]) & maxPSN
+	b.DestQP = binary.BigEndian.Uint32(data[4:]) & wire.MaxPSN
 	b.AckReq = data[8]&0x80 != 0
-	b.PSN = binary.BigEndian.Uint32(data[8:]) & maxPSN
+	b.PSN = binary.BigEndian.Uint32(data[8:]) & wire.MaxPSN
 	b.ICRC = binary.LittleEndian.Uint32(data[len(data)-4:])
 	b.BaseLayer = layers.BaseLayer{Contents: data[:12], Payload: data[12 : len(data)-4]}
 	return nil
@@ -118,14 +124,14 @@ func (b *BTH) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOpti
 		h[1] |= 0x40
 	}
 	binary.BigEndian.PutUint16(h[2:], b.PKey)
-	binary.BigEndian.PutUint32(h[4:], b.DestQP&maxPSN)
+	binary.BigEndian.PutUint32(h[4:], b.DestQP&wire.MaxPSN)
 	if b.FECN {
 		h[4] |= 0x80
 	}
 	if b.BECN {
 		h[4] |= 0x40
 	}
-	binary.BigEndian.PutUint32(h[8:], b.PSN&maxPSN)
+	binary.BigEndian.PutUint32(h[8:], b.PSN&wire.MaxPSN)
 	if b.AckReq {
 		h[8] |= 0x80
 	}
@@ -165,7 +171,7 @@ func (a *AETH) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 		return fmt.Errorf("wire: AETH truncated: %d bytes", len(data))
 	}
 	a.Syndrome = data[0]
-	a.MSN = binary.BigEndian.Uint32(data) & maxPSN
+	a.MSN = binary.BigEndian.Uint32(data) & wire.MaxPSN
 	a.BaseLayer = layers.BaseLayer{Contents: data[:4], Payload: data[4:]}
 	return nil
 }
@@ -175,7 +181,7 @@ func (a *AETH) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOpt
 	if err != nil {
 		return err
 	}
-	binary.BigEndian.PutUint32(h, uint32(a.Syndrome)<<24|a.MSN&maxPSN)
+	binary.BigEndian.PutUint32(h, uint32(a.Syndrome)<<24|a.MSN&wire.MaxPSN)
 	return nil
 }
 
@@ -268,7 +274,7 @@ func (f *PFC) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
 		return fmt.Errorf("wire: PFC truncated: %d bytes, want at least 20", len(data))
 	}
 	f.Opcode = binary.BigEndian.Uint16(data)
-	if f.Opcode != PFCOpcode {
+	if f.Opcode != wire.PFCOpcode {
 		return fmt.Errorf("wire: MAC control opcode 0x%04x is not PFC (0x0101)", f.Opcode)
 	}
 	f.ClassEnable = binary.BigEndian.Uint16(data[2:])
@@ -288,7 +294,7 @@ func (f *PFC) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOpti
 	}
 	op := f.Opcode
 	if op == 0 {
-		op = PFCOpcode
+		op = wire.PFCOpcode
 	}
 	binary.BigEndian.PutUint16(h, op)
 	binary.BigEndian.PutUint16(h[2:], f.ClassEnable)
@@ -325,30 +331,30 @@ func (f *PortFC) CanDecode() gopacket.LayerClass    { return LayerTypePortFC }
 func (f *PortFC) NextLayerType() gopacket.LayerType { return gopacket.LayerTypeZero }
 
 func (f *PortFC) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error {
-	if len(data) < portFCLen {
+	if len(data) < wire.PortFCLen {
 		df.SetTruncated()
-		return fmt.Errorf("wire: PortFC truncated: %d bytes, want at least %d", len(data), portFCLen)
+		return fmt.Errorf("wire: PortFC truncated: %d bytes, want at least %d", len(data), wire.PortFCLen)
 	}
 	f.Version = data[0] >> 4
 	f.Type = data[0] & 15
-	if f.Version != portFCVersion || (f.Type != portFCPause && f.Type != portFCResume) {
+	if f.Version != wire.PortFCVersion || (f.Type != wire.PortFCPause && f.Type != wire.PortFCResume) {
 		return fmt.Errorf("wire: PortFC version %d type %d", f.Version, f.Type)
 	}
-	f.Pause = f.Type == portFCPause
+	f.Pause = f.Type == wire.PortFCPause
 	f.Queue = int16(binary.BigEndian.Uint16(data[2:]))
 	f.Port = int16(binary.BigEndian.Uint16(data[4:]))
-	f.Padding = data[portFCLen:]
-	f.BaseLayer = layers.BaseLayer{Contents: data[:portFCLen]}
+	f.Padding = data[wire.PortFCLen:]
+	f.BaseLayer = layers.BaseLayer{Contents: data[:wire.PortFCLen]}
 	return nil
 }
 
 // SerializeTo writes the PortFC body from Pause, Queue and Port; gopacket's Ethernet layer pads the frame.
 func (f *PortFC) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOptions) error {
-	h, err := buf.PrependBytes(portFCLen)
+	h, err := buf.PrependBytes(wire.PortFCLen)
 	if err != nil {
 		return err
 	}
-	putPortFC(h, f.Pause, f.Queue, f.Port)
+	wire.PutPortFC(h, f.Pause, f.Queue, f.Port)
 	return nil
 }
 
@@ -356,7 +362,7 @@ func decodePortFCLayer(data []byte, p gopacket.PacketBuilder) error {
 	return decodeWith(&PortFC{}, data, p)
 }
 
-// Probe is the fabriclab telemetry probe, the UDP payload on ProbePort (28 bytes, big endian):
+// Probe is the fabriclab telemetry probe, the UDP payload on wire.ProbePort (28 bytes, big endian):
 //
 //	byte 0      version (high nibble, 1) | type (low nibble, 1 = path test message)
 //	byte 1      flags: bit 0 = pkt.Packet.Last (engines may use it to mark a reply)
@@ -387,7 +393,7 @@ func (pr *Probe) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error 
 	}
 	pr.Version = data[0] >> 4
 	pr.Type = data[0] & 15
-	if pr.Version != probeVersion || pr.Type != probeTypePTM {
+	if pr.Version != wire.ProbeVersion || pr.Type != wire.ProbeTypePTM {
 		return fmt.Errorf("wire: probe version %d type %d", pr.Version, pr.Type)
 	}
 	pr.Flags = data[1]
@@ -405,7 +411,7 @@ func (pr *Probe) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeO
 		return err
 	}
 	// Version and Type are always written as the current ones (1, 1): there is only one probe format.
-	putProbe(h, pr.Flow, pr.Seq, pr.Flags&1 != 0, pr.SentAt, pr.Delay)
+	wire.PutProbe(h, pr.Flow, pr.Seq, pr.Flags&1 != 0, pr.SentAt, pr.Delay)
 	h[1] = pr.Flags
 	return nil
 }
@@ -417,7 +423,7 @@ func decodeProbeLayer(data []byte, p gopacket.PacketBuilder) error {
 // SourceRoute extracts the fabriclab source route option from a decoded IPv4 layer.
 func SourceRoute(ip *layers.IPv4) (route []uint8, hop uint8, ok bool) {
 	for _, o := range ip.Options {
-		if o.OptionType == IPOptSourceRoute && len(o.OptionData) >= 1 {
+		if o.OptionType == wire.IPOptSourceRoute && len(o.OptionData) >= 1 {
 			return o.OptionData[1:], o.OptionData[0], true
 		}
 	}

@@ -1,7 +1,9 @@
-package wire
+package wire_test
 
 import (
 	"bytes"
+	"github.com/fabriclab/fabriclab/wire"
+	"github.com/fabriclab/fabriclab/wire/dissect"
 	"testing"
 	"time"
 
@@ -15,12 +17,12 @@ import (
 
 func TestPcapRoundTrip(t *testing.T) {
 	var file bytes.Buffer
-	w, err := NewPcapWriter(&file, 0)
+	w, err := wire.NewPcapWriter(&file, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w.Base = time.Unix(1_700_000_000, 0)
-	s := samples()
+	s := wire.Samples()
 	var want []pkt.Packet
 	for i := 0; i < 8; i++ {
 		p := s["pfc"]
@@ -36,7 +38,7 @@ func TestPcapRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	raw := tcpFrame(1, 2, 0)
+	raw := wire.TCPFrame(1, 2, 0)
 	if err := w.WriteFrame(w.Base.Add(time.Hour), raw); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +80,7 @@ func TestPcapRoundTrip(t *testing.T) {
 			t.Errorf("record %d: ts %v want %v, len %d/%d", i, ci.Timestamp, wantTS, ci.CaptureLength, ci.Length)
 		}
 		var p pkt.Packet
-		if err := Decode(data, &p); err != nil {
+		if err := wire.Decode(data, &p); err != nil {
 			t.Fatal(err)
 		}
 		if p.Kind != want[i].Kind || p.PauseQuanta != want[i].PauseQuanta || p.PauseMask != want[i].PauseMask || p.PSN != want[i].PSN {
@@ -86,7 +88,7 @@ func TestPcapRoundTrip(t *testing.T) {
 		}
 		if p.Kind == pkt.PFC {
 			pk := gopacket.NewPacket(data, layers.LayerTypeEthernet, gopacket.Default)
-			pf, ok := pk.Layer(LayerTypePFC).(*PFC)
+			pf, ok := pk.Layer(dissect.LayerTypePFC).(*dissect.PFC)
 			if !ok || pf.ClassEnable != 1<<i || pf.Quanta[i] != uint16(100*(i+1)) {
 				t.Errorf("record %d: gopacket PFC %+v", i, pf)
 			}
@@ -96,11 +98,11 @@ func TestPcapRoundTrip(t *testing.T) {
 
 func TestPcapSnaplen(t *testing.T) {
 	var file bytes.Buffer
-	w, err := NewPcapWriter(&file, 64)
+	w, err := wire.NewPcapWriter(&file, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := samples()["data"]
+	p := wire.Samples()["data"]
 	if err := w.WritePacket(0, &p); err != nil {
 		t.Fatal(err)
 	}
