@@ -45,6 +45,7 @@ func buildLab(s *spec.Spec) (*lab.Lab, error) {
 }
 
 func main() {
+	lazyGC()
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
 		os.Exit(1)

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// gcFloor is the heap below which lab leaves the garbage collector off.
+const gcFloor = 32 << 20
+
+// lazyGC turns the collector off until the heap first reaches gcFloor, then hands it back to GOGC
+// (100 unless the environment says otherwise). Go's first collections come at a 4 MB heap and then at
+// twice the live heap, so a short simulation (a fat-tree k=4 incast: 15,000 packets) spent a quarter
+// of its CPU collecting a heap that never exceeds a few tens of MB; a long one collects as before once
+// past the floor. A user who sets GOGC or GOMEMLIMIT keeps exactly what they asked for.
+func lazyGC() {
+	if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	prev := debug.SetGCPercent(-1)
+	go func() {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			time.Sleep(2 * time.Millisecond)
+			metrics.Read(s)
+			if s[0].Value.Uint64() >= gcFloor {
+				debug.SetGCPercent(prev)
+				return
+			}
+		}
+	}()
+}
