@@ -58,6 +58,57 @@ duration: 10ms
 	}
 }
 
+// Meters with the default bin keep at most MaxMeterBins bins: a run longer than that many default bins
+// doubles their width, losing no byte; a bin the user set is kept as it is.
+func TestMetersWidenOnLongRuns(t *testing.T) {
+	s, err := spec.Parse([]byte(`name: meters-long
+topology: {family: ndc, n: 2, k: 1}
+switch: {flow_control: pfc}
+host: {transport: lossless}
+workload: [{kind: flows, list: [{src: h0, dst: h3, size: 100KB, at: 0s}, {src: h1, dst: h2, size: 100KB, at: 6ms}]}]
+duration: 10ms
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bin := range []clock.Time{0, DefaultMeterBin} {
+		l, err := lab.Build(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := New(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.MeterBin = bin
+		if res := f.Run(context.Background()); !res.AllDone {
+			t.Fatal("flows did not complete")
+		}
+		end := f.Clock.Now()
+		want := DefaultMeterBin
+		if bin == 0 {
+			for end/want >= MaxMeterBins {
+				want *= 2
+			}
+		}
+		if f.Log.MeterBin != want {
+			t.Errorf("bin %v: meters ended with %v bins, want %v (run ended at %v)", bin, f.Log.MeterBin, want, end)
+		}
+		per := map[uint32]int64{}
+		for _, b := range f.Log.FlowRx {
+			per[b.Flow] += b.Bytes
+			if b.At%want != 0 || b.At > end {
+				t.Errorf("bin %v: flow bin starts at %v", bin, b.At)
+			}
+		}
+		for _, fl := range l.Flows {
+			if per[fl.ID] != fl.Size {
+				t.Errorf("bin %v: flow %d: %d bytes delivered, size %d", bin, fl.ID, per[fl.ID], fl.Size)
+			}
+		}
+	}
+}
+
 // BenchmarkMeters runs one NDC(4,1) workload with the link and flow meters on and off, side by side,
 // and reports the meters' cost as a ratio of wall times.
 func BenchmarkMeters(b *testing.B) {

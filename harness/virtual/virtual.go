@@ -56,8 +56,10 @@ type Fabric struct {
 	startAt    []func()         // by index into Lab.Flows
 
 	// MeterBin is the width of the per-link and per-flow byte meters' bins (records.Log Links, FlowRx);
-	// 0 means DefaultMeterBin, negative turns the meters off. Set it before Run.
+	// 0 means DefaultMeterBin, widened as the run grows to keep MaxMeterBins bins; negative turns the
+	// meters off. Set it before Run.
 	MeterBin clock.Time
+	meterBin *meterBin
 
 	links map[topo.End]*link // the link out of each device port
 	pcaps []*capture
@@ -229,9 +231,9 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	for _, nic := range f.NICs {
 		nic.Flush()
 	}
-	if f.MeterBin > 0 {
+	if f.meterBin != nil {
 		f.Log.Links, f.Log.FlowRx = f.meterRecords()
-		f.Log.MeterBin = f.MeterBin
+		f.Log.MeterBin = f.meterBin.width
 	}
 	return res
 }
@@ -241,8 +243,11 @@ func (f *Fabric) startMeters() {
 	if f.MeterBin < 0 {
 		return
 	}
-	if f.MeterBin == 0 {
-		f.MeterBin = DefaultMeterBin
+	if f.meterBin == nil {
+		f.meterBin = &meterBin{width: f.MeterBin}
+		if f.MeterBin == 0 {
+			f.meterBin = &meterBin{width: DefaultMeterBin, adaptive: true}
+		}
 	}
 	g := f.Lab.Graph
 	for e, l := range f.links {
@@ -254,7 +259,8 @@ func (f *Fabric) startMeters() {
 		if g.Nodes[peer.Node].Kind == topo.Host {
 			to = int32(g.Nodes[peer.Node].Index)
 		}
-		l.meter = &linkMeter{bin: f.MeterBin, toHost: to, flows: map[uint32][]int64{}}
+		l.meter = &linkMeter{bin: f.meterBin, toHost: to, flows: map[uint32][]int64{}}
+		f.meterBin.meters = append(f.meterBin.meters, l.meter)
 	}
 }
 
