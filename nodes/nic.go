@@ -101,6 +101,7 @@ type NIC struct {
 	log    *records.Log
 	layout Layout
 	plug   Plugins
+	pool   *pkt.Pool // nil: allocate every packet (see SetPool)
 
 	ports    []*egress.Port
 	lanes    [][]*lane // [port][queue], nil where no local flow has used the queue yet
@@ -259,6 +260,10 @@ func (q *qp) closeWindow() {
 	}
 }
 
+// SetPool makes the NIC take the packets it sends from pl and put back the ones addressed to it once
+// handled. Every engine sharing pl must run on one goroutine (the virtual backend's).
+func (n *NIC) SetPool(pl *pkt.Pool) { n.pool = pl }
+
 // Flush writes the NIC's counters and a record for every flow it started that has not completed. Call it
 // once at the end of a run; later calls do nothing.
 func (n *NIC) Flush() {
@@ -301,6 +306,7 @@ func (n *NIC) Receive(port int, p *pkt.Packet) {
 		} else {
 			n.handlePFC(port, p)
 		}
+		n.pool.Put(p)
 		return
 	case pkt.PortFC:
 		n.stats.RxPortFC++
@@ -333,7 +339,10 @@ func (n *NIC) Receive(port int, p *pkt.Packet) {
 		n.onProbe(p) // telemetry.go
 	default:
 		// Kernel frames have no NIC-side meaning here.
+		return
 	}
+	// The frame's journey ends here, and nothing above keeps it (the reorder buffer keeps PSNs).
+	n.pool.Put(p)
 }
 
 // handlePFC applies an 802.1Qbb frame: each enabled priority is paused for its quanta (512 bit times

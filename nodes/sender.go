@@ -252,9 +252,9 @@ func (q *qp) send(psn uint32) {
 	}
 	route, _ := q.routeFor(psn, payload, now) // spread.go
 	size := int32(pkt.DataSize(int(payload), len(route)))
-	p := &pkt.Packet{Kind: pkt.Data, Size: size, Segs: 1, Src: n.cfg.Host, Dst: q.dst, Flow: q.id, SPort: q.sport,
+	p := n.pool.New(pkt.Packet{Kind: pkt.Data, Size: size, Segs: 1, Src: n.cfg.Host, Dst: q.dst, Flow: q.id, SPort: q.sport,
 		DPort: RoCEv2Port, Proto: ProtoUDP, Prio: q.prio, ECN: pkt.ECT0, PSN: psn, Payload: payload, Last: last,
-		SentAt: now, Route: route, InPort: -1}
+		SentAt: now, Route: route, InPort: -1})
 	if route != nil {
 		p.Hop = 1 // this NIC used Route[0]; the next device reads Route[1]
 	}

@@ -118,3 +118,43 @@ func (p *Packet) FlowHash(seed uint32) uint32 {
 	}
 	return h
 }
+
+// Pool is a free list of packets for engines that run on one goroutine (the virtual backend gives all
+// of them one). A packet's last reader (the NIC it was addressed to) puts it back, and the next send
+// takes the most recently freed one, still in cache, where a fresh allocation per packet was both cold
+// memory and work for the collector. A nil *Pool allocates and frees nothing: the netns backend's agents
+// decode frames into packets they reuse themselves, so their NICs must not recycle them.
+type Pool struct {
+	free []*Packet
+}
+
+// New returns a packet holding v, reusing a free one when there is one.
+func (pl *Pool) New(v Packet) *Packet {
+	if pl == nil || len(pl.free) == 0 {
+		p := new(Packet)
+		*p = v
+		return p
+	}
+	n := len(pl.free) - 1
+	p := pl.free[n]
+	pl.free = pl.free[:n]
+	*p = v
+	return p
+}
+
+// Put returns p for reuse. It is a promise that nothing holds p any more: its next New overwrites it.
+func (pl *Pool) Put(p *Packet) {
+	if pl == nil || p == nil {
+		return
+	}
+	p.Route, p.Raw = nil, nil // what the packet pointed to is not the pool's to keep alive
+	pl.free = append(pl.free, p)
+}
+
+// Free is the number of packets waiting for reuse.
+func (pl *Pool) Free() int {
+	if pl == nil {
+		return 0
+	}
+	return len(pl.free)
+}

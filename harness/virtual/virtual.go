@@ -62,6 +62,7 @@ type Fabric struct {
 	meterBin *meterBin
 
 	links map[topo.End]*link // the link out of each device port
+	pool  *pkt.Pool          // the NICs' packets: every engine runs on Run's goroutine
 	pcaps []*capture
 }
 
@@ -75,7 +76,7 @@ type wired interface {
 func New(l *lab.Lab) (*Fabric, error) {
 	f := &Fabric{Lab: l, Clock: clock.NewVirtual(), Log: &records.Log{},
 		Switches: map[int]*switchsw.Switch{}, NICs: map[int]*nodes.NIC{},
-		Monitor: monitor.New(l.Graph, monitor.Config{}), StopOnDeadlock: true, CheckFrames: true, links: map[topo.End]*link{}}
+		Monitor: monitor.New(l.Graph, monitor.Config{}), StopOnDeadlock: true, CheckFrames: true, links: map[topo.End]*link{}, pool: &pkt.Pool{}}
 	g := l.Graph
 	devs := make([]wired, len(g.Nodes))
 	for _, s := range l.Switches {
@@ -91,6 +92,7 @@ func New(l *lab.Lab) (*Fabric, error) {
 		if err != nil {
 			return nil, fmt.Errorf("host %s: %w", g.Nodes[h.Node].Name, err)
 		}
+		nic.SetPool(f.pool)
 		f.NICs[h.Node] = nic
 		devs[h.Node] = nic
 	}
