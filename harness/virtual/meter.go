@@ -23,17 +23,28 @@ type meterBin struct {
 	width    clock.Time
 	adaptive bool // double the width rather than pass MaxMeterBins
 	meters   []*linkMeter
+	cur      int        // the bin of the last index call
+	end      clock.Time // where bin cur ends; time only moves forward, so most calls stop here
 }
 
 // index is now's bin, after coarsening every meter as often as needed to keep it under MaxMeterBins.
 func (b *meterBin) index(now clock.Time) int {
+	if now < b.end {
+		return b.cur
+	}
+	b.cur = b.slowIndex(now)
+	b.end = clock.Time(b.cur+1) * b.width
+	return b.cur
+}
+
+func (b *meterBin) slowIndex(now clock.Time) int {
 	i := int(now / b.width)
 	for b.adaptive && i >= MaxMeterBins {
 		b.width *= 2
 		for _, m := range b.meters {
 			m.bytes = halve(m.bytes)
-			for id, f := range m.flows {
-				m.flows[id] = halve(f)
+			for j, f := range m.series {
+				m.series[j] = halve(f)
 			}
 		}
 		i = int(now / b.width)
@@ -61,7 +72,10 @@ type linkMeter struct {
 	bin    *meterBin
 	bytes  []int64 // by bin index
 	toHost int32   // host index at the far end, -1 for a switch
-	flows  map[uint32][]int64
+	flows  map[uint32]int // flow ID -> its series; packets of one flow come in runs, so the last is kept
+	series [][]int64
+	last   uint32 // flow of the last payload counted, and its series (lastAt = -1: none yet)
+	lastAt int
 }
 
 func (m *linkMeter) add(now clock.Time, p *pkt.Packet) {
@@ -71,12 +85,21 @@ func (m *linkMeter) add(now clock.Time, p *pkt.Packet) {
 	}
 	m.bytes[i] += int64(p.Size)
 	if p.Kind == pkt.Data && p.Dst == m.toHost && p.Payload > 0 {
-		f := m.flows[p.Flow]
+		if m.lastAt < 0 || p.Flow != m.last {
+			j, ok := m.flows[p.Flow]
+			if !ok {
+				j = len(m.series)
+				m.flows[p.Flow] = j
+				m.series = append(m.series, nil)
+			}
+			m.last, m.lastAt = p.Flow, j
+		}
+		f := m.series[m.lastAt]
 		for len(f) <= i {
 			f = append(f, 0)
 		}
 		f[i] += int64(p.Payload)
-		m.flows[p.Flow] = f
+		m.series[m.lastAt] = f
 	}
 }
 
@@ -104,7 +127,8 @@ func (f *Fabric) meterRecords() ([]records.LinkBytes, []records.FlowBytes) {
 				lb = append(lb, records.LinkBytes{At: clock.Time(i) * m.bin.width, Device: int32(e.Node), Port: int16(e.Port), Bytes: b})
 			}
 		}
-		for id, bs := range m.flows {
+		for id, j := range m.flows {
+			bs := m.series[j]
 			acc := flows[id]
 			for len(acc) < len(bs) {
 				acc = append(acc, 0)

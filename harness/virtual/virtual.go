@@ -261,7 +261,7 @@ func (f *Fabric) startMeters() {
 		if g.Nodes[peer.Node].Kind == topo.Host {
 			to = int32(g.Nodes[peer.Node].Index)
 		}
-		l.meter = &linkMeter{bin: f.meterBin, toHost: to, flows: map[uint32][]int64{}}
+		l.meter = &linkMeter{bin: f.meterBin, toHost: to, flows: map[uint32]int{}, lastAt: -1}
 		f.meterBin.meters = append(f.meterBin.meters, l.meter)
 	}
 }
