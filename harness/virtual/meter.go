@@ -70,8 +70,8 @@ func halve(bins []int64) []int64 {
 // know about flows, the test bench around it does.
 type linkMeter struct {
 	bin    *meterBin
-	bytes  []int64 // by bin index
-	toHost int32   // host index at the far end, -1 for a switch
+	bytes  []int64        // by bin index
+	toHost int32          // host index at the far end, -1 for a switch
 	flows  map[uint32]int // flow ID -> its series; packets of one flow come in runs, so the last is kept
 	series [][]int64
 	last   uint32 // flow of the last payload counted, and its series (lastAt = -1: none yet)
