@@ -61,6 +61,9 @@ spec) with error bars.`,
 			if exp := report.Expectations(runs); len(exp.Rows) > 0 {
 				tables = append(tables, exp)
 			}
+			if pu := report.PortUtilTable(runs); len(pu.Rows) > 0 {
+				tables = append(tables, pu)
+			}
 			for i, t := range tables {
 				if i > 0 {
 					text.WriteString("\n")

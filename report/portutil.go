@@ -1,0 +1,89 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/fabriclab/fabriclab/lab/topo"
+)
+
+// PortUtil is the expander thesis' port utilisation (its Figs 4.4-4.17; shared notes expander-thesis.md
+// claims 3-4): every output port's mean utilisation over the metered span (first to last link-meter
+// bin), split into network ports (switch to switch) and server ports (either end a host, both
+// directions), over every such port of the fabric, idle ones at 0. Sorted ascending.
+type PortUtil struct {
+	Network, Server []float64
+	SpanS           float64
+}
+
+// PortUtilOf computes PortUtil from the run's link meter and topology; false without them.
+func PortUtilOf(r *Run) (PortUtil, bool) {
+	g := r.Graph
+	if g == nil || len(r.Links) == 0 {
+		return PortUtil{}, false
+	}
+	type key struct{ dev, port int }
+	start, end := math.Inf(1), 0.0
+	for _, l := range r.Links {
+		start = math.Min(start, l.AtS)
+		end = math.Max(end, l.AtS+l.BinS)
+	}
+	var u PortUtil
+	u.SpanS = end - start
+	if u.SpanS <= 0 {
+		return PortUtil{}, false
+	}
+	busy := map[key]float64{}
+	for _, l := range r.Links {
+		busy[key{l.Device, l.Port}] += l.Util * l.BinS
+	}
+	for n, node := range g.Nodes {
+		for p := range node.Ports {
+			x := busy[key{n, p}] / u.SpanS
+			if node.Kind == topo.Host || g.Nodes[g.Peer(n, p).Node].Kind == topo.Host {
+				u.Server = append(u.Server, x)
+			} else {
+				u.Network = append(u.Network, x)
+			}
+		}
+	}
+	sort.Float64s(u.Network)
+	sort.Float64s(u.Server)
+	return u, true
+}
+
+// nearestRank is the nearest-rank q-quantile of sorted xs (0 if empty), as the FCT percentiles.
+func nearestRank(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+func meanOf(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(max(len(xs), 1))
+}
+
+// PortUtilTable is PortUtil per run: mean, 99th and 99.9th percentile and max of the network ports,
+// mean and 99th percentile of the server ports (the thesis' figures); empty when no run was metered.
+func PortUtilTable(runs []*Run) Table {
+	t := Table{Title: "port utilisation: each port's mean over the metered span, percentiles over the fabric's ports (expander thesis Figs 4.4-4.17)",
+		Header: []string{"run", "span ms", "network ports", "net mean", "net p99", "net p99.9", "net max", "server ports", "server mean", "server p99"}}
+	for _, r := range runs {
+		u, ok := PortUtilOf(r)
+		if !ok {
+			continue
+		}
+		f := func(x float64) string { return fmt.Sprintf("%.3f", x) }
+		t.Rows = append(t.Rows, []string{r.Name, fmt.Sprintf("%.3f", u.SpanS*1e3), fmt.Sprint(len(u.Network)),
+			f(meanOf(u.Network)), f(nearestRank(u.Network, 0.99)), f(nearestRank(u.Network, 0.999)), f(nearestRank(u.Network, 1)),
+			fmt.Sprint(len(u.Server)), f(meanOf(u.Server)), f(nearestRank(u.Server, 0.99))})
+	}
+	return t
+}

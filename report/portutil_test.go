@@ -1,0 +1,50 @@
+package report
+
+import (
+	"math"
+	"testing"
+
+	"github.com/fabriclab/fabriclab/lab/topo"
+)
+
+// A host port busy for one 10 us bin of a 100 us span is 10% utilised; a switch-to-switch port busy at
+// half rate for two bins is 10% too; every other port of the fabric counts, at 0.
+func TestPortUtilSplitsServerAndNetworkPorts(t *testing.T) {
+	g := topo.MustBuild("fattree", "k=4")
+	h0 := g.Hosts[0]
+	sw, swPort := -1, -1
+	for _, n := range g.Switches {
+		for p := range g.Nodes[n].Ports {
+			if g.Nodes[g.Peer(n, p).Node].Kind == topo.Switch {
+				sw, swPort = n, p
+				break
+			}
+		}
+		if sw >= 0 {
+			break
+		}
+	}
+	r := &Run{Name: "r", Graph: g, Links: []LinkSample{
+		{AtS: 0, BinS: 1e-5, Device: h0, Port: 0, Util: 1},
+		{AtS: 2e-5, BinS: 1e-5, Device: sw, Port: swPort, Util: 0.5},
+		{AtS: 3e-5, BinS: 1e-5, Device: sw, Port: swPort, Util: 0.5},
+		{AtS: 9e-5, BinS: 1e-5, Device: h0, Port: 0, Util: 0},
+	}}
+	u, ok := PortUtilOf(r)
+	if !ok {
+		t.Fatal("no port utilisation")
+	}
+	// k=4: 16 hosts, each link two directions: 32 server ports; 32 switch links: 64 network ports.
+	if len(u.Server) != 32 || len(u.Network) != 64 {
+		t.Fatalf("%d server and %d network ports, want 32 and 64", len(u.Server), len(u.Network))
+	}
+	if math.Abs(u.SpanS-1e-4) > 1e-12 || math.Abs(nearestRank(u.Server, 1)-0.1) > 1e-9 || math.Abs(nearestRank(u.Network, 1)-0.1) > 1e-9 {
+		t.Errorf("span %g, server max %g, network max %g; want 1e-4, 0.1, 0.1", u.SpanS, nearestRank(u.Server, 1), nearestRank(u.Network, 1))
+	}
+	if nearestRank(u.Network, 0.98) != 0 || math.Abs(meanOf(u.Server)-0.1/32) > 1e-12 {
+		t.Errorf("network p98 %g (want 0: one busy port of 64), server mean %g (want 0.1/32)", nearestRank(u.Network, 0.98), meanOf(u.Server))
+	}
+	if tb := PortUtilTable([]*Run{r, {Name: "unmetered"}}); len(tb.Rows) != 1 {
+		t.Errorf("table rows %d, want 1 (the unmetered run left out)", len(tb.Rows))
+	}
+}
