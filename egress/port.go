@@ -84,28 +84,34 @@ func (q *queue) pop() *pkt.Packet {
 }
 
 // Port is one egress port. It is driven entirely by the clock and by calls from its owning engine.
+//
+// The fields every frame touches come first, packed into the struct's first two cache lines: at fat-tree
+// scale a port's state is out of cache by the time its next frame comes, and each further line read per
+// frame is another miss.
 type Port struct {
-	cfg     Config
-	clk     clock.Clock
-	link    Link
-	hooks   Hooks
 	queues  []queue
 	strict  uint64 // bitmask of strict queues
 	paused  uint64 // bitmask of paused queues
 	filled  uint64 // bitmask of non-empty queues: pick finds the next queue to serve in O(1)
 	busy    bool
-	rr      int  // DRR position among data queues
 	granted bool // the queue at rr has had its quantum for this turn
-	quantum int
+	rr      int  // DRR position among data queues
 
-	txDone func() // allocated once: the serialization-complete callback
-	inTx   *pkt.Packet
-	sched  func(d clock.Time, f func()) // clk's allocation-free Schedule where it has one
-	// onPause, if set, hears every change of a data queue's pause state (the deadlock monitor).
-	onPause func(q int, on bool)
-
+	inTx      *pkt.Packet
+	sched     func(d clock.Time, f func()) // clk's allocation-free Schedule where it has one
+	txDone    func()                       // allocated once: the serialization-complete callback
+	link      Link
+	hooks     Hooks
 	busyTime  clock.Time // total time spent serializing (utilization)
 	sentBytes uint64
+	overhead  int // cfg.Overhead and cfg.RateBps, here beside the rest
+	rate      float64
+
+	cfg     Config
+	clk     clock.Clock
+	quantum int
+	// onPause, if set, hears every change of a data queue's pause state (the deadlock monitor).
+	onPause func(q int, on bool)
 }
 
 // New makes a port. link may be set later with SetLink (backends wire links after devices exist).
@@ -116,7 +122,8 @@ func New(cfg Config, clk clock.Clock, link Link, hooks Hooks) (*Port, error) {
 	if cfg.Queues < 1 || cfg.Queues > 64 {
 		return nil, fmt.Errorf("egress: queues must be 1..64, got %d", cfg.Queues)
 	}
-	p := &Port{cfg: cfg, clk: clk, link: link, hooks: hooks, queues: make([]queue, cfg.Queues), quantum: cfg.Quantum}
+	p := &Port{cfg: cfg, clk: clk, link: link, hooks: hooks, queues: make([]queue, cfg.Queues), quantum: cfg.Quantum,
+		overhead: cfg.Overhead, rate: cfg.RateBps}
 	if p.quantum <= 0 {
 		p.quantum = 1500
 	}
@@ -293,7 +300,7 @@ func (p *Port) start() {
 	if p.hooks.Dequeue != nil {
 		p.hooks.Dequeue(q, f)
 	}
-	d := clock.TxTime(int(f.Size)+p.cfg.Overhead, p.cfg.RateBps)
+	d := clock.TxTime(int(f.Size)+p.overhead, p.rate)
 	p.busyTime += d
 	p.sched(d, p.txDone)
 }

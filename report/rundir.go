@@ -106,15 +106,29 @@ func WriteRunDir(dir string, log *records.Log, meta Meta) (*Summary, error) {
 		}{PathsFile, func(w io.Writer) error { return WritePathsCSV(w, log) }})
 	}
 	for _, f := range files {
-		var buf bytes.Buffer
-		if err := f.write(&buf); err != nil {
+		if err := writeFile(filepath.Join(dir, f.name), f.write); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.name, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, f.name), buf.Bytes(), 0o644); err != nil {
-			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// writeFile streams a run file to disk: a whole file in memory (links.csv of a fat-tree k=12 run is
+// 11 MB) was the largest thing a finished run held.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	err = write(w)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // WriteFCT writes completed flows in HPCC's fct.txt format, one per line in completion order (HPCC

@@ -168,7 +168,10 @@ func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.
 	if err := f.ClosePcaps(); err != nil {
 		return err
 	}
-	return save(f.Log, backendResult{End: res.End, Dilation: 1, Events: res.Events, AllDone: res.AllDone,
+	log := f.Log
+	f = nil
+	collectIfLarge()
+	return save(log, backendResult{End: res.End, Dilation: 1, Events: res.Events, AllDone: res.AllDone,
 		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Deadlock: res.Deadlock})
 }
 

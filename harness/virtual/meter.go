@@ -115,7 +115,17 @@ func (f *Fabric) meterRecords() ([]records.LinkBytes, []records.FlowBytes) {
 		}
 		return ends[i].Port < ends[j].Port
 	})
-	var lb []records.LinkBytes
+	n := 0 // sized first: appending to a growing slice left twice its size behind on a large run
+	for _, e := range ends {
+		if m := f.links[e].meter; m != nil {
+			for _, b := range m.bytes {
+				if b > 0 {
+					n++
+				}
+			}
+		}
+	}
+	lb := make([]records.LinkBytes, 0, n)
 	flows := map[uint32][]int64{}
 	for _, e := range ends {
 		m := f.links[e].meter
