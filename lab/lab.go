@@ -231,7 +231,7 @@ func (l *Lab) switchConfig(n int) switchsw.Config {
 		link := g.LinkAt(n, p)
 		peer := g.Nodes[g.Peer(n, p).Node]
 		c.Ports = append(c.Ports, switchsw.PortConfig{
-			RateBps: link.RateBps, Delay: link.Delay,
+			RateBps: link.RateBps, Delay: link.Delay, Overhead: int(s.Topology.Link.Overhead.Bytes),
 			PeerIsHost: peer.Kind == topo.Host, PeerHost: int32(peer.Index),
 		})
 	}
@@ -298,7 +298,8 @@ func (l *Lab) hostConfig(n int) nodes.Config {
 	}
 	for p := range node.Ports {
 		link := g.LinkAt(n, p)
-		c.Ports = append(c.Ports, nodes.PortConfig{RateBps: link.RateBps, Delay: link.Delay})
+		c.Ports = append(c.Ports, nodes.PortConfig{RateBps: link.RateBps, Delay: link.Delay,
+			Overhead: int(l.Spec.Topology.Link.Overhead.Bytes)})
 	}
 	l.hostFC(n, &c)      // fc.go
 	l.hostPathSelect(&c) // adaptive.go

@@ -167,6 +167,9 @@ func (cfg Config) WithDefaults() (Config, error) {
 		if p.RateBps <= 0 {
 			return c, fmt.Errorf("nodes: config.ports[%d].rate_bps must be positive, got %g", i, p.RateBps)
 		}
+		if p.Overhead < 0 {
+			return c, fmt.Errorf("nodes: config.ports[%d].overhead must not be negative, got %d", i, p.Overhead)
+		}
 	}
 	switch c.Transport {
 	case "":

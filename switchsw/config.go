@@ -103,6 +103,9 @@ type PortConfig struct {
 	// Delay is the link's one-way propagation delay. The link itself (the backend) applies it; the switch
 	// uses it only for BDP and headroom arithmetic.
 	Delay clock.Time `json:"delay"`
+	// Overhead is added to each frame's size for serialization only (preamble, FCS, gap); 0 matches
+	// the HPCC ns-3 model.
+	Overhead int `json:"overhead,omitempty"`
 	// PeerIsHost says the port faces host PeerHost (PortFC tells destination-direct traffic by it).
 	PeerIsHost bool  `json:"peer_is_host,omitempty"`
 	PeerHost   int32 `json:"peer_host,omitempty"`
@@ -150,8 +153,8 @@ func resolve(cfg Config) (resolved, error) {
 		return r, fmt.Errorf("switch %d: ports: need 1..255, got %d", c.Device, len(c.Ports))
 	}
 	for i, p := range c.Ports {
-		if p.RateBps <= 0 || p.Delay < 0 {
-			return r, fmt.Errorf("switch %d: ports[%d]: rate must be positive and delay non-negative", c.Device, i)
+		if p.RateBps <= 0 || p.Delay < 0 || p.Overhead < 0 {
+			return r, fmt.Errorf("switch %d: ports[%d]: rate must be positive, delay and overhead non-negative", c.Device, i)
 		}
 	}
 	if c.Prios == 0 {

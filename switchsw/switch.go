@@ -125,7 +125,7 @@ func New(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log) (*S
 		out := i
 		hooks := egress.Hooks{Dequeue: func(q int, p *pkt.Packet) { s.dequeued(out, q, p) }}
 		s.ports[i], err = egress.New(egress.Config{RateBps: pc.RateBps, Queues: s.nall, Strict: []int{s.fcq, s.ctq},
-			Quantum: r.Quantum}, clk, l, hooks)
+			Quantum: r.Quantum, Overhead: pc.Overhead}, clk, l, hooks)
 		if err != nil {
 			return nil, fmt.Errorf("switch %d: port %d: %w", r.Device, i, err)
 		}

@@ -240,6 +240,8 @@ func TestInvalidValues(t *testing.T) {
 		{"host: {dcqcn: {g: .nan}}", "host.dcqcn.g", "not a finite number"},
 		{"topology: {family: ndc, link: {rate: nan}}", "topology.link.rate", `rate "nan"`},
 		{"topology: {family: ndc, link: {delay: 1e7s}}", "topology.link.delay", "longest time"},
+		{"topology: {family: ndc, link: {overhead: 1bdp}}", "topology.link.overhead", "give bytes"},
+		{"topology: {family: ndc, link: {overhead: 10KB}}", "topology.link.overhead", "not in 0..9216B"},
 		{"workload: [{kind: poisson, cdf: hadoop, load: .nan}]", "workload[0].load", "not a finite number"},
 		{"workload: [{kind: poisson, cdf: pareto, load: 0.3, shape: .inf, mean: 1MB, cap: 1GB}]", "workload[0].shape", "not a finite number"},
 		{"workload: [{kind: incast, senders: 4, size: 1MB, count: 2000000000, interval: 1us}]", "workload[0].count", "not in 1..1073741824"},

@@ -61,6 +61,11 @@ type Topology struct {
 type Link struct {
 	Rate  Rate `yaml:"rate,omitempty"`
 	Delay Time `yaml:"delay,omitempty"`
+	// Overhead is added to every frame's size for serialization only, at every port: 24B is real
+	// Ethernet's preamble, start delimiter, FCS and inter-frame gap; 6B makes a RoCEv2 data frame of
+	// 1000 payload bytes (1058 B) as long as htsim's (payload + its 64-byte header, csg-htsim
+	// sim/rocepacket.h newpkt). Zero (the default) matches HPCC's ns-3 model. Bytes only.
+	Overhead Size `yaml:"overhead,omitempty"`
 }
 
 // Switch configures every switch: shared buffer, flow control and ECN.

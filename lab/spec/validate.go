@@ -180,7 +180,16 @@ func (s *Spec) validateTopology(c *checker) {
 	}
 	c.rate("topology.link.rate", t.Link.Rate)
 	c.time("topology.link.delay", t.Link.Delay, false)
+	switch o := t.Link.Overhead; {
+	case o.BDPs != 0:
+		c.add("topology.link.overhead", "%s: give bytes, e.g. 24B (preamble, FCS and gap)", o)
+	case o.Negative() || o.Bytes > MaxLinkOverhead:
+		c.add("topology.link.overhead", "%s is not in 0..%dB", o, MaxLinkOverhead)
+	}
 }
+
+// MaxLinkOverhead bounds topology.link.overhead: more than a jumbo frame per frame is no framing.
+const MaxLinkOverhead = 9216
 
 func (s *Spec) validateSwitch(c *checker) {
 	sw := &s.Switch
