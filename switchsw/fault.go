@@ -28,4 +28,4 @@ func (s *Switch) FaultCounters(port int) (down, lost uint64, f egress.Fault) {
 
 // SetFIB replaces the forwarding table (routing reacting to a failed or repaired link: the ECMP sets
 // recomputed without it). Frames already queued keep the port they were given.
-func (s *Switch) SetFIB(fib []PortSet) { s.cfg.FIB = fib }
+func (s *Switch) SetFIB(table []PortSet) { s.cfg.FIB, s.fib = table, compactFIB(table) }
