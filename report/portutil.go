@@ -15,6 +15,9 @@ import (
 type PortUtil struct {
 	Network, Server []float64
 	SpanS           float64
+	// NetworkBytes is every byte the network ports sent: what a routing spends of the fabric (the
+	// thesis' "VLB uses about twice the network capacity" compares it).
+	NetworkBytes int64
 }
 
 // PortUtilOf computes PortUtil from the run's link meter and topology; false without them.
@@ -37,6 +40,9 @@ func PortUtilOf(r *Run) (PortUtil, bool) {
 	busy := map[key]float64{}
 	for _, l := range r.Links {
 		busy[key{l.Device, l.Port}] += l.Util * l.BinS
+		if g.Nodes[l.Device].Kind == topo.Switch && g.Nodes[g.Peer(l.Device, l.Port).Node].Kind == topo.Switch {
+			u.NetworkBytes += l.Bytes
+		}
 	}
 	for n, node := range g.Nodes {
 		for p := range node.Ports {
@@ -74,7 +80,7 @@ func meanOf(xs []float64) float64 {
 // mean and 99th percentile of the server ports (the thesis' figures); empty when no run was metered.
 func PortUtilTable(runs []*Run) Table {
 	t := Table{Title: "port utilisation: each port's mean over the metered span, percentiles over the fabric's ports (expander thesis Figs 4.4-4.17)",
-		Header: []string{"run", "span ms", "network ports", "net mean", "net p99", "net p99.9", "net max", "server ports", "server mean", "server p99"}}
+		Header: []string{"run", "span ms", "network ports", "net mean", "net p99", "net p99.9", "net max", "net MB", "server ports", "server mean", "server p99"}}
 	for _, r := range runs {
 		u, ok := PortUtilOf(r)
 		if !ok {
@@ -83,7 +89,7 @@ func PortUtilTable(runs []*Run) Table {
 		f := func(x float64) string { return fmt.Sprintf("%.3f", x) }
 		t.Rows = append(t.Rows, []string{r.Name, fmt.Sprintf("%.3f", u.SpanS*1e3), fmt.Sprint(len(u.Network)),
 			f(meanOf(u.Network)), f(nearestRank(u.Network, 0.99)), f(nearestRank(u.Network, 0.999)), f(nearestRank(u.Network, 1)),
-			fmt.Sprint(len(u.Server)), f(meanOf(u.Server)), f(nearestRank(u.Server, 0.99))})
+			fmt.Sprintf("%.1f", float64(u.NetworkBytes)/1e6), fmt.Sprint(len(u.Server)), f(meanOf(u.Server)), f(nearestRank(u.Server, 0.99))})
 	}
 	return t
 }

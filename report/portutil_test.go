@@ -25,9 +25,9 @@ func TestPortUtilSplitsServerAndNetworkPorts(t *testing.T) {
 		}
 	}
 	r := &Run{Name: "r", Graph: g, Links: []LinkSample{
-		{AtS: 0, BinS: 1e-5, Device: h0, Port: 0, Util: 1},
-		{AtS: 2e-5, BinS: 1e-5, Device: sw, Port: swPort, Util: 0.5},
-		{AtS: 3e-5, BinS: 1e-5, Device: sw, Port: swPort, Util: 0.5},
+		{AtS: 0, BinS: 1e-5, Device: h0, Port: 0, Util: 1, Bytes: 1250},
+		{AtS: 2e-5, BinS: 1e-5, Device: sw, Port: swPort, Util: 0.5, Bytes: 625},
+		{AtS: 3e-5, BinS: 1e-5, Device: sw, Port: swPort, Util: 0.5, Bytes: 625},
 		{AtS: 9e-5, BinS: 1e-5, Device: h0, Port: 0, Util: 0},
 	}}
 	u, ok := PortUtilOf(r)
@@ -40,6 +40,9 @@ func TestPortUtilSplitsServerAndNetworkPorts(t *testing.T) {
 	}
 	if math.Abs(u.SpanS-1e-4) > 1e-12 || math.Abs(nearestRank(u.Server, 1)-0.1) > 1e-9 || math.Abs(nearestRank(u.Network, 1)-0.1) > 1e-9 {
 		t.Errorf("span %g, server max %g, network max %g; want 1e-4, 0.1, 0.1", u.SpanS, nearestRank(u.Server, 1), nearestRank(u.Network, 1))
+	}
+	if u.NetworkBytes != 1250 {
+		t.Errorf("network bytes %d, want the switch port's 1250 (the host port's are not network)", u.NetworkBytes)
 	}
 	if nearestRank(u.Network, 0.98) != 0 || math.Abs(meanOf(u.Server)-0.1/32) > 1e-12 {
 		t.Errorf("network p98 %g (want 0: one busy port of 64), server mean %g (want 0.1/32)", nearestRank(u.Network, 0.98), meanOf(u.Server))
