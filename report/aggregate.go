@@ -149,7 +149,7 @@ func LoadTrees(dirs []string) (*Tree, error) {
 				t.Skipped = append(t.Skipped, s)
 				continue
 			}
-			r, err := LoadRun(dir)
+			r, err := loadRun(dir, false)
 			if err != nil {
 				// A run the manifest lists as done but that cannot be read (moved, edited) is said, and
 				// the rest of the tree still aggregates.

@@ -93,8 +93,13 @@ func WritePortsCSV(w io.Writer, log *records.Log, meta Meta) error {
 	return cw.Error()
 }
 
-// loadMeters reads links.csv, flow_rate.csv, ports.csv and topology.json when present.
-func (r *Run) loadMeters(dir string) error {
+// LoadMeters reads the run's links.csv, flow_rate.csv, ports.csv and topology.json when present.
+func (r *Run) LoadMeters() error {
+	if r.metersLoaded {
+		return nil
+	}
+	r.metersLoaded = true
+	dir := r.Dir
 	read := func(name string, each func(p *rowParser) error) error {
 		f, err := bounded.Open(filepath.Join(dir, name))
 		if err != nil {

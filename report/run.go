@@ -93,11 +93,17 @@ type Run struct {
 	// Seed and Set place a run of a tree (manifest.json): cross-run expect: forms pair runs by them.
 	Seed int64
 	Set  []Setting
+
+	metersLoaded bool // LoadMeters has run (Links, FlowRx, Graph, Ports)
 }
 
-// LoadRun reads a run directory: summary.json and flows.csv (required), pfc.csv, queues.csv and
-// spec.yaml when present.
-func LoadRun(dir string) (*Run, error) {
+// LoadRun reads a run directory: summary.json and flows.csv (required), pfc.csv, queues.csv, spec.yaml
+// and the meters (LoadMeters) when present.
+func LoadRun(dir string) (*Run, error) { return loadRun(dir, true) }
+
+// loadRun is LoadRun, with the link and flow meters (links.csv, flow_rate.csv: the largest files of a
+// run) read only if meters is set; LoadMeters reads them later.
+func loadRun(dir string, meters bool) (*Run, error) {
 	s, rows, err := ReadRunDir(dir)
 	if err != nil {
 		return nil, err
@@ -148,8 +154,10 @@ func LoadRun(dir string) (*Run, error) {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, DropsFile), err)
 		}
 	}
-	if err := r.loadMeters(dir); err != nil {
-		return nil, err
+	if meters {
+		if err := r.LoadMeters(); err != nil {
+			return nil, err
+		}
 	}
 	if f, err := bounded.Open(filepath.Join(dir, FCTFile)); err == nil {
 		defer f.Close()

@@ -99,6 +99,13 @@ func reportTree(w io.Writer, dirs []string, out string, noPlots bool) error {
 			firsts = append(firsts, &r)
 		}
 		if len(firsts) <= 8 {
+			// A tree is read without its runs' link and flow meters (a 48-run tree of metered runs
+			// held 24 GB); the figures of these first seeds need them.
+			for _, r := range firsts {
+				if err := r.LoadMeters(); err != nil {
+					return err
+				}
+			}
 			pf, err := report.WritePlots(out, firsts)
 			if err != nil {
 				return err
