@@ -24,6 +24,7 @@ import (
 type Watch struct {
 	m        *Monitor
 	clk      clock.Clock
+	sched    func(d clock.Time, f func()) // clk's allocation-free Schedule where it has one (checks are never stopped)
 	onDetect func()
 	idle     func() bool
 	qs       []watched
@@ -46,7 +47,7 @@ type watched struct {
 // watcher's own checks is left on the clock, in which case a check does not re-arm (as Every stops
 // ticking on an idle clock).
 func (m *Monitor) Watch(clk clock.Clock, devs map[int]Device, prio PrioFunc, onDetect func(), idle func() bool) *Watch {
-	w := &Watch{m: m, clk: clk, onDetect: onDetect, idle: idle}
+	w := &Watch{m: m, clk: clk, sched: clock.ScheduleFunc(clk), onDetect: onDetect, idle: idle}
 	for dev, d := range devs {
 		for p := 0; p < d.NumPorts(); p++ {
 			port := d.Port(p)
@@ -116,7 +117,7 @@ func (w *Watch) arm(i int, at clock.Time) {
 	// A later check already scheduled stays on the clock and finds q.at moved; it fires as a no-op.
 	q.armed, q.at = true, at
 	w.timers++
-	w.clk.AfterFunc(at-w.clk.Now(), q.check)
+	w.sched(at-w.clk.Now(), q.check)
 }
 
 func (w *Watch) fire(i int) {
