@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/fabriclab/fabriclab/harness/virtual"
-	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
 // BenchmarkNDC41LongFlows is the issue's yardstick: NDC(4,1) at 100 Gb/s with 16 long flows (a shifted
@@ -30,18 +28,7 @@ duration: 1s`
 	var events uint64
 	var simulated, wall float64
 	for i := 0; i < b.N; i++ {
-		s, err := spec.Parse([]byte(yaml))
-		if err != nil {
-			b.Fatal(err)
-		}
-		l, err := lab.Build(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f, err := virtual.New(l)
-		if err != nil {
-			b.Fatal(err)
-		}
+		_, f := virtual.FabricOf(b, yaml)
 		start := time.Now()
 		res := f.Run(context.Background())
 		wall += time.Since(start).Seconds()

@@ -3,29 +3,16 @@ package virtual_test
 import (
 	"context"
 	"fmt"
+	"github.com/fabriclab/fabriclab/harness/virtual"
 	"testing"
 
-	"github.com/fabriclab/fabriclab/harness/virtual"
-	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
 // coreBytes runs yaml and returns the bytes each core switch (fat-tree layer 2) sent.
 func coreBytes(t *testing.T, yaml string) []uint64 {
 	t.Helper()
-	s, err := spec.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := virtual.New(l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, f := virtual.FabricOf(t, yaml)
 	if res := f.Run(context.Background()); !res.AllDone {
 		t.Fatalf("flows did not complete: %+v", res)
 	}

@@ -23,18 +23,7 @@ workload:
 duration: 50ms
 faults:
 ` + faults
-	s, err := spec.Parse([]byte(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := virtual.New(l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, f := virtual.FabricOf(t, y)
 	return f, f.Run(context.Background())
 }
 

@@ -8,32 +8,19 @@ import (
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
-
-	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
 // The meters count what the links carried: every payload byte of a flow reaches its destination once,
 // and the links carried at least the payload (plus headers and ACKs).
 func TestMeters(t *testing.T) {
-	s, err := spec.Parse([]byte(`name: meters
+	y := `name: meters
 topology: {family: ndc, n: 2, k: 1}
 switch: {flow_control: pfc}
 host: {transport: lossless}
 workload: [{kind: flows, list: [{src: h0, dst: h3, size: 300KB, at: 0s}, {src: h1, dst: h2, size: 100KB, at: 5us}]}]
 duration: 10ms
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := New(l)
-	if err != nil {
-		t.Fatal(err)
-	}
+`
+	l, f := newFabricOf(t, y)
 	if res := f.Run(context.Background()); !res.AllDone {
 		t.Fatal("flows did not complete")
 	}
@@ -61,25 +48,15 @@ duration: 10ms
 // Meters with the default bin keep at most MaxMeterBins bins: a run longer than that many default bins
 // doubles their width, losing no byte; a bin the user set is kept as it is.
 func TestMetersWidenOnLongRuns(t *testing.T) {
-	s, err := spec.Parse([]byte(`name: meters-long
+	y := `name: meters-long
 topology: {family: ndc, n: 2, k: 1}
 switch: {flow_control: pfc}
 host: {transport: lossless}
 workload: [{kind: flows, list: [{src: h0, dst: h3, size: 100KB, at: 0s}, {src: h1, dst: h2, size: 100KB, at: 6ms}]}]
 duration: 10ms
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`
 	for _, bin := range []clock.Time{0, DefaultMeterBin} {
-		l, err := lab.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := New(l)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, f := newFabricOf(t, y)
 		f.MeterBin = bin
 		if res := f.Run(context.Background()); !res.AllDone {
 			t.Fatal("flows did not complete")
@@ -116,24 +93,14 @@ func BenchmarkMeters(b *testing.B) {
 	for i := 0; i < 16; i++ {
 		list = append(list, fmt.Sprintf("{src: h%d, dst: h%d, size: 2MB, at: 0s}", i, (i+5)%16))
 	}
-	s, err := spec.Parse([]byte(`name: bench-meters
+	y := `name: bench-meters
 topology: {family: ndc, n: 4, k: 1, link: {rate: 100Gbps, delay: 1us}}
 switch: {flow_control: pfc}
 host: {transport: lossless, cc: dcqcn}
 workload: [{kind: flows, list: [` + strings.Join(list, ", ") + `]}]
-duration: 1s`))
-	if err != nil {
-		b.Fatal(err)
-	}
+duration: 1s`
 	run := func(bin clock.Time) time.Duration {
-		l, err := lab.Build(s)
-		if err != nil {
-			b.Fatal(err)
-		}
-		f, err := New(l)
-		if err != nil {
-			b.Fatal(err)
-		}
+		_, f := newFabricOf(b, y)
 		f.MeterBin = bin
 		start := time.Now()
 		if res := f.Run(context.Background()); !res.AllDone {

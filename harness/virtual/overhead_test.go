@@ -2,36 +2,23 @@ package virtual_test
 
 import (
 	"context"
+	"github.com/fabriclab/fabriclab/harness/virtual"
 	"testing"
 
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/virtual"
-	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
 // topology.link.overhead lengthens every frame's serialization at every port: a 1000-packet flow
 // through one switch takes at least 1000 x 24 B longer at 100 Gb/s with 24B than without.
 func TestLinkOverheadActs(t *testing.T) {
 	fct := func(overhead string) clock.Time {
-		s, err := spec.Parse([]byte(`name: overhead
-topology: {family: fattree, k: 4, link: {rate: 100Gbps, delay: 1us, overhead: ` + overhead + `}}
+		_, f := virtual.FabricOf(t, `name: overhead
+topology: {family: fattree, k: 4, link: {rate: 100Gbps, delay: 1us, overhead: `+overhead+`}}
 switch: {flow_control: pfc}
 host: {transport: gbn, cc: none, mtu: 1000}
 workload: [{kind: flows, list: [{src: h0, dst: h1, size: 1000000B, at: 0s}]}]
 duration: 1s
-`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := lab.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := virtual.New(l)
-		if err != nil {
-			t.Fatal(err)
-		}
+`)
 		if res := f.Run(context.Background()); !res.AllDone || len(f.Log.Flows) != 1 {
 			t.Fatalf("overhead %s: the flow did not complete", overhead)
 		}

@@ -4,34 +4,21 @@ import (
 	"context"
 	"reflect"
 	"testing"
-
-	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
 // Recycling packets must not change a run: a packet put back while something still held it would be
 // overwritten by the next send, and the flows' records would differ from a run that allocates every
 // packet. The spec has an incast under PFC and DCQCN beside a flow crossing it.
 func TestPacketPoolChangesNothing(t *testing.T) {
-	s, err := spec.Parse([]byte(`name: pool
+	y := `name: pool
 topology: {family: fattree, k: 4}
 switch: {flow_control: pfc}
 host: {transport: gbn, cc: dcqcn}
 workload: [{kind: incast, senders: 12, size: 200KB, receiver: h0, at: 0s}, {kind: flows, list: [{src: h1, dst: h9, size: 300KB, at: 3us}]}]
 duration: 5ms
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`
 	run := func(pool bool) (*Fabric, Result) {
-		l, err := lab.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := New(l)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, f := newFabricOf(t, y)
 		if !pool {
 			f.pool = nil
 			for _, nic := range f.NICs {
