@@ -29,7 +29,7 @@ type ventry struct {
 }
 
 const (
-	slotBits = 24 // up to 16.7M events pending at once (a fat-tree k=12 incast peaks near 100k)
+	slotBits = 24 // up to 16.7M events pending at once (a fat-tree k=12 permutation peaks near 16k)
 	slotMask = 1<<slotBits - 1
 	// maxSeq bounds the events one clock can schedule: 2^40, about 30 hours of scheduling at 10M
 	// events per second.
