@@ -126,3 +126,78 @@ func TestLiveAndHorizon(t *testing.T) {
 		t.Fatalf("after run: live %d pending %d", v.Live(), v.Pending())
 	}
 }
+
+// TestWheelKeepsHeapOrder drives the clock and a plain reference queue (linear scan for the least
+// (time, sequence)) with the same random program: delays from 0 to far beyond the wheel's span, ties,
+// events that schedule more events, and stopped timers. They must fire the same events in the same
+// order at the same times, which is what keeps runs identical to the heap-only clock.
+func TestWheelKeepsHeapOrder(t *testing.T) {
+	type ref struct {
+		at  Time
+		seq int
+		id  int
+	}
+	v := NewVirtual()
+	var pending []ref
+	stopped := map[int]bool{}
+	var got, want []int
+	x := uint64(0x9E3779B97F4A7C15)
+	rnd := func(n uint64) uint64 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return x % n
+	}
+	delays := []Time{0, 1, 8191, 8192, 80 * Nanosecond, Microsecond, wheelBuckets<<wheelShift - 1,
+		wheelBuckets << wheelShift, 10 * Microsecond, Millisecond}
+	seq, id := 0, 0
+	var timers []Timer
+	var add func()
+	add = func() {
+		d := delays[rnd(uint64(len(delays)))] + Time(rnd(3))
+		me := id
+		id++
+		seq++
+		pending = append(pending, ref{at: v.Now() + d, seq: seq, id: me})
+		timers = append(timers, v.AfterFunc(d, func() {
+			got = append(got, me)
+			for k := rnd(3); k > 0 && id < 20000; k-- {
+				add()
+			}
+			if n := len(timers); n > 0 && rnd(5) == 0 {
+				k := int(rnd(uint64(n)))
+				if timers[k].Stop() {
+					stopped[k] = true
+				}
+			}
+		}))
+	}
+	for i := 0; i < 200; i++ {
+		add()
+	}
+	v.RunUntil(Second)
+	// Replay the reference: fire in (time, sequence) order, skipping the events the clock's run stopped.
+	for len(pending) > 0 {
+		m := 0
+		for i := range pending {
+			if pending[i].at < pending[m].at || pending[i].at == pending[m].at && pending[i].seq < pending[m].seq {
+				m = i
+			}
+		}
+		if !stopped[pending[m].id] {
+			want = append(want, pending[m].id)
+		}
+		pending = append(pending[:m], pending[m+1:]...)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("fired %d events, reference %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("event %d: fired %d, reference %d", i, got[i], want[i])
+		}
+	}
+	if v.Pending() != 0 || v.Live() != 0 {
+		t.Fatalf("left pending %d live %d", v.Pending(), v.Live())
+	}
+}
