@@ -48,34 +48,51 @@ type PortPeak struct {
 // WriteLinksCSV writes links.csv: at_s,bin_s,device,name,port,peer,bytes,util, one row per link
 // direction and meter bin that carried bytes (frame bytes as encoded, without preamble and gap).
 func WriteLinksCSV(w io.Writer, log *records.Log, meta Meta) error {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"at_s", "bin_s", "device", "name", "port", "peer", "bytes", "util"})
+	if _, err := io.WriteString(w, "at_s,bin_s,device,name,port,peer,bytes,util\n"); err != nil {
+		return err
+	}
 	bin := meta.seconds(log.MeterBin)
+	r := row{sep: ','}
 	for _, l := range log.Links {
 		peer, util := "", 0.0
 		if g := meta.Graph; g != nil && int(l.Device) < len(g.Nodes) && int(l.Port) < len(g.Nodes[l.Device].Ports) {
 			peer = g.Nodes[g.Peer(int(l.Device), int(l.Port)).Node].Name
-			if r := g.LinkAt(int(l.Device), int(l.Port)).RateBps; r > 0 && bin > 0 {
-				util = float64(l.Bytes) * 8 / (r * bin)
+			if rate := g.LinkAt(int(l.Device), int(l.Port)).RateBps; rate > 0 && bin > 0 {
+				util = float64(l.Bytes) * 8 / (rate * bin)
 			}
 		}
-		cw.Write([]string{ftoa(meta.seconds(l.At)), ftoa(bin), strconv.Itoa(int(l.Device)), meta.deviceName(int(l.Device)),
-			strconv.Itoa(int(l.Port)), peer, strconv.FormatInt(l.Bytes, 10), ftoa(util)})
+		r.float(meta.seconds(l.At))
+		r.float(bin)
+		r.int(int64(l.Device))
+		r.str(meta.deviceName(int(l.Device)))
+		r.int(int64(l.Port))
+		r.str(peer)
+		r.int(l.Bytes)
+		r.float(util)
+		if err := r.end(w); err != nil {
+			return err
+		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return nil
 }
 
 // WriteFlowRateCSV writes flow_rate.csv: at_s,bin_s,flow,bytes (payload that reached the destination).
 func WriteFlowRateCSV(w io.Writer, log *records.Log, meta Meta) error {
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"at_s", "bin_s", "flow", "bytes"})
-	bin := meta.seconds(log.MeterBin)
-	for _, f := range log.FlowRx {
-		cw.Write([]string{ftoa(meta.seconds(f.At)), ftoa(bin), strconv.FormatUint(uint64(f.Flow), 10), strconv.FormatInt(f.Bytes, 10)})
+	if _, err := io.WriteString(w, "at_s,bin_s,flow,bytes\n"); err != nil {
+		return err
 	}
-	cw.Flush()
-	return cw.Error()
+	bin := meta.seconds(log.MeterBin)
+	r := row{sep: ','}
+	for _, f := range log.FlowRx {
+		r.float(meta.seconds(f.At))
+		r.float(bin)
+		r.uint(uint64(f.Flow))
+		r.int(f.Bytes)
+		if err := r.end(w); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // WritePortsCSV writes ports.csv: device,name,port,max_queue_bytes from the devices' counters.

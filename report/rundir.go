@@ -218,11 +218,18 @@ func WritePFC(w io.Writer, log *records.Log, meta Meta) error {
 		}
 		return a.iface < b.iface
 	})
-	bw := bufio.NewWriter(w)
+	r := row{sep: ' '}
 	for _, l := range ls {
-		fmt.Fprintf(bw, "%d %d %d %d %d\n", l.at, l.node, l.kind, l.iface, l.typ)
+		r.int(l.at)
+		r.int(int64(l.node))
+		r.int(int64(l.kind))
+		r.int(int64(l.iface))
+		r.int(int64(l.typ))
+		if err := r.end(w); err != nil {
+			return err
+		}
 	}
-	return bw.Flush()
+	return nil
 }
 
 var flowsHeader = []string{"id", "src", "dst", "class", "size", "start_s", "finish_s", "fct_s", "ideal_s",
@@ -285,19 +292,29 @@ func WriteDropsCSV(w io.Writer, log *records.Log, meta Meta) error {
 func WritePausesCSV(w io.Writer, log *records.Log, meta Meta) error {
 	ps := append([]records.Pause(nil), log.Pauses...)
 	sort.SliceStable(ps, func(i, j int) bool { return ps[i].At < ps[j].At })
-	cw := csv.NewWriter(w)
-	cw.Write([]string{"at_s", "device", "name", "kind", "port", "queue", "pause", "sent", "hops"})
+	if _, err := io.WriteString(w, "at_s,device,name,kind,port,queue,pause,sent,hops\n"); err != nil {
+		return err
+	}
+	r := row{sep: ','}
 	for _, p := range ps {
 		kind := "switch"
 		if p.Kind == records.Host {
 			kind = "host"
 		}
-		cw.Write([]string{ftoa(meta.seconds(p.At)), strconv.Itoa(int(p.Device)), meta.deviceName(int(p.Device)),
-			kind, strconv.Itoa(int(p.Port)), strconv.Itoa(int(p.Queue)), strconv.FormatBool(p.On),
-			strconv.FormatBool(p.Sent), strconv.Itoa(int(p.Hops))})
+		r.float(meta.seconds(p.At))
+		r.int(int64(p.Device))
+		r.str(meta.deviceName(int(p.Device)))
+		r.str(kind)
+		r.int(int64(p.Port))
+		r.int(int64(p.Queue))
+		r.bool(p.On)
+		r.bool(p.Sent)
+		r.int(int64(p.Hops))
+		if err := r.end(w); err != nil {
+			return err
+		}
 	}
-	cw.Flush()
-	return cw.Error()
+	return nil
 }
 
 // ReadRunDir loads summary.json and flows.csv from a run directory (for `lab report` and comparisons).
