@@ -40,6 +40,8 @@ func lazyGC() {
 		return
 	}
 	debug.SetGCPercent(-1)
+	// The limit counts all the runtime's memory (spans, stacks, free pages), about half again the heap
+	// at this size: the first collection comes at a 15-16 MB heap (gctrace, fat-tree k=8).
 	debug.SetMemoryLimit(gcFloor + gcFloor/2)
 	// A pointer field keeps it out of the tiny allocator, whose blocks may outlive the object.
 	sentinel := &struct{ p *byte }{}
