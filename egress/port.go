@@ -9,6 +9,7 @@ import (
 	"math/bits"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/fifo"
 	"github.com/fabriclab/fabriclab/pkt"
 )
 
@@ -29,6 +30,10 @@ type Config struct {
 	// Overhead is added to every frame's Size for serialization only (e.g. 24 for preamble, SFD, FCS and
 	// inter-frame gap). Zero matches the HPCC ns-3 model the papers were run on.
 	Overhead int
+	// Pool is where the queues take their storage from and return it as they drain; the ports of one
+	// engine share one, so a port that empties leaves its memory to the next that fills. Nil: the port
+	// keeps its own.
+	Pool *fifo.Pool[*pkt.Packet]
 }
 
 // Hooks let the owning engine account buffer and run flow-control rules when a frame leaves a queue.
@@ -40,44 +45,34 @@ type Hooks struct {
 	Sent func(p *pkt.Packet)
 }
 
+// queue is one FIFO and its counters. Occupancy is derived from the counters (bytes and frames in are
+// counted anyway), so the struct holds nothing twice: a fat-tree k=12 has 2,600 ports of 8-10 queues.
 type queue struct {
-	frames  []*pkt.Packet
-	head    int
-	bytes   int
+	frames  fifo.Queue[*pkt.Packet]
 	deficit int
 	quantum int // DRR quantum of this queue (Config.Quantum x its weight)
 	// counters
-	enq, deq    uint64
-	enqBytes    uint64
-	deqBytes    uint64
-	maxBytes    int
-	pausedSince clock.Time
-	lastDeq     clock.Time // when the last frame left (the deadlock monitor's "no departures since")
+	enq, deq uint64
+	enqBytes uint64
+	deqBytes uint64
+	maxBytes int
+	lastDeq  clock.Time // when the last frame left (the deadlock monitor's "no departures since")
 }
 
-func (q *queue) len() int { return len(q.frames) - q.head }
+func (q *queue) len() int   { return int(q.enq - q.deq) }
+func (q *queue) bytes() int { return int(q.enqBytes - q.deqBytes) }
 
-func (q *queue) push(p *pkt.Packet) {
-	q.frames = append(q.frames, p)
-	q.bytes += int(p.Size)
-	if q.bytes > q.maxBytes {
-		q.maxBytes = q.bytes
-	}
+func (q *queue) push(pool *fifo.Pool[*pkt.Packet], p *pkt.Packet) {
+	q.frames.Push(pool, p)
 	q.enq++
 	q.enqBytes += uint64(p.Size)
+	if b := q.bytes(); b > q.maxBytes {
+		q.maxBytes = b
+	}
 }
 
-func (q *queue) pop() *pkt.Packet {
-	p := q.frames[q.head]
-	q.frames[q.head] = nil
-	q.head++
-	if q.head == len(q.frames) {
-		q.frames, q.head = q.frames[:0], 0
-	} else if q.head > 1024 && q.head*2 > len(q.frames) {
-		n := copy(q.frames, q.frames[q.head:])
-		q.frames, q.head = q.frames[:n], 0
-	}
-	q.bytes -= int(p.Size)
+func (q *queue) pop(pool *fifo.Pool[*pkt.Packet]) *pkt.Packet {
+	p := q.frames.Pop(pool)
 	q.deq++
 	q.deqBytes += uint64(p.Size)
 	return p
@@ -107,7 +102,7 @@ type Port struct {
 	overhead  int // cfg.Overhead and cfg.RateBps, here beside the rest
 	rate      float64
 
-	cfg     Config
+	pool    *fifo.Pool[*pkt.Packet]
 	clk     clock.Clock
 	quantum int
 	// onPause, if set, hears every change of a data queue's pause state (the deadlock monitor).
@@ -122,8 +117,11 @@ func New(cfg Config, clk clock.Clock, link Link, hooks Hooks) (*Port, error) {
 	if cfg.Queues < 1 || cfg.Queues > 64 {
 		return nil, fmt.Errorf("egress: queues must be 1..64, got %d", cfg.Queues)
 	}
-	p := &Port{cfg: cfg, clk: clk, link: link, hooks: hooks, queues: make([]queue, cfg.Queues), quantum: cfg.Quantum,
+	p := &Port{pool: cfg.Pool, clk: clk, link: link, hooks: hooks, queues: make([]queue, cfg.Queues), quantum: cfg.Quantum,
 		overhead: cfg.Overhead, rate: cfg.RateBps}
+	if p.pool == nil {
+		p.pool = &fifo.Pool[*pkt.Packet]{}
+	}
 	if p.quantum <= 0 {
 		p.quantum = 1500
 	}
@@ -149,13 +147,13 @@ func New(cfg Config, clk clock.Clock, link Link, hooks Hooks) (*Port, error) {
 func (p *Port) SetLink(l Link) { p.link = l }
 
 // Rate returns the port's line rate in bits per second.
-func (p *Port) Rate() float64 { return p.cfg.RateBps }
+func (p *Port) Rate() float64 { return p.rate }
 
 // Enqueue appends a frame to queue q and starts the transmitter if it is idle. Admission (buffer
 // limits, drops) is the owning engine's decision and happens before this call.
 func (p *Port) Enqueue(q int, f *pkt.Packet) {
 	f.Queue = int16(q)
-	p.queues[q].push(f)
+	p.queues[q].push(p.pool, f)
 	p.filled |= 1 << uint(q)
 	if !p.busy {
 		p.start()
@@ -172,7 +170,6 @@ func (p *Port) Pause(q int, on bool) {
 	if on {
 		if p.paused&bit == 0 {
 			p.paused |= bit
-			p.queues[q].pausedSince = p.clk.Now()
 			if p.onPause != nil {
 				p.onPause(q, true)
 			}
@@ -201,7 +198,7 @@ func (p *Port) LastDequeue(q int) clock.Time { return p.queues[q].lastDeq }
 func (p *Port) Paused(q int) bool { return p.paused&(1<<uint(q)) != 0 }
 
 // Bytes is queue q's occupancy in bytes.
-func (p *Port) Bytes(q int) int { return p.queues[q].bytes }
+func (p *Port) Bytes(q int) int { return p.queues[q].bytes() }
 
 // Frames is queue q's occupancy in frames.
 func (p *Port) Frames(q int) int { return p.queues[q].len() }
@@ -210,7 +207,7 @@ func (p *Port) Frames(q int) int { return p.queues[q].len() }
 func (p *Port) TotalBytes() int {
 	n := 0
 	for i := range p.queues {
-		n += p.queues[i].bytes
+		n += p.queues[i].bytes()
 	}
 	return n
 }
@@ -233,7 +230,7 @@ type QueueStats struct {
 func (p *Port) Stats(q int) QueueStats {
 	x := &p.queues[q]
 	return QueueStats{Enqueued: x.enq, Dequeued: x.deq, EnqueuedBytes: x.enqBytes, DequeuedBytes: x.deqBytes,
-		MaxBytes: x.maxBytes, Bytes: x.bytes, Frames: x.len(), Paused: p.Paused(q)}
+		MaxBytes: x.maxBytes, Bytes: x.bytes(), Frames: x.len(), Paused: p.Paused(q)}
 }
 
 // BusyTime is the total time the port spent serializing, for utilization.
@@ -264,7 +261,7 @@ func (p *Port) pick() int {
 				x.deficit += x.quantum
 				p.granted = true
 			}
-			if x.deficit >= int(x.frames[x.head].Size) {
+			if x.deficit >= int(x.frames.Front().Size) {
 				return q
 			}
 		}
@@ -284,7 +281,7 @@ func (p *Port) start() {
 		return
 	}
 	x := &p.queues[q]
-	f := x.pop()
+	f := x.pop(p.pool)
 	if x.len() == 0 {
 		p.filled &^= 1 << uint(q)
 	}

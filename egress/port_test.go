@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/fifo"
 	"github.com/fabriclab/fabriclab/pkt"
 )
 
@@ -78,5 +79,49 @@ func TestWeightedDRR(t *testing.T) {
 	}
 	if n[1] != 3*n[0] {
 		t.Fatalf("weight 3 queue sent %d, weight 1 sent %d, want 3:1", n[1], n[0])
+	}
+}
+
+// Ports sharing a pool: a queue that drains gives its storage back, and another port's queue filling
+// later takes it instead of new memory; the counters and the frame order are unchanged by the chunks.
+func TestSharedPoolFollowsWhatIsQueued(t *testing.T) {
+	clk := clock.NewVirtual()
+	pool := &fifo.Pool[*pkt.Packet]{}
+	var a, b sink
+	a.clk, b.clk = clk, clk
+	pa, _ := New(Config{RateBps: 1e9, Queues: 2, Pool: pool}, clk, &a, Hooks{})
+	pb, _ := New(Config{RateBps: 1e9, Queues: 2, Pool: pool}, clk, &b, Hooks{})
+	const n = 100
+	pa.Pause(1, true)
+	for i := 0; i < n; i++ {
+		pa.Enqueue(1, &pkt.Packet{Size: 1000, PSN: uint32(i)})
+	}
+	if st := pa.Stats(1); st.Frames != n || st.Bytes != n*1000 || st.MaxBytes != n*1000 || pool.Free() != 0 {
+		t.Fatalf("after %d frames: %+v, %d chunks free", n, st, pool.Free())
+	}
+	pa.Pause(1, false)
+	clk.RunUntil(clock.Second)
+	if len(a.got) != n {
+		t.Fatalf("sent %d of %d", len(a.got), n)
+	}
+	for i, f := range a.got {
+		if f.PSN != uint32(i) {
+			t.Fatalf("frame %d has PSN %d: order lost", i, f.PSN)
+		}
+	}
+	st := pa.Stats(1)
+	if st.Frames != 0 || st.Bytes != 0 || st.Dequeued != n || st.DequeuedBytes != n*1000 || st.MaxBytes != n*1000 {
+		t.Fatalf("after the drain: %+v", st)
+	}
+	free := pool.Free()
+	if free == 0 {
+		t.Fatal("a drained queue kept its storage")
+	}
+	pb.Pause(0, true)
+	for i := 0; i < n; i++ {
+		pb.Enqueue(0, &pkt.Packet{Size: 1000})
+	}
+	if pool.Free() != 0 {
+		t.Fatalf("the second port took new memory with %d chunks free", pool.Free())
 	}
 }

@@ -13,43 +13,20 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/fifo"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/switchsw/fc"
 	"github.com/fabriclab/fabriclab/switchsw/mmu"
 )
 
-// meta is what the switch remembers about a queued frame. Egress queues are FIFO, so a ring per queue
+// meta is what the switch remembers about a queued frame. Egress queues are FIFO, so a FIFO per queue
 // in the same order replaces a per-packet map (and a field on pkt.Packet).
 type meta struct {
 	at    clock.Time // enqueue time: probe delay
 	in    int16
 	prio  uint8 // priority on arrival: the ingress group to release
 	class fc.Class
-}
-
-type metaRing struct {
-	buf     []meta // length is a power of two
-	head, n int
-}
-
-func (r *metaRing) push(m meta) {
-	if r.n == len(r.buf) {
-		nb := make([]meta, max(16, 2*len(r.buf)))
-		for i := 0; i < r.n; i++ {
-			nb[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
-		}
-		r.buf, r.head = nb, 0
-	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = m
-	r.n++
-}
-
-func (r *metaRing) pop() meta {
-	m := r.buf[r.head]
-	r.head = (r.head + 1) & (len(r.buf) - 1)
-	r.n--
-	return m
 }
 
 type queueCounters struct{ dropped, marked uint64 }
@@ -87,9 +64,13 @@ type Switch struct {
 	classUp  []bool // [in*ports+out]: the turn raises a data frame's class (Config.ClassUp)
 	fib      fib
 
-	meta []metaRing      // [port*nall+q]
-	qc   []queueCounters // [port*nall+q]
-	pc   []portCounters
+	meta []fifo.Queue[meta] // [port*nall+q]
+	// The switch's ports share these: queue storage follows what is queued in the switch now, not the
+	// sum of every queue's own peak.
+	frames fifo.Pool[*pkt.Packet]
+	metas  fifo.Pool[meta]
+	qc     []queueCounters // [port*nall+q]
+	pc     []portCounters
 
 	rx, noRoute, drops, losslessDrops, marked uint64
 
@@ -126,12 +107,12 @@ func New(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log) (*S
 		out := i
 		hooks := egress.Hooks{Dequeue: func(q int, p *pkt.Packet) { s.dequeued(out, q, p) }}
 		s.ports[i], err = egress.New(egress.Config{RateBps: pc.RateBps, Queues: s.nall, Strict: []int{s.fcq, s.ctq},
-			Quantum: r.Quantum, Overhead: pc.Overhead}, clk, l, hooks)
+			Quantum: r.Quantum, Overhead: pc.Overhead, Pool: &s.frames}, clk, l, hooks)
 		if err != nil {
 			return nil, fmt.Errorf("switch %d: port %d: %w", r.Device, i, err)
 		}
 	}
-	s.meta = make([]metaRing, n*s.nall)
+	s.meta = make([]fifo.Queue[meta], n*s.nall)
 	s.qc = make([]queueCounters, n*s.nall)
 	s.pc = make([]portCounters, n)
 	s.red = rand.New(rand.NewPCG(uint64(r.Seed), uint64(int64(r.Device))))
@@ -205,7 +186,7 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 	if p.Kind.Control() {
 		// Control frames are small, strict priority and never paused, so they drain at line rate; the MMU
 		// does not account them.
-		s.meta[out*s.nall+s.ctq].push(meta{at: s.clk.Now(), in: int16(port)})
+		s.meta[out*s.nall+s.ctq].Push(&s.metas, meta{at: s.clk.Now(), in: int16(port)})
 		if p.Kind == pkt.Probe && !p.Last {
 			// A path test message bypasses data in the strict queue, so it carries the queueing delay a
 			// data frame of its priority would see here instead: the backlog ahead of it at line rate
@@ -250,7 +231,7 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 		p.Hop++
 	}
 	s.fc.Enqueued(fc.Loc{In: port, InPrio: prio, Out: out, Queue: q, Class: class}, p)
-	s.meta[out*s.nall+q].push(meta{at: s.clk.Now(), in: int16(port), prio: uint8(prio), class: class})
+	s.meta[out*s.nall+q].Push(&s.metas, meta{at: s.clk.Now(), in: int16(port), prio: uint8(prio), class: class})
 	pc := &s.pc[out]
 	pc.bytes += size
 	if pc.bytes > pc.maxBytes {
@@ -344,7 +325,7 @@ func fmix32(h uint32) uint32 {
 
 func (s *Switch) dequeued(out, q int, p *pkt.Packet) {
 	i := out*s.nall + q
-	m := s.meta[i].pop()
+	m := s.meta[i].Pop(&s.metas)
 	// Data frames accumulate their measured residence for the receiver to reflect in ACKs (telemetry's
 	// piggybacked delay); probes add their own wait in the control queue. Probe replies do not: they
 	// carry the forward delay of the probe they answer.
@@ -446,7 +427,7 @@ func (d *device) PeerHost(port int) (int32, bool) {
 }
 
 func (d *device) SendControl(port int, f *pkt.Packet) {
-	d.meta[port*d.nall+d.fcq].push(meta{at: d.clk.Now(), in: -1})
+	d.meta[port*d.nall+d.fcq].Push(&d.metas, meta{at: d.clk.Now(), in: -1})
 	d.ports[port].Enqueue(d.fcq, f)
 }
 
