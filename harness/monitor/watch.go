@@ -27,19 +27,30 @@ type Watch struct {
 	sched    func(d clock.Time, f func()) // clk's allocation-free Schedule where it has one (checks are never stopped)
 	onDetect func()
 	idle     func() bool
-	qs       []watched
-	inList   []bool        // [queue]: found stalled at some tick (and listed in byDev)
-	byDev    map[int][]int // device -> queues found stalled at some tick, checked live when searched
-	stopped  bool
-	timers   int // checks on the clock, superseded ones included
+	prio     PrioFunc
+	// qs holds only queues that have been paused: the rest cannot be stalled, and at fat-tree k=12 an
+	// entry for every queue of every port was 2.8 MB, most for queues no pause ever reaches.
+	qs      []watched
+	byDev   map[int][]int // device -> queues found stalled at some tick, checked live when searched
+	stopped bool
+	timers  int // checks on the clock, superseded ones included
 }
 
 type watched struct {
-	st    QueueState // Device, Port, Queue, Prio; the rest is read live
-	port  *egress.Port
-	armed bool
-	at    clock.Time // when the armed check fires
-	check func()
+	port   *egress.Port
+	at     clock.Time // when the armed check fires
+	check  func()
+	dev    int32
+	p      int32
+	q      int8
+	prio   int8 // QueueState.Prio
+	armed  bool
+	listed bool // found stalled at some tick (and listed in byDev)
+}
+
+// st is the queue's identity as a QueueState; the rest is read live.
+func (q *watched) st() QueueState {
+	return QueueState{Device: int(q.dev), Port: int(q.p), Queue: int(q.q), Prio: int(q.prio)}
 }
 
 // Watch hooks every queue of devs (graph node index -> device) that prio does not Skip and returns the
@@ -47,34 +58,49 @@ type watched struct {
 // watcher's own checks is left on the clock, in which case a check does not re-arm (as Every stops
 // ticking on an idle clock).
 func (m *Monitor) Watch(clk clock.Clock, devs map[int]Device, prio PrioFunc, onDetect func(), idle func() bool) *Watch {
-	w := &Watch{m: m, clk: clk, sched: clock.ScheduleFunc(clk), onDetect: onDetect, idle: idle}
+	w := &Watch{m: m, clk: clk, sched: clock.ScheduleFunc(clk), onDetect: onDetect, idle: idle, prio: prio}
 	for dev, d := range devs {
 		for p := 0; p < d.NumPorts(); p++ {
-			port := d.Port(p)
-			idx := make([]int, port.NumQueues())
-			for q := range idx {
-				idx[q] = -1
-				pr := -1
-				if prio != nil {
-					if pr = prio(dev, p, q); pr == Skip {
-						continue
-					}
-				}
-				i := len(w.qs)
-				idx[q] = i
-				w.qs = append(w.qs, watched{st: QueueState{Device: dev, Port: p, Queue: q, Prio: pr}, port: port})
-			}
-			port.OnPause(func(q int, on bool) {
-				if i := idx[q]; on && i >= 0 {
-					w.arm(i, w.earliest(i))
-				}
-			})
+			w.hook(dev, p, d.Port(p))
 		}
 	}
-	for i := range w.qs {
-		w.qs[i].check = func() { w.fire(i) }
-	}
 	return w
+}
+
+// hook listens to one port's pauses. A queue's entry is made at its first pause: idx[q] is 0 before,
+// -1 for a queue prio skips, and 1 + its index in qs after.
+func (w *Watch) hook(dev, p int, port *egress.Port) {
+	var idx []int32
+	port.OnPause(func(q int, on bool) {
+		if !on {
+			return // a resume arms nothing: the armed check sees it
+		}
+		if idx == nil {
+			idx = make([]int32, port.NumQueues())
+		}
+		i := idx[q]
+		if i == 0 {
+			i = w.add(dev, p, q, port)
+			idx[q] = i
+		}
+		if i > 0 {
+			w.arm(int(i-1), w.earliest(int(i-1)))
+		}
+	})
+}
+
+// add makes queue q's entry and returns idx's code for it (-1 when prio skips it).
+func (w *Watch) add(dev, p, q int, port *egress.Port) int32 {
+	pr := -1
+	if w.prio != nil {
+		if pr = w.prio(dev, p, q); pr == Skip {
+			return -1
+		}
+	}
+	i := len(w.qs)
+	w.qs = append(w.qs, watched{port: port, dev: int32(dev), p: int32(p), q: int8(q), prio: int8(pr)})
+	w.qs[i].check = func() { w.fire(i) }
+	return int32(i + 1)
 }
 
 // Stop unhooks nothing (the engines outlive the run) but makes every pending and future check a no-op.
@@ -101,7 +127,7 @@ func (w *Watch) ceil(t clock.Time) clock.Time {
 // since is Observe's "last seen moving" tick for a queue that is paused now.
 func (w *Watch) since(i int) clock.Time {
 	q := &w.qs[i]
-	return w.ceil(q.port.LastDequeue(q.st.Queue))
+	return w.ceil(q.port.LastDequeue(int(q.q)))
 }
 
 // earliest is the first tick at or after now at which queue i could count as stalled.
@@ -128,14 +154,14 @@ func (w *Watch) fire(i int) {
 		return // superseded by an earlier check, which re-armed as it needed
 	}
 	q.armed = false
-	if w.stopped || w.m.verdict.Detected || !q.port.Paused(q.st.Queue) {
+	if w.stopped || w.m.verdict.Detected || !q.port.Paused(int(q.q)) {
 		return // resumed: the next pause arms again
 	}
 	if now-w.since(i) < w.m.cfg.Stall {
 		w.rearm(i, w.ceil(w.since(i)+w.m.cfg.Stall))
 		return
 	}
-	if q.port.Bytes(q.st.Queue) == 0 {
+	if q.port.Bytes(int(q.q)) == 0 {
 		w.rearm(i, now+w.m.cfg.Interval) // paused and empty: stalled once a frame arrives and stays
 		return
 	}
@@ -152,7 +178,7 @@ func (w *Watch) rearm(i int, at clock.Time) {
 // isStalled is Observe's test, on the live port.
 func (w *Watch) isStalled(i int, now clock.Time) bool {
 	q := &w.qs[i]
-	return q.port.Paused(q.st.Queue) && q.port.Bytes(q.st.Queue) > 0 && now-w.since(i) >= w.m.cfg.Stall
+	return q.port.Paused(int(q.q)) && q.port.Bytes(int(q.q)) > 0 && now-w.since(i) >= w.m.cfg.Stall
 }
 
 // search looks for a cycle through queue i, just found stalled, among the queues found stalled before
@@ -161,14 +187,12 @@ func (w *Watch) isStalled(i int, now clock.Time) bool {
 // holds thousands). Once a cycle exists, the verdict is Observe's: its cycle among every queue stalled
 // now, from one pass over all watched queues.
 func (w *Watch) search(i int, now clock.Time) {
-	if w.inList == nil {
-		w.inList = make([]bool, len(w.qs))
+	if w.byDev == nil {
 		w.byDev = map[int][]int{}
 	}
-	if !w.inList[i] {
-		w.inList[i] = true
-		d := w.qs[i].st.Device
-		w.byDev[d] = append(w.byDev[d], i)
+	if q := &w.qs[i]; !q.listed {
+		q.listed = true
+		w.byDev[int(q.dev)] = append(w.byDev[int(q.dev)], i)
 	}
 	if !w.cycleThrough(i, now) {
 		return
@@ -177,8 +201,8 @@ func (w *Watch) search(i int, now clock.Time) {
 	for j := range w.qs {
 		if w.isStalled(j, now) {
 			q := &w.qs[j]
-			s := q.st
-			s.Bytes, s.Paused = q.port.Bytes(q.st.Queue), true
+			s := q.st()
+			s.Bytes, s.Paused = q.port.Bytes(int(q.q)), true
 			st = append(st, s)
 		}
 	}
@@ -209,13 +233,13 @@ func (w *Watch) cycleThrough(i int, now clock.Time) bool {
 	for len(frontier) > 0 {
 		x := frontier[0]
 		frontier = frontier[1:]
-		q1 := w.qs[x].st
+		q1 := w.qs[x].st()
 		if q1.Device >= len(g.Nodes) || q1.Port >= len(g.Nodes[q1.Device].Ports) {
 			continue
 		}
 		peer := g.Peer(q1.Device, q1.Port)
 		for _, j := range w.byDev[peer.Node] {
-			q2 := w.qs[j].st
+			q2 := w.qs[j].st()
 			if q2.Port == peer.Port || !mayHold(q1, q2) {
 				continue
 			}
