@@ -40,7 +40,7 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			multi, err := multiRun(args)
+			multi, s, err := multiRun(args)
 			if err != nil {
 				return err
 			}
@@ -58,10 +58,6 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 				}
 				showProgress = false // several runs share the terminal: one line per finished run instead
 				return runTree(ctx, cmd.OutOrStdout(), args, runs, out, jobs, quiet)
-			}
-			s, err := spec.Load(args[0])
-			if err != nil {
-				return err
 			}
 			if err := report.CheckExpect(s.Expect); err != nil {
 				return err
