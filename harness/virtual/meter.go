@@ -42,6 +42,8 @@ func (b *meterBin) slowIndex(now clock.Time) int {
 	for b.adaptive && i >= MaxMeterBins {
 		b.width *= 2
 		for _, m := range b.meters {
+			m.flush()
+			m.pendBin = -1
 			m.bytes = halve(m.bytes)
 			for j, f := range m.series {
 				m.series[j] = halve(f)
@@ -76,14 +78,31 @@ type linkMeter struct {
 	series [][]int64
 	last   uint32 // flow of the last payload counted, and its series (lastAt = -1: none yet)
 	lastAt int
+	// pend counts bin pendBin's bytes until the bin changes (-1: none): bytes[i] of every link was a
+	// cache miss per frame, pend sits beside what the frame touches anyway.
+	pend    int64
+	pendBin int
+}
+
+// flush adds the pending bytes to their bin.
+func (m *linkMeter) flush() {
+	if m.pendBin < 0 {
+		return
+	}
+	for len(m.bytes) <= m.pendBin {
+		m.bytes = append(m.bytes, 0)
+	}
+	m.bytes[m.pendBin] += m.pend
+	m.pend = 0
 }
 
 func (m *linkMeter) add(now clock.Time, p *pkt.Packet) {
 	i := m.bin.index(now)
-	for len(m.bytes) <= i {
-		m.bytes = append(m.bytes, 0)
+	if i != m.pendBin {
+		m.flush()
+		m.pendBin = i
 	}
-	m.bytes[i] += int64(p.Size)
+	m.pend += int64(p.Size)
 	if p.Kind == pkt.Data && p.Dst == m.toHost && p.Payload > 0 {
 		if m.lastAt < 0 || p.Flow != m.last {
 			j, ok := m.flows[p.Flow]
@@ -118,6 +137,8 @@ func (f *Fabric) meterRecords() ([]records.LinkBytes, []records.FlowBytes) {
 	n := 0 // sized first: appending to a growing slice left twice its size behind on a large run
 	for _, e := range ends {
 		if m := f.links[e].meter; m != nil {
+			m.flush()
+			m.pendBin = -1
 			for _, b := range m.bytes {
 				if b > 0 {
 					n++

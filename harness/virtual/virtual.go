@@ -261,7 +261,8 @@ func (f *Fabric) startMeters() {
 		if g.Nodes[peer.Node].Kind == topo.Host {
 			to = int32(g.Nodes[peer.Node].Index)
 		}
-		l.meter = &linkMeter{bin: f.meterBin, toHost: to, flows: map[uint32]int{}, lastAt: -1}
+		l.m = linkMeter{bin: f.meterBin, toHost: to, flows: map[uint32]int{}, lastAt: -1, pendBin: -1}
+		l.meter = &l.m
 		f.meterBin.meters = append(f.meterBin.meters, l.meter)
 	}
 }
