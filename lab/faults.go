@@ -5,9 +5,9 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/lab/route"
 	"github.com/fabriclab/fabriclab/lab/topo"
-	"github.com/fabriclab/fabriclab/switchsw"
 )
 
 // FaultPlan is one of the spec's faults made concrete: the cable, the impairment each of its ends
@@ -18,7 +18,7 @@ type FaultPlan struct {
 	Link  int // index into Graph.Links
 	Name  string
 	Fault egress.Fault
-	FIB   map[int][]switchsw.PortSet // switch node -> its new table
+	FIB   map[int]fib.Table // switch node -> its new table
 }
 
 // planFaults checks the spec's faults and plans them in time order (equal times in spec order).
@@ -81,7 +81,7 @@ func (l *Lab) planFaults() error {
 		}
 	}
 	down := map[int]bool{}
-	cur := map[int][]switchsw.PortSet{}
+	cur := map[int]fib.Table{}
 	for _, sd := range l.Switches {
 		cur[sd.Node] = sd.Config.FIB
 	}
@@ -101,30 +101,19 @@ func (l *Lab) planFaults() error {
 			return fmt.Errorf("faults[%d]: routing without the cables down: %w", it.i, err)
 		}
 		for node, old := range cur {
-			fib := portSets(t.FIB[node])
-			if !samePortSets(fib, old) {
+			if !t.FIB[node].Equal(old) {
 				if p.FIB == nil {
-					p.FIB = map[int][]switchsw.PortSet{}
+					p.FIB = map[int]fib.Table{}
 				}
-				p.FIB[node] = fib
-				cur[node] = fib
+				// A copy, so that the plan keeps this switch's index, not every node's.
+				nt := t.FIB[node].Clone()
+				p.FIB[node] = nt
+				cur[node] = nt
 			}
 		}
 		l.Faults = append(l.Faults, p)
 	}
 	return nil
-}
-
-func samePortSets(a, b []switchsw.PortSet) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if string(a[i]) != string(b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // FaultEnds are the two ends of a planned fault's cable.

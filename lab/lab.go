@@ -212,7 +212,7 @@ func (l *Lab) switchConfig(n int) switchsw.Config {
 			KMaxBytes: s.Switch.ECN.KMax.Resolve(l.hostBDP()),
 			PMax:      s.Switch.ECN.PMax,
 		},
-		FIB:        portSets(l.Tables.FIB[n]),
+		FIB:        l.Tables.FIB[n],
 		ECMPSeed:   uint32(routingSeed(s)),
 		FlowletGap: s.Routing.FlowletGap.Clock(),
 		Seed:       s.Seed,
@@ -411,12 +411,4 @@ func (l *Lab) BDPBytes() int64 { return l.hostBDP() }
 func init() {
 	spec.TopologyKeys = topo.FamilyKeys
 	route.TrialScore = bound.TrialLP
-}
-
-func portSets(fib [][]uint8) []switchsw.PortSet {
-	out := make([]switchsw.PortSet, len(fib))
-	for i, ports := range fib {
-		out[i] = ports
-	}
-	return out
 }

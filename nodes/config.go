@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/fib"
 )
 
 // Transport names.
@@ -108,7 +109,7 @@ type Config struct {
 	RelayWeight int `json:"relay_weight,omitempty"`
 	// FIB maps a destination host to candidate egress ports, for relaying frames without a source route,
 	// for flows started without one, and for ACK/NACK/CNP (chosen by a hash of the flow).
-	FIB  [][]uint8 `json:"fib,omitempty"`
+	FIB  fib.Table `json:"fib,omitzero"`
 	Seed uint64    `json:"seed,omitempty"`
 
 	// FlowControl is the NIC's part of the fabric's flow-control mode: "" or "pfc" (honour 802.1Qbb on
@@ -284,12 +285,8 @@ func (cfg Config) WithDefaults() (Config, error) {
 	if err := c.checkSpread(); err != nil { // spread.go
 		return c, err
 	}
-	for h, ports := range c.FIB {
-		for _, p := range ports {
-			if int(p) >= len(c.Ports) {
-				return c, fmt.Errorf("nodes: config.fib[%d] names port %d, the NIC has %d", h, p, len(c.Ports))
-			}
-		}
+	if err := c.FIB.Check("config.fib", len(c.Ports)); err != nil {
+		return c, fmt.Errorf("nodes: %w", err)
 	}
 	return c, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
 )
@@ -100,7 +101,7 @@ func newChain(t testing.TB) *chain {
 	rb := &tlink{clk: clk, delay: us, port: 0} // R port 1 -> B
 	br := &tlink{clk: clk, delay: us, port: 1} // B -> R port 1
 	c.rb = rb
-	rc := Config{Device: 1, Host: 1, Relay: true, FIB: [][]uint8{{0}, nil, {1}},
+	rc := Config{Device: 1, Host: 1, Relay: true, FIB: fib.Of([]uint8{0}, nil, []uint8{1}),
 		Ports: []PortConfig{{RateBps: g100, Delay: us}, {RateBps: g100, Delay: us}}}
 	var err error
 	if c.a, err = New(baseCfg(0, g100, us), clk, []egress.Link{ab}, log); err != nil {

@@ -479,10 +479,8 @@ func (n *NIC) drop(p *pkt.Packet, reason string) {
 
 // fibPort picks an egress port toward host dst from the FIB by hash; a one-port NIC needs no FIB.
 func (n *NIC) fibPort(dst int32, hash uint32) int {
-	if int(dst) >= 0 && int(dst) < len(n.cfg.FIB) {
-		if c := n.cfg.FIB[dst]; len(c) > 0 {
-			return int(c[hash%uint32(len(c))])
-		}
+	if c := n.cfg.FIB.Ports(int(dst)); len(c) > 0 {
+		return int(c[hash%uint32(len(c))])
 	}
 	if len(n.ports) == 1 {
 		return 0

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
 )
@@ -91,14 +92,14 @@ func TestConfigDefaultsValidationAndJSON(t *testing.T) {
 		{Ports: []PortConfig{{RateBps: 0}}},
 		{Ports: []PortConfig{{RateBps: 1e9}}, Transport: "tcp"},
 		{Ports: []PortConfig{{RateBps: 1e9}}, CC: "hpcc"},
-		{Ports: []PortConfig{{RateBps: 1e9}}, FIB: [][]uint8{{3}}},
+		{Ports: []PortConfig{{RateBps: 1e9}}, FIB: fib.Of([]uint8{3})},
 	} {
 		if _, err := bad.WithDefaults(); err == nil || !strings.HasPrefix(err.Error(), "nodes: ") {
 			t.Fatalf("%+v: err %v", bad, err)
 		}
 	}
 	in := Config{Device: 4, Host: 2, Ports: []PortConfig{{RateBps: 1e11, Delay: us}}, Transport: IRN, CC: CCDCQCN,
-		BDPCapBytes: 100_000, Relay: true, FIB: [][]uint8{{0}, {0}}, DCQCN: DCQCN{RPTimer: 900 * us}}
+		BDPCapBytes: 100_000, Relay: true, FIB: fib.Of([]uint8{0}, []uint8{0}), DCQCN: DCQCN{RPTimer: 900 * us}}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)

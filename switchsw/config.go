@@ -1,10 +1,10 @@
 package switchsw
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/switchsw/fc"
 	"github.com/fabriclab/fabriclab/switchsw/mmu"
@@ -43,9 +43,9 @@ type Config struct {
 	FlowControl fc.Config `json:"flow_control"`
 	ECN         ECNConfig `json:"ecn"`
 
-	// FIB[dst host] is the set of equal-cost egress ports toward that host. Frames with a source route
-	// (pkt.Packet.Route) ignore it.
-	FIB []PortSet `json:"fib,omitempty"`
+	// FIB.Ports(dst host) is the set of equal-cost egress ports toward that host. Frames with a source
+	// route (pkt.Packet.Route) ignore it.
+	FIB fib.Table `json:"fib,omitzero"`
 	// ECMPSeed seeds the ECMP hash; each switch salts it with its Device, so switches hash independently.
 	ECMPSeed uint32 `json:"ecmp_seed,omitempty"`
 	// FlowletGap > 0 enables flowlet switching (LetFlow): a flow whose packets were apart by more than
@@ -65,36 +65,6 @@ type Config struct {
 type Turn struct {
 	In  uint8 `json:"in"`
 	Out uint8 `json:"out"`
-}
-
-// PortSet is a set of egress ports. It is a byte slice for compactness but reads and writes JSON as a
-// list of numbers, not base64, so agent configs stay legible.
-type PortSet []uint8
-
-// MarshalJSON writes the ports as numbers.
-func (s PortSet) MarshalJSON() ([]byte, error) {
-	ints := make([]int, len(s))
-	for i, p := range s {
-		ints[i] = int(p)
-	}
-	return json.Marshal(ints)
-}
-
-// UnmarshalJSON reads a list of port numbers.
-func (s *PortSet) UnmarshalJSON(b []byte) error {
-	var ints []int
-	if err := json.Unmarshal(b, &ints); err != nil {
-		return err
-	}
-	out := make(PortSet, len(ints))
-	for i, p := range ints {
-		if p < 0 || p > 255 {
-			return fmt.Errorf("port %d out of range 0..255", p)
-		}
-		out[i] = uint8(p)
-	}
-	*s = out
-	return nil
 }
 
 // PortConfig is one port's link.
@@ -186,12 +156,8 @@ func resolve(cfg Config) (resolved, error) {
 			return r, fmt.Errorf("switch %d: class_up[%d]: turn %d->%d is not between two different ports of %d", c.Device, i, t.In, t.Out, len(c.Ports))
 		}
 	}
-	for dst, set := range c.FIB {
-		for _, port := range set {
-			if int(port) >= len(c.Ports) {
-				return r, fmt.Errorf("switch %d: fib[%d]: port %d out of range", c.Device, dst, port)
-			}
-		}
+	if err := c.FIB.Check("fib", len(c.Ports)); err != nil {
+		return r, fmt.Errorf("switch %d: %w", c.Device, err)
 	}
 
 	r.lossless = make([]bool, c.Prios)

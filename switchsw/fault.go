@@ -1,7 +1,10 @@
 package switchsw
 
 import (
+	"fmt"
+
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
 )
@@ -27,5 +30,12 @@ func (s *Switch) FaultCounters(port int) (down, lost uint64, f egress.Fault) {
 }
 
 // SetFIB replaces the forwarding table (routing reacting to a failed or repaired link: the ECMP sets
-// recomputed without it). Frames already queued keep the port they were given.
-func (s *Switch) SetFIB(table []PortSet) { s.cfg.FIB, s.fib = table, compactFIB(table) }
+// recomputed without it). Frames already queued keep the port they were given. A table that names a
+// port the switch lacks is refused, and the old one stays.
+func (s *Switch) SetFIB(table fib.Table) error {
+	if err := table.Check("fib", len(s.ports)); err != nil {
+		return fmt.Errorf("switch %d: %w", s.cfg.Device, err)
+	}
+	s.cfg.FIB, s.fib = table, table
+	return nil
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/fifo"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
@@ -60,9 +61,9 @@ type Switch struct {
 	red      *rand.Rand
 	flowRand *rand.Rand
 	flowlets []flowlet
-	salt     uint32 // ECMP hash salt: the spec's seed mixed with this switch's ID (ecmpSalt)
-	classUp  []bool // [in*ports+out]: the turn raises a data frame's class (Config.ClassUp)
-	fib      fib
+	salt     uint32    // ECMP hash salt: the spec's seed mixed with this switch's ID (ecmpSalt)
+	classUp  []bool    // [in*ports+out]: the turn raises a data frame's class (Config.ClassUp)
+	fib      fib.Table // cfg.FIB, kept beside the other fields route reads
 
 	meta []fifo.Queue[meta] // [port*nall+q]
 	// The switch's ports share these: queue storage follows what is queued in the switch now, not the
@@ -118,7 +119,7 @@ func New(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log) (*S
 	s.red = rand.New(rand.NewPCG(uint64(r.Seed), uint64(int64(r.Device))))
 	s.flowRand = rand.New(rand.NewPCG(uint64(r.Seed)^0x9e3779b97f4a7c15, uint64(int64(r.Device))))
 	s.salt = ecmpSalt(r.ECMPSeed, r.Device)
-	s.fib = compactFIB(r.FIB)
+	s.fib = r.FIB
 	if r.FlowletGap > 0 {
 		s.flowlets = make([]flowlet, 1<<flowletBits)
 	}
@@ -250,10 +251,10 @@ func (s *Switch) route(p *pkt.Packet) int {
 		}
 		return out
 	}
-	if p.Dst < 0 || int(p.Dst) >= len(s.fib.idx) {
+	if p.Dst < 0 || int(p.Dst) >= len(s.fib.Idx) {
 		return -1
 	}
-	set := s.fib.sets[s.fib.idx[p.Dst]]
+	set := s.fib.Sets[s.fib.Idx[p.Dst]]
 	switch len(set) {
 	case 0:
 		return -1
@@ -273,30 +274,6 @@ func (s *Switch) route(p *pkt.Packet) int {
 	idx := s.flowRand.IntN(len(set))
 	*f = flowlet{hash: h, idx: uint8(idx), valid: true, last: now}
 	return int(set[idx])
-}
-
-// fib is the forwarding table as the switch reads it: per destination the index of its port set among
-// the switch's few distinct sets. Read as Config.FIB, a 24-byte slice header per destination, the table
-// of a fat-tree k=12 switch was 10 KB and the lookup a cache miss in 79% of route's time; as 4-byte
-// indices it is 1.7 KB.
-type fib struct {
-	idx  []uint32
-	sets []PortSet // sets[0] is the empty set
-}
-
-func compactFIB(table []PortSet) fib {
-	f := fib{idx: make([]uint32, len(table)), sets: []PortSet{nil}}
-	known := map[string]uint32{"": 0}
-	for d, set := range table {
-		i, ok := known[string(set)]
-		if !ok {
-			i = uint32(len(f.sets))
-			known[string(set)] = i
-			f.sets = append(f.sets, set)
-		}
-		f.idx[d] = i
-	}
-	return f
 }
 
 // ecmpSalt gives each switch its own ECMP hash. With one seed everywhere, an edge and an aggregation

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/switchsw/fc"
@@ -83,9 +84,18 @@ func baseConfig(n int) Config {
 	cfg := Config{Device: 7, BufferBytes: 5_000_000, Seed: 1}
 	for i := 0; i < n; i++ {
 		cfg.Ports = append(cfg.Ports, PortConfig{RateBps: rate, Delay: delay, PeerIsHost: true, PeerHost: int32(i)})
-		cfg.FIB = append(cfg.FIB, []uint8{uint8(i)})
+		cfg.FIB = route(cfg.FIB, i, uint8(i))
 	}
 	return cfg
+}
+
+// route is t with dst routed to ports.
+func route(t fib.Table, dst int, ports ...uint8) fib.Table {
+	t, err := t.With(dst, ports)
+	if err != nil {
+		panic(err)
+	}
+	return t
 }
 
 func newStar(t testing.TB, cfg Config) *star { return newStarDelay(t, cfg, delay) }
@@ -153,7 +163,7 @@ func TestForwardByFIBAndSourceRoute(t *testing.T) {
 
 func ecmpStar(t *testing.T, gap clock.Time) *star {
 	cfg := baseConfig(5)
-	cfg.FIB[4] = []uint8{1, 2, 3, 4} // four equal-cost ports toward "host 4"
+	cfg.FIB = route(cfg.FIB, 4, 1, 2, 3, 4) // four equal-cost ports toward "host 4"
 	cfg.FlowletGap = gap
 	return newStar(t, cfg)
 }
@@ -508,7 +518,7 @@ func TestMaxDepthCounters(t *testing.T) {
 func TestDeterministic(t *testing.T) {
 	run := func() (Counters, *records.Log) {
 		cfg := pfcConfig(9)
-		cfg.FIB[8] = []uint8{8}
+		cfg.FIB = route(cfg.FIB, 8, 8)
 		cfg.SampleEvery = 10 * clock.Microsecond
 		st := newStar(t, cfg)
 		st.incast(8, 200)
@@ -534,7 +544,7 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{"buffer_bytes", func(c *Config) { c.BufferBytes = 0 }},
 		{"unknown mode", func(c *Config) { c.FlowControl.Mode = "magic" }},
-		{"fib[1]", func(c *Config) { c.FIB[1] = []uint8{9} }},
+		{"fib[1]", func(c *Config) { c.FIB = route(c.FIB, 1, 9) }},
 		{"no shared space", func(c *Config) { c.FlowControl.Mode = "pfc"; c.BufferBytes = 50_000 }},
 		{"refresh", func(c *Config) { c.FlowControl.Mode = "pfc"; c.FlowControl.Refresh = clock.Second }},
 		{"ecn", func(c *Config) { c.ECN = ECNConfig{Enabled: true, KMinBytes: 10, KMaxBytes: 5, PMax: 0.2} }},
@@ -596,7 +606,7 @@ func TestConfigIsPlainJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), `"fib":[[0],[1],[2]]`) {
+	if !strings.Contains(string(b), `"fib":{"sets":[[],[0],[1],[2]],"idx":[1,2,3]}`) {
 		t.Fatalf("fib not written as numbers: %s", b)
 	}
 	var back Config

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/switchsw"
@@ -109,7 +110,7 @@ func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, e
 
 	cfg := switchsw.Config{Device: int32(s0), BufferBytes: 4 << 20, FlowControl: fc.Config{Mode: "lossy"},
 		Ports: []switchsw.PortConfig{{RateBps: 100e9, PeerIsHost: true, PeerHost: 0}, {RateBps: 100e9, PeerIsHost: true, PeerHost: 1}},
-		FIB:   []switchsw.PortSet{{0}, {1}}}
+		FIB:   fib.Of([]uint8{0}, []uint8{1})}
 	fwd, err := StartForwarder([]Switch{{Name: "s0", NSPath: l.NSPath("s0"), Config: cfg}}, 0)
 	if err != nil {
 		return nil, err

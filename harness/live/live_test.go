@@ -27,19 +27,19 @@ func TestWithoutLinksReroutes(t *testing.T) {
 		}
 	}
 	far := len(g.Hosts) - 1
-	if len(full.FIB[s0][far]) != 2 {
-		t.Fatalf("s0 -> h%d: want 2 uplinks in the ECMP set, got %v", far, full.FIB[s0][far])
+	if len(full.Ports(s0, far)) != 2 {
+		t.Fatalf("s0 -> h%d: want 2 uplinks in the ECMP set, got %v", far, full.Ports(s0, far))
 	}
 	cut, err := route.ShortestWith(route.WithoutLinks(g, map[int]bool{g.Nodes[s0].Ports[up]: true}), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if set := cut.FIB[s0][far]; len(set) != 1 || int(set[0]) == up {
+	if set := cut.Ports(s0, far); len(set) != 1 || int(set[0]) == up {
 		t.Fatalf("s0 -> h%d after cutting p%d: %v", far, up, set)
 	}
 	h0 := g.Hosts[0]
 	cut, _ = route.ShortestWith(route.WithoutLinks(g, map[int]bool{g.Nodes[h0].Ports[0]: true}), false)
-	if set := cut.FIB[g.Switches[len(g.Switches)-1]][0]; len(set) != 0 {
+	if set := cut.Ports(g.Switches[len(g.Switches)-1], 0); len(set) != 0 {
 		t.Fatalf("h0 cut off, yet a core switch routes to it through %v", set)
 	}
 	if len(g.Nodes[s0].Ports) != len(route.WithoutLinks(g, map[int]bool{0: true}).Nodes[s0].Ports) {

@@ -18,12 +18,12 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the supervisor starts this binary as the agent: its init must run first
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/route"
 	"github.com/fabriclab/fabriclab/lab/topo"
-	"github.com/fabriclab/fabriclab/switchsw"
 )
 
 func init() {
@@ -86,8 +86,8 @@ type supervisor struct {
 	l      *lab.Lab
 	lv     *netns.Live
 	start  time.Time
-	faults map[int]egress.Fault       // graph link -> its fault
-	fibs   map[int][]switchsw.PortSet // engine node -> the table it has now
+	faults map[int]egress.Fault // graph link -> its fault
+	fibs   map[int]fib.Table    // engine node -> the table it has now
 	events []Event
 }
 
@@ -311,13 +311,15 @@ func (s *supervisor) reroute() (int, error) {
 	}
 	g := s.l.Graph
 	if s.fibs == nil {
-		s.fibs = map[int][]switchsw.PortSet{}
+		s.fibs = map[int]fib.Table{}
 		for _, sd := range s.l.Switches {
 			s.fibs[sd.Node] = sd.Config.FIB
 		}
 		if s.l.Tables.HostTransit {
 			for _, n := range g.Hosts {
-				s.fibs[n] = netns.RelayFIB(s.l.Tables.FIB[n], g.Nodes[n].Index, len(g.Nodes[n].Ports))
+				if s.fibs[n], err = netns.RelayFIB(s.l.Tables.FIB[n], g.Nodes[n].Index, len(g.Nodes[n].Ports)); err != nil {
+					return 0, err
+				}
 			}
 		}
 	}
@@ -327,26 +329,21 @@ func (s *supervisor) reroute() (int, error) {
 		if !ok {
 			continue
 		}
-		var fib []switchsw.PortSet
-		if g.Nodes[n].Kind == topo.Switch {
-			fib = make([]switchsw.PortSet, len(t.FIB[n]))
-			for d, set := range t.FIB[n] {
-				fib[d] = switchsw.PortSet(set)
+		table := t.FIB[n]
+		if g.Nodes[n].Kind != topo.Switch {
+			if table, err = netns.RelayFIB(table, g.Nodes[n].Index, len(g.Nodes[n].Ports)); err != nil {
+				return changed, err
 			}
-		} else {
-			fib = netns.RelayFIB(t.FIB[n], g.Nodes[n].Index, len(g.Nodes[n].Ports))
 		}
-		same := len(fib) == len(old)
-		for d := range fib {
-			same = same && string(fib[d]) == string(old[d])
-		}
-		if same {
+		if table.Equal(old) {
 			continue
 		}
-		if _, err := s.lv.Request(netns.LiveMsg{Op: "fib", Device: g.Nodes[n].Name, FIB: fib}); err != nil {
+		// A copy of this node's index, so that the supervisor does not keep every node's.
+		table = table.Clone()
+		if _, err := s.lv.Request(netns.LiveMsg{Op: "fib", Device: g.Nodes[n].Name, FIB: table}); err != nil {
 			return changed, err
 		}
-		s.fibs[n] = fib
+		s.fibs[n] = table
 		changed++
 	}
 	return changed, nil

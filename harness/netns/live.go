@@ -9,6 +9,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/switchsw"
@@ -28,12 +29,12 @@ type LiveMsg struct {
 	// Op is inspect (counters of every device), fault (Device's Port link fault, both directions of
 	// the cable on the Device's side), fib (Device's forwarding table) or capture (start writing
 	// Device's Port to Path as pcap; an empty Path stops it).
-	Op     string             `json:"op"`
-	Device string             `json:"device,omitempty"`
-	Port   int                `json:"port,omitempty"`
-	Fault  *egress.Fault      `json:"fault,omitempty"`
-	FIB    []switchsw.PortSet `json:"fib,omitempty"`
-	Path   string             `json:"path,omitempty"`
+	Op     string        `json:"op"`
+	Device string        `json:"device,omitempty"`
+	Port   int           `json:"port,omitempty"`
+	Fault  *egress.Fault `json:"fault,omitempty"`
+	FIB    fib.Table     `json:"fib,omitzero"`
+	Path   string        `json:"path,omitempty"`
 
 	Err     string       `json:"err,omitempty"`
 	Now     clock.Time   `json:"now,omitempty"` // agent clock (dilated engine time) of the reply
@@ -116,7 +117,11 @@ func StartLive(ctx context.Context, l *lab.Lab, nl *Lab) (*Live, error) {
 		}
 	}
 	if len(dl.Switches) > 0 {
-		s.Devices = append(s.Devices, relayDevices(l, dl, nl, dl.Switches[0].Config)...)
+		relays, err := relayDevices(l, dl, nl, dl.Switches[0].Config)
+		if err != nil {
+			return nil, err
+		}
+		s.Devices = append(s.Devices, relays...)
 	}
 	s.Monitor = nil
 	s.Realtime = DefaultRealtime
@@ -238,9 +243,9 @@ func (l *Lab) AddKernelPort(device string, mtu int) error {
 
 // relayDevices are the agent devices of a live lab's relay hosts (HostTransit tables): a switch engine
 // on the host's ports plus RelayPort, its table the host's own with the host itself behind RelayPort.
-func relayDevices(l *lab.Lab, dl *Dilated, nl *Lab, tmpl switchsw.Config) []AgentDevice {
+func relayDevices(l *lab.Lab, dl *Dilated, nl *Lab, tmpl switchsw.Config) ([]AgentDevice, error) {
 	if !l.Tables.HostTransit {
-		return nil
+		return nil, nil
 	}
 	g := l.Graph
 	var out []AgentDevice
@@ -267,32 +272,30 @@ func relayDevices(l *lab.Lab, dl *Dilated, nl *Lab, tmpl switchsw.Config) []Agen
 		k := len(node.Ports)
 		c.Ports = append(c.Ports, switchsw.PortConfig{RateBps: top, PeerIsHost: true, PeerHost: int32(node.Index)})
 		ports = append(ports, AgentPort{Ifname: RelayPort, RateBps: top, PeerNode: -1, PeerPort: -1})
-		c.FIB = RelayFIB(l.Tables.FIB[n], node.Index, k)
+		var err error
+		if c.FIB, err = RelayFIB(l.Tables.FIB[n], node.Index, k); err != nil {
+			return nil, fmt.Errorf("%s: %w", node.Name, err)
+		}
 		out = append(out, AgentDevice{Name: node.Name, Node: n, NSPath: nl.NSPath(node.Name), Switch: &c, Ports: ports})
 	}
-	return out
+	return out, nil
 }
 
 // RelayFIB is a relay host's table toward every host, itself behind RelayPort (after its fabric ports).
-func RelayFIB(fib [][]uint8, self, ports int) []switchsw.PortSet {
-	out := make([]switchsw.PortSet, len(fib))
-	for d, set := range fib {
-		out[d] = switchsw.PortSet(set)
-	}
-	out[self] = switchsw.PortSet{uint8(ports)}
-	return out
+func RelayFIB(host fib.Table, self, ports int) (fib.Table, error) {
+	return host.With(self, []uint8{uint8(ports)})
 }
 
 // AgentFault is a spec fault (lab.FaultPlan) as an agent applies it: at At (dilated), each end it hosts
 // impairs its egress (Fault, delay dilated), each switch it hosts in FIB takes its new table. Log is set
 // for one agent, which records the event.
 type AgentFault struct {
-	At    clock.Time                 `json:"at"`
-	Name  string                     `json:"name"`
-	Ends  [2][2]int                  `json:"ends"` // (node, port) of each end
-	Fault egress.Fault               `json:"fault"`
-	FIB   map[int][]switchsw.PortSet `json:"fib,omitempty"`
-	Log   bool                       `json:"log,omitempty"`
+	At    clock.Time        `json:"at"`
+	Name  string            `json:"name"`
+	Ends  [2][2]int         `json:"ends"` // (node, port) of each end
+	Fault egress.Fault      `json:"fault"`
+	FIB   map[int]fib.Table `json:"fib,omitempty"`
+	Log   bool              `json:"log,omitempty"`
 }
 
 // addFaults gives every agent the lab's planned faults, dilated.

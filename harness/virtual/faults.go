@@ -1,6 +1,8 @@
 package virtual
 
 import (
+	"fmt"
+
 	"github.com/fabriclab/fabriclab/egress"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/pkt"
@@ -42,9 +44,12 @@ func (f *Fabric) scheduleFaults() {
 				nicFaults[e] = fl
 				nic.SetLink(e.Port, fl)
 			}
-			for node, fib := range p.FIB {
+			for node, table := range p.FIB {
 				if sw := f.Switches[node]; sw != nil {
-					sw.SetFIB(fib)
+					// The lab computed the table for this switch's ports, so a refusal is a lab bug.
+					if err := sw.SetFIB(table); err != nil {
+						f.Log.Violations = append(f.Log.Violations, fmt.Sprintf("fault %s: %v", p.Name, err))
+					}
 				}
 			}
 			f.Log.Faults = append(f.Log.Faults, records.FaultEvent{At: f.Clock.Now(), Link: p.Name, State: p.Fault.String(), Reroutes: len(p.FIB)})

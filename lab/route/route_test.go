@@ -255,7 +255,7 @@ func TestShortestLeafSpineECMP(t *testing.T) {
 	if got := tb.Ports(g.Hosts[3], 3); len(got) != 0 {
 		t.Errorf("h3 -> h3: %v", got)
 	}
-	if d := tb.Dist[g.Hosts[0]][3]; d != 4 {
+	if d := tb.Dist(g.Hosts[0], 3); d != 4 {
 		t.Errorf("dist h0->h3 = %d, want 4", d)
 	}
 	ps, err := tb.Paths(g, 0, 3, 0)

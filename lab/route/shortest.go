@@ -2,25 +2,27 @@ package route
 
 import (
 	"fmt"
-	"slices"
+	"math"
 
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
 // Tables are per-device next hops toward every host, for fabrics that forward by destination.
 //
-// FIB[node][dst] is the ECMP set of egress ports at graph node `node` toward host h<dst>, in ascending
-// port order: for a switch that is its forwarding table; for a host it is the NIC's choice of first hop
-// (one port on single-homed hosts; on multi-homed NDC hosts every port that starts a shortest path). The
-// set is empty at dst itself and where dst is unreachable.
+// FIB[node].Ports(dst) (Ports(node, dst)) is the ECMP set of egress ports at graph node `node` toward
+// host h<dst>, in ascending port order: for a switch that is its forwarding table; for a host it is the
+// NIC's choice of first hop (one port on single-homed hosts; on multi-homed NDC hosts every port that
+// starts a shortest path). The set is empty at dst itself and where dst is unreachable. The lab hands
+// FIB[node] to the device as it is, so the tables and the devices share one copy.
 type Tables struct {
 	// HostTransit records whether paths may pass through hosts (server-centric fabrics such as NDC,
 	// where hosts relay) or not (switch-centric fabrics: a host only sends and receives).
 	HostTransit bool
-	FIB         [][][]uint8
-	// Dist[node][dst] is the number of links on a shortest allowed path from node to host h<dst>, -1 if
-	// there is none.
-	Dist [][]int32
+	FIB         []fib.Table
+	// dist[node*hosts+dst] is Dist(node, dst); int16, as a path of more than 32767 links is no fabric.
+	dist  []int16
+	hosts int
 }
 
 // serverCentric lists the families whose hosts relay traffic. Everything else is switch-centric.
@@ -41,16 +43,15 @@ func ShortestWith(g *topo.Graph, hostTransit bool) (*Tables, error) {
 		return nil, err
 	}
 	nn, nh := len(g.Nodes), len(g.Hosts)
-	t := &Tables{HostTransit: hostTransit, FIB: make([][][]uint8, nn), Dist: make([][]int32, nn)}
-	for n := range t.FIB {
-		t.FIB[n] = make([][]uint8, nh)
-		t.Dist[n] = make([]int32, nh)
+	t := &Tables{HostTransit: hostTransit, FIB: make([]fib.Table, nn), dist: make([]int16, nn*nh), hosts: nh}
+	// One allocation for every node's index: 612 nodes x 432 hosts x 2 bytes at k=12.
+	idx := make([]uint16, nn*nh)
+	b := make([]*fib.Builder, nn)
+	for n := range b {
+		b[n] = fib.NewBuilderInto(idx[n*nh : (n+1)*nh : (n+1)*nh])
 	}
 	dist := make([]int32, nn)
 	queue := make([]int, 0, nn)
-	// A node has few distinct port sets (a fat-tree edge switch: its uplinks, and one port per local
-	// host), so each node shares one slice per distinct set: at k=12 this held 28 MB of 264k slices.
-	interned := make([]map[string][]uint8, nn)
 	var scratch []uint8
 	for d, dn := range g.Hosts {
 		// BFS backwards from the destination: every link is bidirectional, so the distance to d equals
@@ -75,7 +76,10 @@ func ShortestWith(g *topo.Graph, hostTransit bool) (*Tables, error) {
 			}
 		}
 		for u := range g.Nodes {
-			t.Dist[u][d] = dist[u]
+			if dist[u] > math.MaxInt16 {
+				return nil, fmt.Errorf("%s is %d links from h%d, more than the tables hold (%d)", g.Nodes[u].Name, dist[u], d, math.MaxInt16)
+			}
+			t.dist[u*nh+d] = int16(dist[u])
 			if u == dn || dist[u] < 0 {
 				continue
 			}
@@ -89,19 +93,19 @@ func ShortestWith(g *topo.Graph, hostTransit bool) (*Tables, error) {
 			if len(scratch) == 0 {
 				continue
 			}
-			if interned[u] == nil {
-				interned[u] = map[string][]uint8{}
+			if err := b[u].Set(d, scratch); err != nil {
+				return nil, fmt.Errorf("%s: %w", g.Nodes[u].Name, err)
 			}
-			set, ok := interned[u][string(scratch)]
-			if !ok {
-				set = slices.Clone(scratch)
-				interned[u][string(scratch)] = set
-			}
-			t.FIB[u][d] = set
 		}
+	}
+	for n := range b {
+		t.FIB[n] = b[n].Table()
 	}
 	return t, nil
 }
+
+// Dist is the number of links on a shortest allowed path from node to host h<dst>, -1 if there is none.
+func (t *Tables) Dist(node, dst int) int { return int(t.dist[node*t.hosts+dst]) }
 
 // relays reports whether node n may be a middle hop under these tables.
 func (t *Tables) relays(g *topo.Graph, n int) bool {
@@ -109,7 +113,7 @@ func (t *Tables) relays(g *topo.Graph, n int) bool {
 }
 
 // Ports is the ECMP set at node toward host dst.
-func (t *Tables) Ports(node, dst int) []uint8 { return t.FIB[node][dst] }
+func (t *Tables) Ports(node, dst int) []uint8 { return t.FIB[node].Ports(dst) }
 
 // Paths enumerates shortest paths from host src to host dst by following the tables, in lexicographic
 // port order, stopping after limit paths (limit <= 0: all of them; their number can be exponential).
@@ -124,7 +128,7 @@ func (t *Tables) Paths(g *topo.Graph, src, dst, limit int) ([]Path, error) {
 	if src == dst {
 		return nil, fmt.Errorf("h%d to itself has no path", src)
 	}
-	if t.Dist[sn][dst] < 0 {
+	if t.Dist(sn, dst) < 0 {
 		return nil, fmt.Errorf("h%d cannot reach h%d", src, dst)
 	}
 	var out []Path
@@ -132,7 +136,7 @@ func (t *Tables) Paths(g *topo.Graph, src, dst, limit int) ([]Path, error) {
 	var ports []uint8
 	var walk func(u int) bool
 	walk = func(u int) bool {
-		set := t.FIB[u][dst]
+		set := t.FIB[u].Ports(dst)
 		if len(set) == 0 { // at dst
 			out = append(out, Path{Nodes: append([]int(nil), nodes...), Ports: append([]uint8(nil), ports...)})
 			return limit > 0 && len(out) >= limit
@@ -166,12 +170,12 @@ func (t *Tables) Pick(g *topo.Graph, src, dst int, entropy uint32) (Path, error)
 	if src == dst {
 		return Path{}, fmt.Errorf("h%d to itself has no path", src)
 	}
-	if t.Dist[sn][dst] < 0 {
+	if t.Dist(sn, dst) < 0 {
 		return Path{}, fmt.Errorf("h%d cannot reach h%d", src, dst)
 	}
 	p := Path{Nodes: []int{sn}}
 	for u, hop := sn, uint32(0); ; hop++ {
-		set := t.FIB[u][dst]
+		set := t.FIB[u].Ports(dst)
 		if len(set) == 0 {
 			return p, nil
 		}

@@ -84,7 +84,7 @@ func TestVLBPathsValid(t *testing.T) {
 				}
 				checkPath(t, g, fr.Path, src, dst)
 				vlbHops += fr.Path.Hops()
-				spHops += int(sp.Dist[g.Hosts[src]][dst])
+				spHops += int(sp.Dist(g.Hosts[src], dst))
 				n++
 			}
 		}

@@ -102,7 +102,9 @@ func (a *agent) liveDo(r *netns.LiveMsg) *netns.LiveMsg {
 		if !ok {
 			return fail(fmt.Errorf("%s is not a switch", d.name))
 		}
-		sw.SetFIB(r.FIB)
+		if err := sw.SetFIB(r.FIB); err != nil {
+			return fail(err)
+		}
 	case "capture":
 		p := d.ports[r.Port]
 		if p.pcap != nil {
@@ -216,10 +218,13 @@ func (a *agent) scheduleFaults() {
 					p.inFault = &ff
 				}
 			}
-			for node, fib := range f.FIB {
+			for node, table := range f.FIB {
 				if d := byNode[node]; d != nil {
 					if sw, ok := d.eng.(*switchsw.Switch); ok {
-						sw.SetFIB(fib)
+						// The lab computed the table for this switch's ports, so a refusal is a lab bug.
+						if err := sw.SetFIB(table); err != nil {
+							a.violation(fmt.Sprintf("fault %s: %v", f.Name, err))
+						}
 					}
 				}
 			}
