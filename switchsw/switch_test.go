@@ -536,6 +536,26 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
+// A rerouted table takes effect for the next frame; one naming a port the switch lacks (a live "fib"
+// request arrives as JSON) is refused and the old table stays.
+func TestSetFIB(t *testing.T) {
+	st := newStar(t, baseConfig(3))
+	if err := st.sw.SetFIB(route(fib.Table{}, 2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	st.hosts[0].eg.Enqueue(3, data(0, 2, 1, 0, 500))
+	st.clk.RunUntil(clock.Millisecond)
+	if len(st.hosts[1].got) != 1 || len(st.hosts[2].got) != 0 {
+		t.Fatalf("toward h2 by the new table: h1 got %d, h2 got %d", len(st.hosts[1].got), len(st.hosts[2].got))
+	}
+	if err := st.sw.SetFIB(route(fib.Table{}, 2, 3)); err == nil || !strings.Contains(err.Error(), "fib[2]: port 3") {
+		t.Fatalf("table naming port 3 of 3: %v", err)
+	}
+	if got := st.sw.cfg.FIB.Ports(2); string(got) != "\x01" {
+		t.Fatalf("refused table replaced the old one: h2 now on %v", got)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	clk := clock.NewVirtual()
 	for _, tc := range []struct {
