@@ -548,3 +548,55 @@ func TestKSPIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// Dist walks the tables; it must give every node's breadth-first distance to every host under the same
+// rules (only switches, and hosts on server-centric fabrics, in the middle), -1 where the host is cut off.
+func TestDistIsBreadthFirst(t *testing.T) {
+	ft := topo.MustBuild("fattree", "k=4")
+	for _, tc := range []struct {
+		name string
+		g    *topo.Graph
+	}{
+		{"fattree k=4", ft},
+		{"fattree k=4, h0's cable and two of s0's uplinks cut", WithoutLinks(ft, map[int]bool{
+			ft.Nodes[ft.Hosts[0]].Ports[0]: true, ft.Nodes[ft.Switches[0]].Ports[2]: true, ft.Nodes[ft.Switches[0]].Ports[3]: true})},
+		{"ndc n=4 k=1", topo.MustBuild("ndc", "n=4", "k=1")},
+	} {
+		g := tc.g
+		tb, err := Shortest(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unreachable := 0
+		for d, dn := range g.Hosts {
+			want := make([]int, len(g.Nodes))
+			for i := range want {
+				want[i] = -1
+			}
+			want[dn] = 0
+			for q := []int{dn}; len(q) > 0; q = q[1:] {
+				u := q[0]
+				if u != dn && g.Nodes[u].Kind == topo.Host && !tb.HostTransit {
+					continue
+				}
+				for p := range g.Nodes[u].Ports {
+					if v := g.Peer(u, p).Node; want[v] < 0 && v != dn {
+						want[v] = want[u] + 1
+						q = append(q, v)
+					}
+				}
+			}
+			for n := range g.Nodes {
+				if got := tb.Dist(n, d); got != want[n] {
+					t.Fatalf("%s: Dist(%s, h%d) = %d, breadth-first %d", tc.name, g.Nodes[n].Name, d, got, want[n])
+				}
+				if want[n] < 0 {
+					unreachable++
+				}
+			}
+		}
+		if strings.Contains(tc.name, "cut") != (unreachable > 0) {
+			t.Fatalf("%s: %d unreachable (node, host) pairs", tc.name, unreachable)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package route
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/lab/topo"
@@ -20,9 +19,7 @@ type Tables struct {
 	// where hosts relay) or not (switch-centric fabrics: a host only sends and receives).
 	HostTransit bool
 	FIB         []fib.Table
-	// dist[node*hosts+dst] is Dist(node, dst); int16, as a path of more than 32767 links is no fabric.
-	dist  []int16
-	hosts int
+	g           *topo.Graph // what Dist walks
 }
 
 // serverCentric lists the families whose hosts relay traffic. Everything else is switch-centric.
@@ -43,7 +40,7 @@ func ShortestWith(g *topo.Graph, hostTransit bool) (*Tables, error) {
 		return nil, err
 	}
 	nn, nh := len(g.Nodes), len(g.Hosts)
-	t := &Tables{HostTransit: hostTransit, FIB: make([]fib.Table, nn), dist: make([]int16, nn*nh), hosts: nh}
+	t := &Tables{HostTransit: hostTransit, FIB: make([]fib.Table, nn), g: g}
 	// One allocation for every node's index: 612 nodes x 432 hosts x 2 bytes at k=12.
 	idx := make([]uint16, nn*nh)
 	b := make([]*fib.Builder, nn)
@@ -76,10 +73,6 @@ func ShortestWith(g *topo.Graph, hostTransit bool) (*Tables, error) {
 			}
 		}
 		for u := range g.Nodes {
-			if dist[u] > math.MaxInt16 {
-				return nil, fmt.Errorf("%s is %d links from h%d, more than the tables hold (%d)", g.Nodes[u].Name, dist[u], d, math.MaxInt16)
-			}
-			t.dist[u*nh+d] = int16(dist[u])
 			if u == dn || dist[u] < 0 {
 				continue
 			}
@@ -105,7 +98,20 @@ func ShortestWith(g *topo.Graph, hostTransit bool) (*Tables, error) {
 }
 
 // Dist is the number of links on a shortest allowed path from node to host h<dst>, -1 if there is none.
-func (t *Tables) Dist(node, dst int) int { return int(t.dist[node*t.hosts+dst]) }
+// Every port in a set leads one link closer, so the walk along first ports is a shortest path; walking
+// costs a few steps where a stored distance per (node, host) cost as much memory as the tables.
+func (t *Tables) Dist(node, dst int) int {
+	dn := t.g.Hosts[dst]
+	n := 0
+	for u := node; u != dn; n++ {
+		set := t.FIB[u].Ports(dst)
+		if len(set) == 0 {
+			return -1
+		}
+		u = t.g.Peer(u, int(set[0])).Node
+	}
+	return n
+}
 
 // relays reports whether node n may be a middle hop under these tables.
 func (t *Tables) relays(g *topo.Graph, n int) bool {
