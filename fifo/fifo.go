@@ -19,13 +19,13 @@ type chunk[T any] struct {
 	next  *chunk[T]
 }
 
-// Pool is a free list of chunks. The zero value keeps every chunk returned to it.
+// Pool is a free list of chunks, ready for use as its zero value. It keeps every chunk returned to it, so
+// it holds the most its queues held at once: on the fat-tree k=12 incast a cap of two chunks per switch
+// port cut the chunks at the peak from 2.7 to 1.9 MB (of an 82 MB heap), not worth the chunks it would
+// send through the collector.
 type Pool[T any] struct {
 	free *chunk[T]
 	n    int // chunks on the free list
-	// Keep caps the chunks the free list holds (0: no cap); the rest go to the collector. A cap leaves
-	// the pool what the queues' everyday churn needs, not what one burst took.
-	Keep int
 }
 
 // Free is the number of chunks on the free list.
@@ -43,9 +43,6 @@ func (p *Pool[T]) get() *chunk[T] {
 
 // put takes a chunk whose items are all zero (popped), so the free list holds no references.
 func (p *Pool[T]) put(c *chunk[T]) {
-	if p.Keep > 0 && p.n >= p.Keep {
-		return
-	}
 	c.next = p.free
 	p.free = c
 	p.n++
