@@ -201,3 +201,38 @@ func TestWheelKeepsHeapOrder(t *testing.T) {
 		t.Fatalf("left pending %d live %d", v.Pending(), v.Live())
 	}
 }
+
+// Hosts sending in step put hundreds of events in one bucket, and the step moves through the buckets:
+// the arrays must be passed on, not kept by every bucket. Events keep their order throughout.
+func TestWheelBurstsReuseArrays(t *testing.T) {
+	v := NewVirtual()
+	const burst = 500
+	var got []int
+	for step := 0; step < 3*wheelBuckets; step++ {
+		at := Time(step) << wheelShift
+		for i := 0; i < burst; i++ {
+			id := step*burst + i
+			v.Schedule(at-v.Now(), func() { got = append(got, id) })
+		}
+		v.RunUntil(at)
+	}
+	for i := range got {
+		if got[i] != i {
+			t.Fatalf("event %d fired as %d", i, got[i])
+		}
+	}
+	if len(got) != 3*wheelBuckets*burst {
+		t.Fatalf("fired %d", len(got))
+	}
+	held := 0
+	for i := range v.wheel {
+		held += cap(v.wheel[i].e)
+	}
+	for _, s := range v.spare {
+		held += cap(s)
+	}
+	// Every bucket keeping a burst-sized array would hold 512 x 512 entries.
+	if held > 4*burst+wheelBuckets*bucketKeep {
+		t.Fatalf("wheel holds room for %d events after bursts of %d", held, burst)
+	}
+}

@@ -387,7 +387,9 @@ func (r *run) receive(c *net.TCPConn) {
 	c.Close()
 }
 
-var zeros = make([]byte, 1<<20)
+// zeros is what kernel flows send, made on first use: a package variable was a megabyte in every lab
+// process, virtual runs included.
+var zeros = sync.OnceValue(func() []byte { return make([]byte, 1<<20) })
 
 // send waits for the flow's start, writes its bytes and half-closes, then waits for the receiver's
 // close (every byte acknowledged) and reads the kernel's counters.
@@ -399,7 +401,8 @@ func (r *run) send(ctx context.Context, c *net.TCPConn, f *Flow) (Stat, error) {
 	}
 	left := f.Size
 	for left > 0 {
-		n, err := c.Write(zeros[:min(left, int64(len(zeros)))])
+		z := zeros()
+		n, err := c.Write(z[:min(left, int64(len(z)))])
 		left -= int64(n)
 		if err != nil {
 			return st, err
