@@ -22,3 +22,21 @@ func TestPool(t *testing.T) {
 		t.Fatal("an empty pool handed out a packet in use")
 	}
 }
+
+// A burst of frees beyond PoolKeep leaves the pool holding PoolKeep packets, not the burst.
+func TestPoolKeepsAtMostPoolKeep(t *testing.T) {
+	pl := &Pool{}
+	ps := make([]*Packet, PoolKeep+100)
+	for i := range ps {
+		ps[i] = pl.New(Packet{Flow: uint32(i)})
+	}
+	for _, p := range ps {
+		pl.Put(p)
+	}
+	if pl.Free() != PoolKeep {
+		t.Fatalf("%d free after %d Puts, want the cap %d", pl.Free(), len(ps), PoolKeep)
+	}
+	if p := pl.New(Packet{}); p != ps[PoolKeep-1] {
+		t.Fatal("New did not take the most recently kept packet")
+	}
+}
