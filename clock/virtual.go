@@ -26,8 +26,8 @@ type Virtual struct {
 	inWheel int
 	// spare holds the arrays of emptied buckets that had grown past bucketKeep. Hundreds of hosts
 	// sending in step put hundreds of events in one bucket, and the step pattern moves through every
-	// bucket in turn: each keeping its largest array held 3.7 MB on a fat-tree k=12 incast, for 2-4k
-	// events pending at once.
+	// bucket in turn: each keeping its largest array held 3.7 MB on a fat-tree k=12 incast, for about
+	// 2,200 events on the wheel at once (sampled).
 	spare  [][]ventry
 	events []ventry // the heap: events beyond the wheel's span when scheduled
 	slots  []vslot  // callbacks by slot
