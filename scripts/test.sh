@@ -21,7 +21,14 @@ export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
 step() { printf '\n=== %s\n' "$*"; }
 
 step "gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go'))
+# A check that finds no files cannot fail: git lists none when it refuses the tree ("dubious ownership"
+# from a root shell in a tree owned by another user), so no files is an error, not a pass.
+gofiles=$(git ls-files '*.go' || true)
+if [ -z "$gofiles" ]; then
+	echo "gofmt: git lists no .go files here (as root in a tree owned by another user, run: git config --global --add safe.directory $PWD)" >&2
+	exit 1
+fi
+unformatted=$(gofmt -l $gofiles)
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
