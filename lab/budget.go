@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/units"
 )
 
@@ -20,10 +21,16 @@ type Budget struct {
 	Flows        float64 // scheduled flows, every workload together
 	Draws        float64 // steps a generator takes (moe: layers x tokens x (experts + top_k))
 	MemoryBytes  float64 // estimated: tables, flows and devices
+	// Samples bounds the queue samples a run records (lab run --sample-every: duration / period x
+	// switch ports), each about 24 B in memory and a line of queues.csv.
+	Samples float64
+	// Runs bounds the runs one lab run makes of its specs, seeds and sweeps (a run tree), counted
+	// before any is expanded: every run is parsed, built and checked before the first starts.
+	Runs float64
 }
 
 // DefaultBudget is what `lab run` and `lab analyze` use unless --budget raises it.
-var DefaultBudget = Budget{Devices: 100_000, TableEntries: 1e8, Flows: 5e6, Draws: 1e8, MemoryBytes: 8e9}
+var DefaultBudget = Budget{Devices: 100_000, TableEntries: 1e8, Flows: 5e6, Draws: 1e8, MemoryBytes: 8e9, Samples: 1e8, Runs: 1e4}
 
 // Bytes each unit of work is estimated to hold (measured on NDC(8,1) and fat-tree k=8 labs: a table
 // entry is a []uint8 header, its ports and a distance; a flow its plan and route; a device its
@@ -34,8 +41,8 @@ const (
 	bytesPerDevice = 16 << 10
 )
 
-// ParseBudget reads "flows=1e7,memory=16GB,devices=2e5,entries=1e9,draws=1e10" on top of base; "off"
-// lifts every limit.
+// ParseBudget reads "flows=1e7,memory=16GB,devices=2e5,entries=1e9,draws=1e10,samples=1e9,runs=1e5" on
+// top of base; "off" lifts every limit.
 func ParseBudget(text string, base Budget) (Budget, error) {
 	b := base
 	text = strings.TrimSpace(text)
@@ -44,7 +51,7 @@ func ParseBudget(text string, base Budget) (Budget, error) {
 	}
 	if text == "off" {
 		inf := math.Inf(1)
-		return Budget{Devices: math.MaxInt, TableEntries: inf, Flows: inf, Draws: inf, MemoryBytes: inf}, nil
+		return Budget{Devices: math.MaxInt, TableEntries: inf, Flows: inf, Draws: inf, MemoryBytes: inf, Samples: inf, Runs: inf}, nil
 	}
 	for _, kv := range strings.Split(text, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
@@ -72,6 +79,10 @@ func ParseBudget(text string, base Budget) (Budget, error) {
 			b.Flows = n
 		case "draws":
 			b.Draws = n
+		case "samples":
+			b.Samples = n
+		case "runs":
+			b.Runs = n
 		default:
 			return b, fmt.Errorf("--budget: unknown key %q (keys: %s)", k, strings.Join(budgetKeys, ", "))
 		}
@@ -80,7 +91,7 @@ func ParseBudget(text string, base Budget) (Budget, error) {
 }
 
 var budgetKeys = func() []string {
-	k := []string{"devices", "entries", "flows", "draws", "memory"}
+	k := []string{"devices", "entries", "flows", "draws", "memory", "samples", "runs"}
 	sort.Strings(k)
 	return k
 }()
@@ -152,6 +163,38 @@ func (w *work) add(field string, flows float64, how string, draws float64) error
 	if mem := w.baseMem + w.flows*bytesPerFlow; mem > w.b.MemoryBytes {
 		return &BudgetError{Field: field, What: "bytes of memory", Estimate: mem, Limit: w.b.MemoryBytes,
 			How: "routing tables, devices and flows", Key: "memory"}
+	}
+	return nil
+}
+
+// Bytes a queue sample holds (records.QueueSample: time, device, port, queue, bytes) and a byte meter's
+// bin (an int64).
+const (
+	bytesPerSample   = 24
+	bytesPerMeterBin = 8
+)
+
+// CheckSamples refuses sampling l's queues every period when the samples would exceed the budget: at
+// least one per switch port per period (a queue holding bytes adds one), over the run's duration; and,
+// since the virtual backend's link meters bin at the same period, a bin per link direction per period
+// counts against memory too. field names the setting in the error (e.g. "--sample-every 1ps").
+func (b Budget) CheckSamples(l *Lab, period clock.Time, field string) error {
+	if period <= 0 {
+		return nil
+	}
+	ports := 0
+	for _, sw := range l.Switches {
+		ports += len(l.Graph.Nodes[sw.Node].Ports)
+	}
+	ticks := float64(l.End) / float64(period)
+	n := ticks * float64(ports)
+	how := fmt.Sprintf("duration %v / %v x %d switch ports", l.End, period, ports)
+	if n > b.Samples {
+		return &BudgetError{Field: field, What: "queue samples", Estimate: n, Limit: b.Samples, How: how, Key: "samples"}
+	}
+	if mem := n*bytesPerSample + ticks*float64(2*len(l.Graph.Links))*bytesPerMeterBin; mem > b.MemoryBytes {
+		return &BudgetError{Field: field, What: "bytes of memory", Estimate: mem, Limit: b.MemoryBytes,
+			How: "queue samples and link meter bins", Key: "memory"}
 	}
 	return nil
 }

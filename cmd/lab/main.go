@@ -24,13 +24,16 @@ var budgetFlag string
 
 func init() {
 	root.PersistentFlags().StringVar(&budgetFlag, "budget", "",
-		"raise the work budget a spec is refused beyond: flows=N,devices=N,entries=N,draws=N,memory=SIZE, or off "+
-			"(defaults: flows=5e6, devices=1e5, entries=1e8 routing table entries, draws=1e8, memory=8GB)")
+		"raise the work budget a spec is refused beyond: flows=N,devices=N,entries=N,draws=N,memory=SIZE,samples=N,runs=N, or off "+
+			"(defaults: flows=5e6, devices=1e5, entries=1e8 routing table entries, draws=1e8, memory=8GB, samples=1e8 queue samples, runs=1e4 runs in a tree)")
 }
+
+// workBudget is the work budget --budget sets.
+func workBudget() (lab.Budget, error) { return lab.ParseBudget(budgetFlag, lab.DefaultBudget) }
 
 // buildLab builds s within the budget --budget sets.
 func buildLab(s *spec.Spec) (*lab.Lab, error) {
-	b, err := lab.ParseBudget(budgetFlag, lab.DefaultBudget)
+	b, err := workBudget()
 	if err != nil {
 		return nil, err
 	}

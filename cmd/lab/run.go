@@ -189,6 +189,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkSampling(l); err != nil {
+		return nil, nil, err
+	}
 	if sampleEvery > 0 {
 		for i := range l.Switches {
 			l.Switches[i].Config.SampleEvery = sampleEvery.Clock()

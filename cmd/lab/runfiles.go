@@ -21,6 +21,19 @@ var showProgress bool
 // sampleEvery is lab run --sample-every: the switches' queue sampling period (0: off).
 var sampleEvery timeFlag
 
+// checkSampling refuses a --sample-every that would record more queue samples than the work budget
+// allows (a 1ps period on a 2 ms run ran out of memory), before the run starts.
+func checkSampling(l *lab.Lab) error {
+	if sampleEvery <= 0 {
+		return nil
+	}
+	b, err := workBudget()
+	if err != nil {
+		return err
+	}
+	return b.CheckSamples(l, sampleEvery.Clock(), "--sample-every "+sampleEvery.String())
+}
+
 // timeFlag is a command-line time with a unit (10us, 1ms), as specs write them.
 type timeFlag clock.Time
 

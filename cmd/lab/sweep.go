@@ -53,13 +53,9 @@ func planRuns(files []string) ([]plannedRun, error) {
 	if sweepFlags.jobs < 0 {
 		return nil, fmt.Errorf("-j %d: want how many runs at once (1 or more)", sweepFlags.jobs)
 	}
-	var axes []spec.Axis
-	for _, a := range sweepFlags.sets {
-		ax, err := spec.ParseSet(a)
-		if err != nil {
-			return nil, err
-		}
-		axes = append(axes, ax)
+	axes, err := spec.ParseSets(sweepFlags.sets)
+	if err != nil {
+		return nil, err
 	}
 	var runs []plannedRun
 	names := map[string]string{}
@@ -121,6 +117,9 @@ func checkRun(s *spec.Spec) error {
 	}
 	l, err := buildLab(s)
 	if err != nil {
+		return err
+	}
+	if err := checkSampling(l); err != nil {
 		return err
 	}
 	return checkDependencies(s.Backend, l)

@@ -191,3 +191,58 @@ func TestShippedExpectKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestRepeatedSetRefused: a path given to two --set flags is refused naming it (the second silently
+// replaced the first), and so is a value given twice on one axis (two runs, one directory).
+func TestRepeatedSetRefused(t *testing.T) {
+	dir := t.TempDir()
+	a := writeTreeSpec(t, dir, "a", "virtual", "")
+	defer func() { sweepFlags.seeds, sweepFlags.sets = 0, nil }()
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"duration=1ms,2ms", "duration=3ms"}, "path duration is already swept by --set duration=1ms,2ms"},
+		{[]string{"workload.0.load=0.3", "workload[0].load=0.5"}, "path workload[0].load is already swept"},
+		{[]string{"workload.0.load=0.3,0.3"}, `value "0.3" given twice`},
+	} {
+		sweepFlags.seeds, sweepFlags.sets = 1, c.sets
+		if _, err := planRuns([]string{a}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--set %v: %v, want %q", c.sets, err, c.want)
+		}
+	}
+}
+
+// TestSampleEveryWithinBudget: a sampling period that would record more queue samples than the work
+// budget is refused naming the flag, when a tree is checked and before a single run starts (1ps on a
+// 3 ms run ran out of memory).
+func TestSampleEveryWithinBudget(t *testing.T) {
+	dir := t.TempDir()
+	a := writeTreeSpec(t, dir, "a", "virtual", "")
+	s, err := spec.Load(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sampleEvery = 0 }()
+	if err := sampleEvery.Set("1ps"); err != nil {
+		t.Fatal(err)
+	}
+	want := "--sample-every 1ps: about 2.4e+10 queue samples (duration 3ms / 1ps x 8 switch ports), more than the budget of 1e+08; raise it with --budget samples=N"
+	if err := checkRun(s); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("tree check: %v, want %q", err, want)
+	}
+	out := filepath.Join(dir, "out")
+	if _, _, err := runSpec(context.Background(), s, out); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("run: %v, want %q", err, want)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("%s exists after the refusal: %v", out, err)
+	}
+	// A period the budget holds runs.
+	if err := sampleEvery.Set("100us"); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkRun(s); err != nil {
+		t.Error(err)
+	}
+}

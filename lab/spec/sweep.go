@@ -73,6 +73,34 @@ func ParseSet(arg string) (Axis, error) {
 	return a, nil
 }
 
+// ParseSets reads every --set of a command line. A path given twice is refused naming it (the later
+// --set silently replaced the earlier one), and so is a value given twice on one axis (both runs would
+// write the same directory).
+func ParseSets(args []string) ([]Axis, error) {
+	var axes []Axis
+	first := map[string]string{}
+	for _, arg := range args {
+		a, err := ParseSet(arg)
+		if err != nil {
+			return nil, err
+		}
+		p := normPath(a.Path)
+		if prev, dup := first[p]; dup {
+			return nil, fmt.Errorf("--set %s: path %s is already swept by --set %s; give each path once, with all its values (--set %s=v1,v2,...)", arg, a.Path, prev, a.Path)
+		}
+		first[p] = arg
+		seen := map[string]bool{}
+		for _, v := range a.Values {
+			if seen[v] {
+				return nil, fmt.Errorf("--set %s: value %q given twice", arg, v)
+			}
+			seen[v] = true
+		}
+		axes = append(axes, a)
+	}
+	return axes, nil
+}
+
 // Expand reads the spec file at path and returns its runs: one per combination of sweep values (the
 // spec's sweep: block, then the axes given, which replace a spec axis of the same path; the first axis
 // varies slowest) and per seed (seeds > 0 replaces the spec's seeds:). Every run is checked before
