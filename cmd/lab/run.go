@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -56,6 +58,9 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 				if out == "" {
 					out = filepath.Join("results", runs[0].pt.Spec.Name)
 				}
+				if err := checkTreeDir(out); err != nil {
+					return err
+				}
 				showProgress = false // several runs share the terminal: one line per finished run instead
 				return runTree(ctx, cmd.OutOrStdout(), args, runs, out, jobs, quiet)
 			}
@@ -64,6 +69,9 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 			}
 			if out == "" {
 				out = filepath.Join("results", s.Name)
+			}
+			if err := checkRunDir(out); err != nil { // before any work: nothing of the user's is replaced
+				return err
 			}
 			showProgress = !quiet
 			if cpuprofile != "" {
@@ -276,9 +284,29 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 var runDirFiles = []string{"run.json", "summary.json", "spec.yaml"}
 
 func checkRunDir(out string) error {
+	fi, err := os.Lstat(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // absent: made at the end
+	}
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	if !fi.IsDir() {
+		// Replacing it would delete the user's file (or what a symlink points at): never ours to remove.
+		what := "a file"
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			what = "a symbolic link"
+		} else if !fi.Mode().IsRegular() {
+			what = "not a regular file"
+		}
+		return fmt.Errorf("-o %s: exists and is %s, not a run directory: refusing to replace it", out, what)
+	}
 	ents, err := os.ReadDir(out)
-	if err != nil || len(ents) == 0 {
-		return nil // absent (made at the end) or empty
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", out, err)
+	}
+	if len(ents) == 0 {
+		return nil
 	}
 	for _, f := range runDirFiles {
 		if _, err := os.Stat(filepath.Join(out, f)); err == nil {
@@ -286,6 +314,16 @@ func checkRunDir(out string) error {
 		}
 	}
 	return fmt.Errorf("-o %s: a non-empty directory that is not a run directory (no %v): refusing to replace it", out, runDirFiles)
+}
+
+// checkTreeDir refuses a run tree's -o that exists and is not a directory (the runs would fail one by
+// one after planning; nothing of the user's is replaced either way).
+func checkTreeDir(out string) error {
+	fi, err := os.Lstat(out)
+	if err == nil && !fi.IsDir() {
+		return fmt.Errorf("-o %s: exists and is not a directory: refusing to write a run tree there", out)
+	}
+	return nil
 }
 
 // tempRunDir makes the directory a run is written into, next to out (same filesystem, so the final
