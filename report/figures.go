@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -43,14 +44,15 @@ var plotNames = []string{PlotFCTCDF, PlotSlowdown, PlotQueues, PlotPauses, PlotL
 // .png, .svg and .dot files), so a re-run never leaves old plots beside new data.
 func clearPlots(dir string) error {
 	for _, n := range plotNames {
-		for _, pat := range []string{n + ".*", n + "-*.*"} {
+		// "."+n+"*.tmp-*": what a report killed mid-write left (WriteFileAtomic's temporaries).
+		for _, pat := range []string{n + ".*", n + "-*.*", "." + n + "*.tmp-*"} {
 			m, err := filepath.Glob(filepath.Join(dir, pat))
 			if err != nil {
 				return err
 			}
 			for _, f := range m {
-				switch filepath.Ext(f) {
-				case ".png", ".svg", ".dot":
+				switch ext := filepath.Ext(f); {
+				case ext == ".png", ext == ".svg", ext == ".dot", strings.Contains(ext, ".tmp-"), strings.Contains(f, ".tmp-"):
 					if err := os.Remove(f); err != nil {
 						return err
 					}
@@ -116,15 +118,10 @@ func savePlotSize(p *plot.Plot, side *plot.Plot, path string, h vg.Length) error
 		lg.YOffs = -vg.Points(24)
 		lg.Draw(area)
 	}
-	f, err := os.Create(path)
-	if err != nil {
+	return WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := c.WriteTo(w)
 		return err
-	}
-	if _, err := c.WriteTo(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	})
 }
 
 // figName is NAME for one run, NAME-<run> for several.
@@ -675,7 +672,7 @@ func topologyPicture(dir, name string, r *Run) ([]string, error) {
 	}
 	b.WriteString("}\n")
 	dot := filepath.Join(dir, name+".dot")
-	if err := os.WriteFile(dot, b.Bytes(), 0o644); err != nil {
+	if err := WriteBytesAtomic(dot, b.Bytes()); err != nil {
 		return nil, err
 	}
 	files := []string{dot}
@@ -685,10 +682,19 @@ func topologyPicture(dir, name string, r *Run) ([]string, error) {
 		return files, nil
 	}
 	// One dot run lays the graph out once for both formats.
+	// dot writes temporaries renamed once it has finished, so a kill mid-layout leaves no half picture.
 	png, svg := filepath.Join(dir, name+".png"), filepath.Join(dir, name+".svg")
-	cmd := exec.Command(bin, "-Gdpi=110", "-Tpng", "-o", png, "-Tsvg", "-o", svg, dot)
+	tpng, tsvg := filepath.Join(dir, "."+name+".png.tmp-dot"), filepath.Join(dir, "."+name+".svg.tmp-dot")
+	cmd := exec.Command(bin, "-Gdpi=110", "-Tpng", "-o", tpng, "-Tsvg", "-o", tsvg, dot)
 	if msg, err := cmd.CombinedOutput(); err != nil {
+		os.Remove(tpng)
+		os.Remove(tsvg)
 		return files, fmt.Errorf("dot: %v: %s", err, msg)
+	}
+	for _, r := range [][2]string{{tpng, png}, {tsvg, svg}} {
+		if err := os.Rename(r[0], r[1]); err != nil {
+			return files, err
+		}
 	}
 	return append(files, png, svg), nil
 }

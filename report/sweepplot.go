@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 	"sort"
@@ -50,7 +51,11 @@ func WriteSweepPlots(dir string, t *Tree, metrics []string) ([]string, error) {
 		}
 		for _, ext := range []string{".png", ".svg"} {
 			f := filepath.Join(dir, name+ext)
-			if err := pl.Save(7*vg.Inch, 4.5*vg.Inch, f); err != nil {
+			wt, err := pl.WriterTo(7*vg.Inch, 4.5*vg.Inch, ext[1:])
+			if err != nil {
+				return files, fmt.Errorf("%s: %w", f, err)
+			}
+			if err := WriteFileAtomic(f, func(w io.Writer) error { _, err := wt.WriteTo(w); return err }); err != nil {
 				return files, fmt.Errorf("%s: %w", f, err)
 			}
 			files = append(files, f)

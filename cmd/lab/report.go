@@ -80,14 +80,14 @@ spec) with error bars.`,
 				}
 			}
 			cmd.OutOrStdout().Write(text.Bytes())
-			if err := os.WriteFile(filepath.Join(out, "report.txt"), text.Bytes(), 0o644); err != nil {
+			if err := report.WriteBytesAtomic(filepath.Join(out, "report.txt"), text.Bytes()); err != nil {
 				return err
 			}
 			var csvb bytes.Buffer
 			if err := tables[0].WriteCSV(&csvb); err != nil {
 				return err
 			}
-			if err := os.WriteFile(filepath.Join(out, "comparison.csv"), csvb.Bytes(), 0o644); err != nil {
+			if err := report.WriteBytesAtomic(filepath.Join(out, "comparison.csv"), csvb.Bytes()); err != nil {
 				return err
 			}
 			if noPlots {

@@ -67,21 +67,21 @@ func reportTree(w io.Writer, dirs []string, out string, noPlots bool) error {
 	text.WriteString("\n")
 	text.WriteString(report.DefinitionsText(es))
 	w.Write(text.Bytes())
-	if err := os.WriteFile(filepath.Join(out, "report.txt"), text.Bytes(), 0o644); err != nil {
+	if err := report.WriteBytesAtomic(filepath.Join(out, "report.txt"), text.Bytes()); err != nil {
 		return err
 	}
 	var csvb bytes.Buffer
 	if err := report.AggregateCSV(t).WriteCSV(&csvb); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, "aggregate.csv"), csvb.Bytes(), 0o644); err != nil {
+	if err := report.WriteBytesAtomic(filepath.Join(out, "aggregate.csv"), csvb.Bytes()); err != nil {
 		return err
 	}
 	b, err := json.MarshalIndent(report.Aggregate(t, es), "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, "aggregate.json"), append(b, '\n'), 0o644); err != nil {
+	if err := report.WriteBytesAtomic(filepath.Join(out, "aggregate.json"), append(b, '\n')); err != nil {
 		return err
 	}
 	files := []string{filepath.Join(out, "report.txt"), filepath.Join(out, "aggregate.csv"), filepath.Join(out, "aggregate.json")}
