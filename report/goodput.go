@@ -146,6 +146,9 @@ var MetricDefs = []MetricDef{
 	{Name: "ecn_marks", Label: "ECN marks", Definition: "packets CE-marked"},
 	{Name: "cnps", Label: "CNPs", Definition: "congestion notification packets sent"},
 	{Name: "nic_queue_peak_bytes", Label: "NIC queue peak", Definition: "the most bytes any one NIC held queued at once (summary.json nic.peak_queue_bytes)"},
+	{Name: "nic_drops", Label: "NIC drops", Definition: "relayed frames a NIC dropped for lack of memory (summary.json nic.drops)"},
+	{Name: "deadlocks", Label: "deadlocks", Definition: "1 if the deadlock monitor found a wait-for cycle in the run, else 0 (over seeds: the fraction of runs)"},
+	{Name: "violations", Label: "violations", Definition: "broken invariants the run recorded (lossless drops and others; summary.json violations)"},
 	{Name: "throughput_bps", Alias: "goodput_aggregate_completed_bps"},
 	{Name: "avg_flow_goodput_bps", Alias: "goodput_per_flow_completed_bps"},
 }

@@ -266,6 +266,15 @@ func SummaryMetric(s *Summary, name string) (float64, bool) {
 		return float64(s.NIC.PeakBytes), true
 	case "cnps":
 		return float64(s.CNPs), true
+	case "nic_drops":
+		return float64(s.NIC.Drops), true
+	case "deadlocks":
+		if s.Deadlock.Detected {
+			return 1, true
+		}
+		return 0, true
+	case "violations":
+		return float64(len(s.Violations)), true
 	}
 	return statMetric(name, s.Flows, s.FCT, s.Slowdown, s.Goodput)
 }

@@ -51,6 +51,6 @@ func main() {
 	lazyGC()
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fabriclab/fabriclab/report"
+)
+
+// exitCodeError makes main exit with code (lab compare: 1 regressed, 2 bad usage).
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e exitCodeError) Error() string { return e.err.Error() }
+func (e exitCodeError) Unwrap() error { return e.err }
+
+// exitCode is the status main exits with for err.
+func exitCode(err error) int {
+	var ec exitCodeError
+	if errors.As(err, &ec) {
+		return ec.code
+	}
+	return 1
+}
+
+func usage(err error) error { return exitCodeError{code: 2, err: err} }
+
+func init() {
+	var out string
+	var asJSON, noPlots bool
+	var margins, expects []string
+	cmd := &cobra.Command{
+		Use:   "compare BASE NEW",
+		Short: "regression test: compare two run trees of the same specs, metric by metric, with a verdict",
+		Long: `Compare two run trees (lab run -o DIR with --seeds; or two run directories) of the same specs: a
+baseline BASE (e.g. from main) and NEW (from a changed build). Runs pair by spec, sweep point and seed.
+For every metric it prints the base and new means, new/base with its 95% CI (from the per-seed
+differences when both ran the same seeds, else Welch's interval) and a verdict:
+
+  changed     the whole CI lies beyond ±margin (either direction: any change of behaviour)
+  expected    changed, in the direction --expect declared for that metric
+  equivalent  the CI lies inside ±margin
+  undecided   the CI straddles the margin; the note says how many seeds per tree would decide
+  zero broken a count that must be zero (drops_lossless, deadlocks, violations) is non-zero in NEW
+              where BASE had none, whatever the statistics
+
+Default margins (relative to the base mean): 1% completed fraction; 2% flow counts and delivered
+bytes; 5% FCT avg and p50, slowdown avg and p50, goodputs; 10% FCT p95/p99/p99.9, slowdown p99,
+retransmissions, lossy drops, pauses, ECN marks, CNPs, NIC queue peak; 20% reordered packets. A metric
+that is 0 in every BASE run changes when NEW has it in every run (retransmissions and lossy drops: in
+any run).
+
+Writes compare_<spec>.png/.svg (new/base with CIs against the margins) into -o (default NEW/compare).
+Exit status: 0 nothing changed beyond its margin, 1 something did (or a zero count broke), 2 bad usage.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usage(fmt.Errorf("compare takes two run trees, BASE and NEW (got %d arguments)", len(args)))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m, err := report.ParseMarginFlags(margins)
+			if err != nil {
+				return usage(err)
+			}
+			e, err := report.ParseExpectFlags(expects)
+			if err != nil {
+				return usage(err)
+			}
+			if out == "" {
+				out = filepath.Join(args[1], "compare")
+			}
+			return runCompare(cmd.OutOrStdout(), args[0], args[1], out, report.RegressOptions{Margins: m, Expected: e}, asJSON, noPlots)
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "where to write the plots and compare.json (default NEW/compare)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON instead of the table")
+	cmd.Flags().BoolVar(&noPlots, "no-plots", false, "no plots, no files")
+	cmd.Flags().StringArrayVar(&margins, "margin", nil, "a metric's equivalence margin, relative to the base mean: fct_p99_s=20% (repeat; class.<c>.<m> or <m>)")
+	cmd.Flags().StringArrayVar(&expects, "expect", nil, "a direction of change that is intended for a metric: fct_avg_s=down (repeat; up or down)")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
+	root.AddCommand(cmd)
+}
+
+// runCompare loads both trees, compares them, writes the table (or JSON) and the plots, and returns
+// an exit-1 error when something regressed.
+func runCompare(w io.Writer, baseDir, newDir, out string, opts report.RegressOptions, asJSON, noPlots bool) error {
+	base, err := report.LoadTrees([]string{baseDir})
+	if err != nil {
+		return usage(fmt.Errorf("BASE: %w", err))
+	}
+	nw, err := report.LoadTrees([]string{newDir})
+	if err != nil {
+		return usage(fmt.Errorf("NEW: %w", err))
+	}
+	rg, err := report.CompareTrees(base, nw, opts)
+	if err != nil {
+		return usage(err)
+	}
+	b, err := json.MarshalIndent(rg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		w.Write(append(b, '\n'))
+	} else {
+		if err := report.RegressTable(rg).WriteText(w); err != nil {
+			return err
+		}
+		for _, s := range append(base.Skipped, nw.Skipped...) {
+			fmt.Fprintf(w, "note: not compared (did not finish): %s\n", s)
+		}
+		fmt.Fprintf(w, "\n%s", report.RegressSummary(rg))
+	}
+	if !noPlots {
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(out, "compare.json"), append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+		files, err := report.WriteRegressPlots(out, rg)
+		if err != nil {
+			return err
+		}
+		if !asJSON {
+			fmt.Fprintf(w, "wrote %s and %d plots\n", filepath.Join(out, "compare.json"), len(files))
+		}
+	}
+	if rg.Failed {
+		return exitCodeError{code: 1, err: errors.New("compare: regression: NEW changed beyond a margin (see the verdicts above)")}
+	}
+	return nil
+}

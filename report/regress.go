@@ -1,0 +1,514 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Regression testing: lab compare BASE NEW reads two run trees of the same specs (a baseline and a
+// changed build), pairs their runs by spec, sweep point and seed, and says for every metric whether the
+// change moved it beyond an equivalence margin. The rule, per metric of a group:
+//
+//   - Counts that must be zero (drops_lossless, deadlocks, violations) are counts: any in NEW where BASE
+//     had none is a regression ("zero broken"), whatever the statistics.
+//   - A metric that is 0 in every BASE run (retransmissions of a lossless scheme, lossy drops of a
+//     lossless one) changed when NEW has it non-zero in every run (for retransmissions, lossy drops and
+//     NIC drops: in any run); all zero again is "equivalent"; else "undecided".
+//   - Otherwise the relative change (mean NEW - mean BASE) / |mean BASE| gets a 95% CI: from the
+//     per-seed differences when both trees ran the same seeds (paired; the virtual backend repeats a
+//     seed exactly, so unchanged code gives [0, 0]), else Welch's interval over the two samples
+//     (disjoint seeds). It is "changed" when the whole CI lies beyond ±margin, "equivalent" when it lies
+//     inside ±margin (two one-sided tests at 2.5% each), else "undecided", with the seeds per tree that
+//     would shrink the CI enough to decide at the observed spread.
+//
+// A change in a direction the user declared expected for that metric (--expect fct_avg_s=down) is
+// reported as "expected" and does not fail. The base mean is taken as exact in the relative CI (it is a
+// scale, not a second random variable): with 5 seeds of the main job the base means' own CIs are 1-8%
+// of the mean, so a ratio CI would be a few percent wider; the margins below are wider than that.
+
+// RegressLevel is the confidence level of every interval lab compare prints.
+const RegressLevel = 0.95
+
+// DefaultMargins are the equivalence margins, relative to the base mean, by metric (class.<c>.<m> takes
+// <m>'s). Means (FCT avg and median, goodput) move less from seed to seed than tails and counts, so
+// they get the tighter margins. Zero means "compared as a count that must stay zero".
+var DefaultMargins = map[string]float64{
+	"flows_scheduled": 0.02, "flows_total": 0.02, "flows_completed": 0.02, "flows_completed_fraction": 0.01,
+	"delivered_bytes": 0.02,
+	"fct_avg_s":       0.05, "fct_p50_s": 0.05, "slowdown_avg": 0.05, "slowdown_p50": 0.05,
+	"fct_p95_s": 0.10, "fct_p99_s": 0.10, "fct_p999_s": 0.10, "slowdown_p99": 0.10,
+	"goodput_per_flow_all_bps": 0.05, "goodput_per_flow_completed_bps": 0.05,
+	"goodput_aggregate_bps": 0.05, "goodput_aggregate_completed_bps": 0.05, "window_goodput_bps": 0.05,
+	"reordered": 0.20, "drops_lossy": 0.10, "retransmissions": 0.10,
+	"pauses_sent": 0.10, "ecn_marks": 0.10, "cnps": 0.10, "nic_queue_peak_bytes": 0.10, "nic_drops": 0.10,
+	"drops_lossless": 0, "deadlocks": 0, "violations": 0,
+}
+
+// fallbackMargin is the margin of a metric DefaultMargins does not list.
+const fallbackMargin = 0.10
+
+// zeroCounts must be zero in a correct run: any in NEW where BASE had none is a regression.
+var zeroCounts = map[string]bool{"drops_lossless": true, "deadlocks": true, "violations": true}
+
+// anyNonZero are counts whose appearance in a single NEW run, where every BASE run had none, is a change
+// (a frame lost or resent where none was).
+var anyNonZero = map[string]bool{"retransmissions": true, "drops_lossy": true, "nic_drops": true}
+
+// RegressOptions are lab compare's per-metric overrides.
+type RegressOptions struct {
+	Margins  map[string]float64 // metric -> relative margin (0.05 = 5%); overrides DefaultMargins
+	Expected map[string]int     // metric -> +1 (an increase is expected) or -1 (a decrease is)
+}
+
+// baseMetric strips class.<c>. from a metric name.
+func baseMetric(m string) string {
+	if rest, ok := cutClass(m); ok {
+		return rest
+	}
+	return m
+}
+
+// lookup finds a per-metric option: the full name first, then the name without its class.
+func lookup[V any](m map[string]V, name string) (V, bool) {
+	if v, ok := m[name]; ok {
+		return v, true
+	}
+	v, ok := m[baseMetric(name)]
+	return v, ok
+}
+
+// MarginOf is the margin for metric under opts.
+func (o RegressOptions) MarginOf(metric string) float64 {
+	if v, ok := lookup(o.Margins, metric); ok {
+		return v
+	}
+	if v, ok := lookup(DefaultMargins, metric); ok {
+		return v
+	}
+	return fallbackMargin
+}
+
+// Verdicts of lab compare.
+const (
+	VerdictChanged    = "changed"     // beyond the margin, in a direction not declared expected
+	VerdictZeroBroken = "zero broken" // a count that must be zero is not, where the base had none
+	VerdictExpected   = "expected"    // beyond the margin in the declared direction
+	VerdictEquivalent = "equivalent"  // within the margin
+	VerdictUndecided  = "undecided"   // the CI straddles a margin: more seeds would decide
+)
+
+// MetricChange is one metric of one group, BASE against NEW.
+type MetricChange struct {
+	Group  string  `json:"group"`
+	Metric string  `json:"metric"`
+	Paired bool    `json:"paired"` // per-seed differences (same seeds) rather than Welch's interval
+	BaseN  int     `json:"base_n"`
+	NewN   int     `json:"new_n"`
+	Base   float64 `json:"base_mean"`
+	New    float64 `json:"new_mean"`
+	// Ratio is New/Base with its CI (NaN-free in JSON: absent when base is 0). For counts that must
+	// stay zero, BaseCount/NewCount are the totals over runs.
+	Ratio     *float64 `json:"ratio,omitempty"`
+	RatioLo   *float64 `json:"ratio_lo,omitempty"`
+	RatioHi   *float64 `json:"ratio_hi,omitempty"`
+	Margin    float64  `json:"margin"`
+	BaseCount float64  `json:"base_total"`
+	NewCount  float64  `json:"new_total"`
+	Verdict   string   `json:"verdict"`
+	// SeedsToDecide: for undecided, the seeds per tree that would make the CI decide at the observed
+	// spread (0: more than 10000, or the effect sits on the margin).
+	SeedsToDecide int    `json:"seeds_to_decide,omitempty"`
+	Note          string `json:"note,omitempty"`
+}
+
+// Fails says whether the change fails a regression test.
+func (c MetricChange) Fails() bool {
+	return c.Verdict == VerdictChanged || c.Verdict == VerdictZeroBroken
+}
+
+// Regression is lab compare's result.
+type Regression struct {
+	Level   float64        `json:"level"`
+	Changes []MetricChange `json:"metrics"`
+	OnlyIn  []string       `json:"unmatched,omitempty"` // groups in one tree only
+	Failed  bool           `json:"regressed"`           // some metric changed beyond its margin, or a zero count broke
+	Counts  map[string]int `json:"verdicts"`
+}
+
+// CompareTrees pairs base's and new's groups by label (spec name and sweep point) and compares every
+// metric of each pair. It fails when no group is in both.
+func CompareTrees(base, new *Tree, opts RegressOptions) (*Regression, error) {
+	rg := &Regression{Level: RegressLevel, Counts: map[string]int{}}
+	newBy := map[string]*Group{}
+	for _, g := range new.Groups {
+		newBy[g.Label()] = g
+	}
+	matched := map[string]bool{}
+	metrics := regressMetrics(base, new)
+	for _, bg := range base.Groups {
+		ng, ok := newBy[bg.Label()]
+		if !ok {
+			rg.OnlyIn = append(rg.OnlyIn, "BASE only: "+bg.Label())
+			continue
+		}
+		matched[bg.Label()] = true
+		for _, m := range metrics {
+			c, ok := compareMetric(bg, ng, m, opts)
+			if !ok {
+				continue
+			}
+			rg.Changes = append(rg.Changes, c)
+			rg.Counts[c.Verdict]++
+			rg.Failed = rg.Failed || c.Fails()
+		}
+	}
+	for _, g := range new.Groups {
+		if !matched[g.Label()] {
+			rg.OnlyIn = append(rg.OnlyIn, "NEW only: "+g.Label())
+		}
+	}
+	if len(matched) == 0 {
+		return nil, fmt.Errorf("no spec is in both trees (%s)", strings.Join(rg.OnlyIn, "; "))
+	}
+	return rg, nil
+}
+
+// regressMetrics are the metrics lab compare judges: the aggregate table's, over both trees.
+func regressMetrics(a, b *Tree) []string {
+	t := &Tree{Groups: append(append([]*Group(nil), a.Groups...), b.Groups...)}
+	return aggregateRows(t)
+}
+
+// sample is a metric's value in each run of a group, by seed.
+func sample(g *Group, m string) map[int64]float64 {
+	out := map[int64]float64{}
+	for _, r := range g.Runs {
+		if v, ok := r.Metric(m); ok && !math.IsNaN(v) {
+			out[r.Seed] = v
+		}
+	}
+	return out
+}
+
+func values(s map[int64]float64) []float64 {
+	keys := make([]int64, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	out := make([]float64, len(keys))
+	for i, k := range keys {
+		out[i] = s[k]
+	}
+	return out
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+func countNonZero(xs []float64) int {
+	n := 0
+	for _, x := range xs {
+		if x != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// compareMetric judges one metric of a group pair; false when neither tree measured it.
+func compareMetric(bg, ng *Group, m string, opts RegressOptions) (MetricChange, bool) {
+	bs, ns := sample(bg, m), sample(ng, m)
+	if len(bs) == 0 || len(ns) == 0 {
+		return MetricChange{}, false
+	}
+	bv, nv := values(bs), values(ns)
+	c := MetricChange{Group: bg.Label(), Metric: m, BaseN: len(bv), NewN: len(nv),
+		Base: sum(bv) / float64(len(bv)), New: sum(nv) / float64(len(nv)), Margin: opts.MarginOf(m),
+		BaseCount: sum(bv), NewCount: sum(nv)}
+	name := baseMetric(m)
+	if zeroCounts[name] {
+		return zeroCount(c, bv, nv), true
+	}
+	if c.Base == 0 {
+		return fromZero(c, nv, anyNonZero[name]), true
+	}
+	d, paired := relativeDiff(bs, ns, c.Base)
+	c.Paired = paired
+	c.Ratio, c.RatioLo, c.RatioHi = finite(1+d.mean), finite(1+d.lo), finite(1+d.hi)
+	dir, _ := lookup(opts.Expected, m)
+	c.Verdict, c.SeedsToDecide, c.Note = decide(d, c.Margin, dir, paired)
+	return c, true
+}
+
+// zeroCount compares a count that must be zero.
+func zeroCount(c MetricChange, bv, nv []float64) MetricChange {
+	bn, nn := countNonZero(bv), countNonZero(nv)
+	switch {
+	case bn == 0 && nn == 0:
+		c.Verdict = VerdictEquivalent
+		c.Note = "0 in every run"
+	case bn == 0:
+		c.Verdict = VerdictZeroBroken
+		c.Note = fmt.Sprintf("%s in %d of %d NEW runs, none in BASE", num(c.NewCount), nn, len(nv))
+	case nn == 0:
+		c.Verdict = VerdictEquivalent
+		c.Note = fmt.Sprintf("BASE had %s in %d of %d runs, NEW none (fixed)", num(c.BaseCount), bn, len(bv))
+	case c.NewCount > c.BaseCount:
+		c.Verdict = VerdictChanged
+		c.Note = fmt.Sprintf("already non-zero in BASE; %s -> %s", num(c.BaseCount), num(c.NewCount))
+	default:
+		c.Verdict = VerdictEquivalent
+		c.Note = fmt.Sprintf("non-zero in BASE too (%s -> %s): not more", num(c.BaseCount), num(c.NewCount))
+	}
+	return c
+}
+
+// fromZero compares a metric that is 0 in every base run.
+func fromZero(c MetricChange, nv []float64, any bool) MetricChange {
+	nn := countNonZero(nv)
+	switch {
+	case nn == 0:
+		c.Verdict = VerdictEquivalent
+		c.Note = "0 in every run"
+	case nn == len(nv) || any:
+		c.Verdict = VerdictChanged
+		c.Note = fmt.Sprintf("0 in every BASE run, non-zero in %d of %d NEW runs", nn, len(nv))
+	default:
+		c.Verdict = VerdictUndecided
+		c.Note = fmt.Sprintf("0 in every BASE run, non-zero in %d of %d NEW runs", nn, len(nv))
+	}
+	return c
+}
+
+// diffCI is a relative difference's mean and CI, with what the seeds-to-decide estimate needs.
+type diffCI struct {
+	mean, lo, hi float64
+	sd           float64 // relative SD of one seed's difference (paired) or of one run (unpaired, pooled)
+	n            int
+}
+
+// relativeDiff is (NEW - BASE)/|base| with its 95% CI: paired over the common seeds when at least two
+// are common, else Welch's interval.
+func relativeDiff(bs, ns map[int64]float64, base float64) (diffCI, bool) {
+	scale := math.Abs(base)
+	var ds []float64
+	for s, b := range bs {
+		if n, ok := ns[s]; ok {
+			ds = append(ds, (n-b)/scale)
+		}
+	}
+	if len(ds) >= 2 && len(ds) == len(bs) && len(ds) == len(ns) {
+		c := MeanCI(ds, RegressLevel)
+		return diffCI{mean: c.Mean, lo: c.Lo, hi: c.Hi, sd: c.SD, n: c.N}, true
+	}
+	b, n := MeanCI(values(bs), RegressLevel), MeanCI(values(ns), RegressLevel)
+	d := diffCI{mean: (n.Mean - b.Mean) / scale, n: min(b.N, n.N)}
+	if b.N < 2 || n.N < 2 {
+		d.lo, d.hi, d.sd = math.NaN(), math.NaN(), math.NaN()
+		return d, false
+	}
+	vb, vn := b.SD*b.SD/float64(b.N), n.SD*n.SD/float64(n.N)
+	se := math.Sqrt(vb + vn)
+	d.sd = math.Sqrt((b.SD*b.SD+n.SD*n.SD)/2) / scale
+	if se == 0 {
+		d.lo, d.hi = d.mean, d.mean
+		return d, false
+	}
+	df := (vb + vn) * (vb + vn) / (vb*vb/float64(b.N-1) + vn*vn/float64(n.N-1))
+	half := tq(1-(1-RegressLevel)/2, df) * se / scale
+	d.lo, d.hi = d.mean-half, d.mean+half
+	return d, false
+}
+
+// tq is TQuantile with real degrees of freedom (Welch's).
+func tq(p, df float64) float64 {
+	if df >= 1e6 {
+		return TQuantile(p, 1_000_000)
+	}
+	lo, hi := int(math.Floor(df)), int(math.Ceil(df))
+	if lo < 1 {
+		lo = 1
+	}
+	if hi == lo {
+		return TQuantile(p, lo)
+	}
+	// Linear between the neighbouring integer degrees of freedom: within 0.3% of the exact quantile
+	// for df >= 2 at p = 0.975.
+	a, b := TQuantile(p, lo), TQuantile(p, hi)
+	return a + (b-a)*(df-float64(lo))
+}
+
+// decide turns a relative difference's CI into a verdict.
+func decide(d diffCI, margin float64, dir int, paired bool) (string, int, string) {
+	if math.IsNaN(d.lo) {
+		if d.mean == 0 {
+			return VerdictEquivalent, 0, "one run each, equal"
+		}
+		return VerdictUndecided, 0, "one run in a tree: no interval"
+	}
+	switch {
+	case d.lo > margin || d.hi < -margin:
+		if (dir > 0 && d.lo > margin) || (dir < 0 && d.hi < -margin) {
+			return VerdictExpected, 0, ""
+		}
+		return VerdictChanged, 0, ""
+	case d.lo >= -margin && d.hi <= margin:
+		return VerdictEquivalent, 0, ""
+	}
+	return VerdictUndecided, seedsToDecide(d, margin, paired), ""
+}
+
+// seedsToDecide is the seeds per tree at which a CI of the observed spread around the observed mean
+// would lie wholly inside or wholly beyond the margin: the smallest n with t(n)·k·sd/√n below the
+// distance from the mean to the margin (k = 1 paired, √2 for two independent samples); 0 if none up to
+// 10000.
+func seedsToDecide(d diffCI, margin float64, paired bool) int {
+	gap := math.Abs(math.Abs(d.mean) - margin)
+	if gap == 0 || math.IsNaN(d.sd) {
+		return 0
+	}
+	k := 1.0
+	if !paired {
+		k = math.Sqrt2
+	}
+	for n := 2; n <= 10000; n++ {
+		df := n - 1
+		if !paired {
+			df = 2*n - 2
+		}
+		if TQuantile(1-(1-RegressLevel)/2, df)*k*d.sd/math.Sqrt(float64(n)) < gap {
+			return n
+		}
+		if n > 100 {
+			n += n / 20 // coarser steps: the estimate is rough anyway
+		}
+	}
+	return 0
+}
+
+// ParseMarginFlags reads --margin metric=5% (or 0.05) entries.
+func ParseMarginFlags(vals []string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, v := range vals {
+		k, s, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--margin %q: want metric=5%%", v)
+		}
+		if err := checkRegressMetric(k); err != nil {
+			return nil, fmt.Errorf("--margin %q: %w", v, err)
+		}
+		pct := strings.HasSuffix(s, "%")
+		x, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		if err != nil || x < 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+			return nil, fmt.Errorf("--margin %q: the margin is a non-negative number or percentage", v)
+		}
+		if pct {
+			x /= 100
+		}
+		out[k] = x
+	}
+	return out, nil
+}
+
+// ParseExpectFlags reads --expect metric=up|down entries.
+func ParseExpectFlags(vals []string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, v := range vals {
+		k, s, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--expect %q: want metric=up or metric=down", v)
+		}
+		if err := checkRegressMetric(k); err != nil {
+			return nil, fmt.Errorf("--expect %q: %w", v, err)
+		}
+		switch s {
+		case "up":
+			out[k] = 1
+		case "down":
+			out[k] = -1
+		default:
+			return nil, fmt.Errorf("--expect %q: the direction is up or down", v)
+		}
+	}
+	return out, nil
+}
+
+func checkRegressMetric(m string) error {
+	if _, ok := LookupMetric(m); !ok {
+		return fmt.Errorf("no metric %q (metrics: %s; class.<workload name>.<metric> per class)", m, strings.Join(metricNames(), ", "))
+	}
+	return nil
+}
+
+// RegressTable is the comparison as a table: every metric of every group, base and new means, the
+// ratio new/base with its 95% CI, the margin and the verdict.
+func RegressTable(rg *Regression) Table {
+	t := Table{Title: "BASE vs NEW: new/base with 95% CI (paired by seed when the seeds match, else Welch), margin, verdict",
+		Header: []string{"spec", "metric", "base", "new", "new/base", "95% CI", "margin", "verdict", "note"}}
+	for _, c := range rg.Changes {
+		ratio, ci := "-", "-"
+		if c.Ratio != nil {
+			ratio = fmt.Sprintf("%.4f", *c.Ratio)
+		}
+		if c.RatioLo != nil && c.RatioHi != nil {
+			ci = fmt.Sprintf("[%.4f, %.4f]", *c.RatioLo, *c.RatioHi)
+		}
+		margin := "count"
+		if !zeroCounts[baseMetric(c.Metric)] {
+			margin = fmt.Sprintf("±%g%%", 100*c.Margin)
+		}
+		v := c.Verdict
+		if c.Fails() {
+			v = strings.ToUpper(v)
+		}
+		note := c.Note
+		if c.Verdict == VerdictUndecided && c.SeedsToDecide > 0 {
+			note = strings.TrimPrefix(note+fmt.Sprintf("; ~%d seeds per tree would decide", c.SeedsToDecide), "; ")
+		} else if c.Verdict == VerdictUndecided && c.Ratio != nil && c.RatioLo != nil {
+			note = strings.TrimPrefix(note+"; the mean sits at the margin: >10000 seeds", "; ")
+		}
+		if !c.Paired && c.Ratio != nil && c.BaseN > 1 {
+			note = strings.TrimPrefix(note+"; unpaired", "; ")
+		}
+		scale, _ := scaleFor(c.Metric)
+		t.Rows = append(t.Rows, []string{c.Group, c.Metric, num(c.Base * scale), num(c.New * scale), ratio, ci, margin, v, note})
+	}
+	for _, o := range rg.OnlyIn {
+		t.Notes = append(t.Notes, o+" (not compared)")
+	}
+	return t
+}
+
+// RegressSummary is the closing lines: how many metrics got each verdict, the failing ones, and the
+// overall verdict.
+func RegressSummary(rg *Regression) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d metrics: %d changed, %d zero broken, %d expected, %d equivalent, %d undecided\n",
+		len(rg.Changes), rg.Counts[VerdictChanged], rg.Counts[VerdictZeroBroken], rg.Counts[VerdictExpected],
+		rg.Counts[VerdictEquivalent], rg.Counts[VerdictUndecided])
+	for _, c := range rg.Changes {
+		if !c.Fails() {
+			continue
+		}
+		what := c.Note
+		if c.Ratio != nil && c.RatioLo != nil {
+			what = fmt.Sprintf("new/base %.4f [%.4f, %.4f] beyond ±%g%%", *c.Ratio, *c.RatioLo, *c.RatioHi, 100*c.Margin)
+		}
+		fmt.Fprintf(&b, "  %s %s: %s: %s\n", c.Group, c.Metric, strings.ToUpper(c.Verdict), what)
+	}
+	if rg.Failed {
+		b.WriteString("verdict: REGRESSION (something changed beyond its margin, or a count that must be zero is not)\n")
+	} else {
+		b.WriteString("verdict: no change beyond the margins\n")
+	}
+	return b.String()
+}
