@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	cnins "github.com/containernetworking/plugins/pkg/ns"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
@@ -462,85 +463,63 @@ func (l *Lab) NSName(device string) string { return NSName(l.Name, device) }
 // NSName).
 func (l *Lab) NSPath(device string) string { return filepath.Join(NetnsDir, l.NSName(device)) }
 
-func (l *Lab) nsHandle(device string) (vnetns.NsHandle, error) {
+// netNS opens a device's namespace and checks it is the one this lab made (its recorded inode, or the
+// lab's mark when no inode was recorded), so Do and Handle never act on a namespace someone else mounted
+// at the name. The caller closes it.
+func (l *Lab) netNS(device string) (cnins.NetNS, error) {
 	e, ok := l.ns[device]
 	if !ok {
-		return -1, fmt.Errorf("lab %s has no device %q", l.Name, device)
+		return nil, fmt.Errorf("lab %s has no device %q", l.Name, device)
 	}
-	fd, err := unix.Open(l.NSPath(device), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	n, err := cnins.GetNS(l.NSPath(device))
 	if err != nil {
-		return -1, fmt.Errorf("open namespace of %s: %w", device, err)
+		return nil, fmt.Errorf("open namespace of %s: %w", device, err)
 	}
-	h := vnetns.NsHandle(fd)
 	if e.Ino == 0 && (l.State.Mark() == "" || !nsMarked(e.Name, l.State.Mark())) {
-		h.Close()
-		return -1, fmt.Errorf("namespace %s has no recorded inode and is not marked as lab %s's", e.Name, l.Name)
+		n.Close()
+		return nil, fmt.Errorf("namespace %s has no recorded inode and is not marked as lab %s's", e.Name, l.Name)
 	}
 	if e.Ino != 0 {
 		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil || st.Ino != e.Ino {
-			h.Close()
-			return -1, fmt.Errorf("namespace %s is not the one lab %s made", l.NSName(device), l.Name)
+		if err := unix.Fstat(int(n.Fd()), &st); err != nil || st.Ino != e.Ino {
+			n.Close()
+			return nil, fmt.Errorf("namespace %s is not the one lab %s made", l.NSName(device), l.Name)
 		}
 	}
-	return h, nil
+	return n, nil
 }
 
 // Handle returns a netlink handle bound to a device's namespace. The caller closes it. Prefer this to
 // Do for link and address work: it needs no thread switching.
 func (l *Lab) Handle(device string) (*netlink.Handle, error) {
-	ns, err := l.nsHandle(device)
+	n, err := l.netNS(device)
 	if err != nil {
 		return nil, err
 	}
-	defer ns.Close()
-	return netlink.NewHandleAt(ns)
+	defer n.Close()
+	return netlink.NewHandleAt(vnetns.NsHandle(n.Fd()))
 }
 
-// Do runs fn with the calling context's OS thread in device's namespace, for work that must create
-// something there (e.g. an AF_PACKET socket, which stays in the namespace after fn returns). fn runs
-// on a dedicated goroutine locked to its thread; if the thread cannot be switched back it is discarded
-// rather than returned to the scheduler. fn must not start goroutines expecting them to be in the
-// namespace: they run on other threads, in the caller's namespace.
+// Do runs fn in device's namespace, for work that must create something there (e.g. an AF_PACKET
+// socket, which stays in the namespace after fn returns). The switching is containernetworking's
+// pkg/ns: fn runs on a fresh goroutine locked to its thread, and a thread that cannot be switched back is
+// discarded rather than returned to the scheduler. fn must not start goroutines expecting them to be in
+// the namespace: they run on other threads, in the caller's namespace. A panic in fn is returned as an
+// error, after the thread has been switched back.
 func (l *Lab) Do(device string, fn func() error) error {
-	target, err := l.nsHandle(device)
+	n, err := l.netNS(device)
 	if err != nil {
 		return err
 	}
-	defer target.Close()
-	ch := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := vnetns.Get()
-		if err != nil {
-			runtime.UnlockOSThread()
-			ch <- err
-			return
-		}
-		defer orig.Close()
-		if err := vnetns.Set(target); err != nil {
-			runtime.UnlockOSThread() // setns failed: the thread did not move
-			ch <- err
-			return
-		}
-		var ferr error
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					ferr = fmt.Errorf("panic in namespace %s: %v", l.NSName(device), r)
-				}
-			}()
-			ferr = fn()
+	defer n.Close()
+	return n.Do(func(cnins.NetNS) (ferr error) {
+		defer func() {
+			if r := recover(); r != nil {
+				ferr = fmt.Errorf("panic in namespace %s: %v", l.NSName(device), r)
+			}
 		}()
-		if err := vnetns.Set(orig); err != nil {
-			// Leave the thread locked: it dies with this goroutine instead of serving others.
-			ch <- errors.Join(ferr, fmt.Errorf("switch back from %s: %w", l.NSName(device), err))
-			return
-		}
-		runtime.UnlockOSThread()
-		ch <- ferr
-	}()
-	return <-ch
+		return fn()
+	})
 }
 
 // Offloads reads the offload state of interface ifname in device's namespace.

@@ -119,6 +119,10 @@ func TestUpDownTiny(t *testing.T) {
 	}); err != nil {
 		t.Error(err)
 	}
+	// A panic inside the namespace comes back as an error, and the process goes on.
+	if err := lab.Do("s0", func() error { panic("boom") }); err == nil || !strings.Contains(err.Error(), "panic in namespace") {
+		t.Errorf("panic in Do: %v", err)
+	}
 	// A second Up of the same name is refused.
 	if _, err := Up(context.Background(), name, g, Options{}); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("second up: %v", err)

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"unsafe"
 
-	vnetns "github.com/vishvananda/netns"
+	cnins "github.com/containernetworking/plugins/pkg/ns"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,48 +39,16 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // OpenPacketPort opens interface ifname inside the namespace at nsPath (a bind mount such as
 // /run/netns/fl-lab-h0; "" means the caller's namespace). mtu sizes the receive buffers (0: MaxMTU).
 func OpenPacketPort(nsPath, ifname string, mtu int) (*PacketPort, error) {
+	if nsPath == "" {
+		return openPacketPort(ifname, mtu)
+	}
 	var p *PacketPort
-	err := inNamespace(nsPath, func() error {
+	err := cnins.WithNetNSPath(nsPath, func(cnins.NetNS) error {
 		var err error
 		p, err = openPacketPort(ifname, mtu)
 		return err
 	})
 	return p, err
-}
-
-// inNamespace runs fn on a locked thread switched into nsPath. If the thread cannot be switched back it
-// stays locked, and Go discards it when the goroutine exits, so no other goroutine runs in the lab's
-// namespace by accident.
-func inNamespace(nsPath string, fn func() error) error {
-	if nsPath == "" {
-		return fn()
-	}
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		orig, err := vnetns.Get()
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer orig.Close()
-		target, err := vnetns.GetFromPath(nsPath)
-		if err != nil {
-			errc <- fmt.Errorf("namespace %s: %w", nsPath, err)
-			return
-		}
-		defer target.Close()
-		if err := vnetns.Set(target); err != nil {
-			errc <- fmt.Errorf("entering namespace %s: %w", nsPath, wrapPerm(err))
-			return
-		}
-		ferr := fn()
-		if err := vnetns.Set(orig); err == nil {
-			runtime.UnlockOSThread()
-		}
-		errc <- ferr
-	}()
-	return <-errc
 }
 
 func openPacketPort(ifname string, mtu int) (*PacketPort, error) {
