@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/lab/topo"

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
 
 	"github.com/fabriclab/fabriclab/pkt"
 )

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // A Setting gives the spec field at Path (dotted: workload.0.load, switch.ecn.kmin; workload[0].load
