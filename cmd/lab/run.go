@@ -61,7 +61,12 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 				if err := checkTreeDir(out); err != nil {
 					return err
 				}
-				showProgress = false // several runs share the terminal: one line per finished run instead
+				showProgress = false                                       // several runs share the terminal: one line per finished run instead
+				stopProfiles, err := startProfiles(cpuprofile, memprofile) // the whole tree's, all its runs
+				if err != nil {
+					return err
+				}
+				defer stopProfiles()
 				return runTree(ctx, cmd.OutOrStdout(), args, runs, out, jobs, quiet)
 			}
 			if err := report.CheckExpect(s.Expect); err != nil {
@@ -74,24 +79,11 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 				return err
 			}
 			showProgress = !quiet
-			if cpuprofile != "" {
-				stopProfile, err := startCPUProfile(cpuprofile)
-				if err != nil {
-					return err
-				}
-				defer stopProfile()
+			stopProfiles, err := startProfiles(cpuprofile, memprofile)
+			if err != nil {
+				return err
 			}
-			if memprofile != "" {
-				stopHeap, err := startPeakHeapProfile(memprofile)
-				if err != nil {
-					return err
-				}
-				defer func() {
-					if herr := stopHeap(); herr != nil {
-						fmt.Fprintln(os.Stderr, herr)
-					}
-				}()
-			}
+			defer stopProfiles()
 			sum, res, err := runSpec(ctx, s, out)
 			if sum != nil && (!quiet || res.Fidelity != nil && !res.Fidelity.Faithful) {
 				printSummary(cmd, out, sum, quiet)
@@ -101,7 +93,7 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (default results/<spec name>)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing on success (and no progress bar)")
-	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write the run's CPU profile to this file (go tool pprof); the netns backend's agents: FABRICLAB_AGENT_CPUPROFILE")
+	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write the run's CPU profile to this file (go tool pprof; a run tree's: all its runs); the netns backend's agents: FABRICLAB_AGENT_CPUPROFILE")
 	cmd.Flags().StringVar(&memprofile, "memprofile", "", "write the heap profile of the collection that found the run's largest live heap to this file (go tool pprof)")
 	cmd.Flags().Var(&sampleEvery, "sample-every", "record every switch port's queue depth at this period (e.g. 10us) into queues.csv, for the queue-depth plot")
 	cmd.Flags().IntVar(&sweepFlags.seeds, "seeds", 0, "run each spec with this many seeds: its seed, seed+1, ... (replaces the spec's seeds:)")
@@ -114,6 +106,29 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 	cmd.Flags().BoolVar(&keepRunningOnDeadlock, "keep-running-on-deadlock", false,
 		"virtual backend: run to the spec's duration after the deadlock monitor fires (default: stop there)")
 	root.AddCommand(cmd)
+}
+
+// startProfiles starts --cpuprofile and --memprofile (either may be empty); stop writes them. A run tree
+// is profiled whole: one process runs all its runs.
+func startProfiles(cpuprofile, memprofile string) (stop func(), err error) {
+	stopCPU, stopHeap := func() {}, func() error { return nil }
+	if cpuprofile != "" {
+		if stopCPU, err = startCPUProfile(cpuprofile); err != nil {
+			return nil, err
+		}
+	}
+	if memprofile != "" {
+		if stopHeap, err = startPeakHeapProfile(memprofile); err != nil {
+			stopCPU()
+			return nil, err
+		}
+	}
+	return func() {
+		stopCPU()
+		if herr := stopHeap(); herr != nil {
+			fmt.Fprintln(os.Stderr, herr)
+		}
+	}, nil
 }
 
 // startCPUProfile writes this process's CPU profile to path until the returned stop is called.
@@ -333,12 +348,27 @@ func tempRunDir(out string) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	return os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".incomplete-")
+	// What earlier runs killed here left (their owner is gone) goes first.
+	if _, err := cleanIncomplete(parent, os.Stderr); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".incomplete-")
+	if err != nil {
+		return "", err
+	}
+	if err := markIncomplete(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return tmp, nil
 }
 
 // commitRunDir puts the finished run directory tmp at out, replacing a previous run there.
 func commitRunDir(tmp, out string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := os.Remove(filepath.Join(tmp, incompleteOwner)); err != nil && !os.IsNotExist(err) {
 		return err
 	}
 	old := ""

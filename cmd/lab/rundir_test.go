@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/fabriclab/fabriclab/lab/spec"
 )
@@ -43,6 +46,110 @@ func TestRunRefusesOutThatIsAFile(t *testing.T) {
 	for _, e := range ents {
 		if strings.Contains(e.Name(), ".incomplete-") {
 			t.Fatalf("left %s behind", e.Name())
+		}
+	}
+}
+
+// TestKilledRunLeavesNothingForever: a lab run killed with SIGKILL leaves its hidden incomplete
+// directory; the next run into the same place removes it (it used to stay forever, unmarked: issue 23,
+// defect 10), and lab clean's sweep does the same.
+func TestKilledRunLeavesNothingForever(t *testing.T) {
+	if out := os.Getenv("FABRICLAB_KILLED_RUN_OUT"); out != "" {
+		s, err := spec.Load(os.Getenv("FABRICLAB_KILLED_RUN_SPEC"))
+		if err != nil {
+			panic(err)
+		}
+		showProgress = false
+		runSpec(context.Background(), s, out)
+		return
+	}
+	dir := t.TempDir()
+	p := writeTreeSpec(t, dir, "long", "virtual", "")
+	long := strings.NewReplacer("duration: 3ms", "duration: 10s", "duration: 300us", "duration: 100ms").Replace(mustRead(t, p))
+	if err := os.WriteFile(p, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "res", "long")
+	incomplete := func() []string {
+		m, _ := filepath.Glob(filepath.Join(dir, "res", ".long.incomplete-*"))
+		return m
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 2; round++ {
+		cmd := exec.Command(exe, "-test.run=^TestKilledRunLeavesNothingForever$")
+		cmd.Env = append(os.Environ(), "FABRICLAB_KILLED_RUN_OUT="+out, "FABRICLAB_KILLED_RUN_SPEC="+p)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(20 * time.Second); len(incomplete()) == 0 && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond)
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		left := incomplete()
+		if len(left) != 1 {
+			t.Fatalf("round %d: %d incomplete directories after the kill: %v", round, len(left), left)
+		}
+		if round == 0 { // the next run cleans it
+			s, err := spec.Load(writeTreeSpec(t, dir, "long", "virtual", ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			showProgress = false
+			if _, _, err := runSpec(context.Background(), s, out); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(out, incompleteOwner)); err == nil {
+				t.Fatalf("the finished run directory kept its owner file")
+			}
+		} else { // lab clean does
+			if _, err := cleanIncomplete(filepath.Join(dir, "res"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if left := incomplete(); len(left) != 0 {
+			t.Fatalf("round %d: still there after cleaning: %v", round, left)
+		}
+		if err := os.WriteFile(p, []byte(long), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestProfilesOnTrees: --cpuprofile and --memprofile act on a run tree too (they were silently ignored
+// whenever a run became a tree: issue 23, defect 10).
+func TestProfilesOnTrees(t *testing.T) {
+	dir := t.TempDir()
+	p := writeTreeSpec(t, dir, "prof", "virtual", "")
+	cpu, mem := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "mem.pprof")
+	root.SetArgs([]string{"run", p, "--seeds", "2", "-q", "-o", filepath.Join(dir, "tree"), "--cpuprofile", cpu, "--memprofile", mem})
+	defer func() {
+		sweepFlags.seeds = 0
+		root.SetArgs(nil)
+		run, _, _ := root.Find([]string{"run"})
+		for _, f := range []string{"cpuprofile", "memprofile", "out", "quiet"} {
+			run.Flags().Set(f, run.Flags().Lookup(f).DefValue)
+		}
+	}()
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{cpu, mem} {
+		if fi, err := os.Stat(f); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: not written (%v)", f, err)
 		}
 	}
 }
