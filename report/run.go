@@ -18,9 +18,10 @@ import (
 
 // Files lab run adds to a run directory beside WriteRunDir's.
 const (
-	QueuesFile   = "queues.csv" // queue samples (when the run sampled queues)
-	ScheduleFile = "flow.txt"   // the flow schedule in HPCC's flow.txt format
-	SpecFile     = "spec.yaml"  // the resolved spec
+	QueuesFile        = "queues.csv" // queue samples (when the run sampled queues)
+	ScheduleFile      = "flow.txt"   // the flow schedule in HPCC's flow.txt format
+	HTSimScheduleFile = "flow.cm"    // the same schedule as an htsim connection matrix, dependencies included
+	SpecFile          = "spec.yaml"  // the resolved spec
 )
 
 // WriteQueuesCSV writes queue samples: at_s,device,name,port,queue,bytes (time order; queue -1 is the

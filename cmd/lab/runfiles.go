@@ -52,8 +52,11 @@ func (t *timeFlag) Set(v string) error {
 }
 func (t timeFlag) Clock() clock.Time { return clock.Time(t) }
 
-// writeSchedule writes the flow schedule as HPCC's flow.txt (and flow.cm, see below) before the run starts, so the exact
-// workload of a run (interrupted or not) can be replayed by lab or by the HPCC simulator.
+// writeSchedule writes the flow schedule before the run starts, as HPCC's flow.txt and as an htsim
+// connection matrix (flow.cm, current csg-htsim syntax: starts in picoseconds), so the exact workload of
+// a run (interrupted or not) can be replayed by lab, by the HPCC simulator or by htsim (the matched
+// comparison, lab/experiments/matched-htsim/README.md). flow.txt cannot say "starts when these
+// complete"; flow.cm can, so only flow.cm keeps a schedule's dependencies (ps, moe, htsim triggers).
 func writeSchedule(out string, l *lab.Lab) error {
 	s := make(traffic.Schedule, len(l.Flows))
 	for i, f := range l.Flows {
@@ -66,18 +69,11 @@ func writeSchedule(out string, l *lab.Lab) error {
 	if err := os.WriteFile(filepath.Join(out, report.ScheduleFile), b.Bytes(), 0o644); err != nil {
 		return err
 	}
-	// flow.txt cannot say "starts when these complete"; an htsim connection matrix can, so a schedule
-	// with dependencies (ps, moe, htsim triggers) is also written as flow.cm.
-	for _, f := range s {
-		if len(f.After) > 0 {
-			b.Reset()
-			if err := traffic.WriteHTSim(&b, s, len(l.Graph.Hosts)); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(out, "flow.cm"), b.Bytes(), 0o644)
-		}
+	b.Reset()
+	if err := traffic.WriteHTSim(&b, s, len(l.Graph.Hosts)); err != nil {
+		return err
 	}
-	return nil
+	return os.WriteFile(filepath.Join(out, report.HTSimScheduleFile), b.Bytes(), 0o644)
 }
 
 // writeSamples writes queues.csv when the run sampled queues.
