@@ -24,8 +24,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// The live-lab commands: each builds its cobra command, so init only lists them.
 func init() {
-	root.AddCommand(&cobra.Command{
+	root.AddCommand(execCommand(), inspectCommand(), watchCommand(), linkCommand(), captureCommand())
+}
+
+// execCommand: lab exec LAB DEVICE [-- COMMAND...].
+func execCommand() *cobra.Command {
+	return &cobra.Command{
 		Use:   "exec LAB DEVICE [-- COMMAND [ARG...]]",
 		Short: "Run a command in a device's namespace (a shell when none is given); host names resolve",
 		Long: "Run COMMAND inside DEVICE's network namespace with `ip netns exec`, which also mounts the lab's " +
@@ -62,8 +68,11 @@ func init() {
 			// Replaces this process: the terminal, signals and the exit status are the command's.
 			return syscall.Exec(ip, argv, os.Environ())
 		},
-	})
+	}
+}
 
+// inspectCommand: lab inspect LAB [--json].
+func inspectCommand() *cobra.Command {
 	var asJSON bool
 	inspect := &cobra.Command{
 		Use:   "inspect LAB",
@@ -84,8 +93,11 @@ func init() {
 		},
 	}
 	inspect.Flags().BoolVar(&asJSON, "json", false, "JSON (the harness/live.Inspect structure)")
-	root.AddCommand(inspect)
+	return inspect
+}
 
+// watchCommand: lab watch LAB [--every D] [--count N].
+func watchCommand() *cobra.Command {
 	var every time.Duration
 	var count int
 	watch := &cobra.Command{
@@ -122,9 +134,12 @@ func init() {
 	}
 	watch.Flags().DurationVar(&every, "every", time.Second, "refresh period")
 	watch.Flags().IntVar(&count, "count", 0, "stop after this many refreshes (0: until Ctrl-C)")
-	root.AddCommand(watch)
+	return watch
+}
 
-	root.AddCommand(&cobra.Command{
+// linkCommand: lab link LAB A B (down | up | set ...).
+func linkCommand() *cobra.Command {
+	return &cobra.Command{
 		Use:   "link LAB A B (down | up | set [loss=P%] [delay=T])",
 		Short: "Fail, repair or impair the cable(s) between devices A and B of a live lab, in the switch engines",
 		Long: "down drops every frame on the cable both ways and recomputes the switches' ECMP tables without it " +
@@ -154,8 +169,11 @@ func init() {
 			}
 			return nil
 		},
-	})
+	}
+}
 
+// captureCommand: lab capture LAB DEVICE:pN [-w FILE] [--for D].
+func captureCommand() *cobra.Command {
 	var out string
 	var dur time.Duration
 	capture := &cobra.Command{
@@ -197,7 +215,7 @@ func init() {
 	}
 	capture.Flags().StringVarP(&out, "write", "w", "", "pcap file")
 	capture.Flags().DurationVar(&dur, "for", 0, "stop after this long (wall time; 0: until Ctrl-C)")
-	root.AddCommand(capture)
+	return capture
 }
 
 // parseFault reads loss=P% (or a fraction) and delay=T.
