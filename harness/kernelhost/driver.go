@@ -81,44 +81,80 @@ const hdrLen = 16 // flow id (8), size (8): sent when the connection is made, be
 // arrives. FCT = receiver's last byte - scheduled start, both on CLOCK_MONOTONIC. Sockets are created in
 // their host's namespace (inside netns.Lab.Do) and used from ordinary goroutines afterwards.
 func Run(ctx context.Context, l *netns.Lab, flows []Flow, opts Options) (*Result, error) {
-	if opts.Device == nil {
-		opts.Device = func(h int) string { return fmt.Sprintf("h%d", h) }
-	}
-	if opts.Port == 0 {
-		opts.Port = 5201
-	}
-	if opts.Lead <= 0 {
-		opts.Lead = 20 * time.Millisecond
-	}
-	var last time.Duration
-	ids := map[uint32]bool{}
-	for i, f := range flows {
-		switch {
-		case f.Src == f.Dst:
-			return nil, fmt.Errorf("flow %d: source and destination are both h%d", f.ID, f.Src)
-		case f.Size <= 0:
-			return nil, fmt.Errorf("flow %d: size %d must be positive", f.ID, f.Size)
-		case f.At < 0:
-			return nil, fmt.Errorf("flow %d: start %v is negative", f.ID, f.At)
-		case ids[f.ID]:
-			return nil, fmt.Errorf("flow %d (entry %d): duplicate id", f.ID, i)
-		case !wire.HostIP(f.Src).IsValid() || !wire.HostIP(f.Dst).IsValid():
-			return nil, fmt.Errorf("flow %d: host index out of range", f.ID)
-		}
-		ids[f.ID] = true
-		last = max(last, f.At)
+	opts.setDefaults()
+	last, err := checkFlows(flows)
+	if err != nil {
+		return nil, err
 	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = 60*time.Second + last
 	}
-
 	r := &run{opts: opts, flows: map[uint32]*Flow{}, done: map[uint32]int64{}, allIn: make(chan struct{})}
 	for i := range flows {
 		r.flows[flows[i].ID] = &flows[i]
 	}
 	defer r.closeAll()
+	if err := r.listen(l, flows); err != nil {
+		return nil, err
+	}
+	conns, err := r.dial(l, flows)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.waitHeaders(ctx, len(flows)); err != nil {
+		return nil, err
+	}
+	epoch := opts.Epoch
+	if epoch == 0 {
+		epoch = Monotonic() + opts.Lead.Nanoseconds()
+	} else if epoch < Monotonic() {
+		return nil, fmt.Errorf("epoch lies %v in the past once connections are up", time.Duration(Monotonic()-epoch))
+	}
+	r.epoch = epoch
+	stats, runErr := r.sendAll(ctx, conns, flows)
+	res := r.result(flows, stats)
+	if runErr == nil {
+		runErr = r.firstErr()
+	}
+	return res, runErr
+}
 
-	// Listeners, one per destination host, each opened inside its namespace.
+func (o *Options) setDefaults() {
+	if o.Device == nil {
+		o.Device = func(h int) string { return fmt.Sprintf("h%d", h) }
+	}
+	if o.Port == 0 {
+		o.Port = 5201
+	}
+	if o.Lead <= 0 {
+		o.Lead = 20 * time.Millisecond
+	}
+}
+
+// checkFlows refuses a schedule the driver cannot carry, naming the flow, and returns the last start.
+func checkFlows(flows []Flow) (last time.Duration, err error) {
+	ids := map[uint32]bool{}
+	for i, f := range flows {
+		switch {
+		case f.Src == f.Dst:
+			return 0, fmt.Errorf("flow %d: source and destination are both h%d", f.ID, f.Src)
+		case f.Size <= 0:
+			return 0, fmt.Errorf("flow %d: size %d must be positive", f.ID, f.Size)
+		case f.At < 0:
+			return 0, fmt.Errorf("flow %d: start %v is negative", f.ID, f.At)
+		case ids[f.ID]:
+			return 0, fmt.Errorf("flow %d (entry %d): duplicate id", f.ID, i)
+		case !wire.HostIP(f.Src).IsValid() || !wire.HostIP(f.Dst).IsValid():
+			return 0, fmt.Errorf("flow %d: host index out of range", f.ID)
+		}
+		ids[f.ID] = true
+		last = max(last, f.At)
+	}
+	return last, nil
+}
+
+// listen opens one listener per destination host, each inside its namespace, and accepts on it.
+func (r *run) listen(l *netns.Lab, flows []Flow) error {
 	for _, f := range flows {
 		if _, ok := r.lns[f.Dst]; ok {
 			continue
@@ -127,33 +163,36 @@ func Run(ctx context.Context, l *netns.Lab, flows []Flow, opts Options) (*Result
 			r.lns = map[int]*net.TCPListener{}
 		}
 		var ln *net.TCPListener
-		err := l.Do(opts.Device(f.Dst), func() error {
+		err := l.Do(r.opts.Device(f.Dst), func() error {
 			var err error
-			lc := net.ListenConfig{Control: opts.control}
-			nl, err := lc.Listen(context.Background(), "tcp4", net.JoinHostPort(wire.HostIP(f.Dst).String(), fmt.Sprint(opts.Port)))
+			lc := net.ListenConfig{Control: r.opts.control}
+			nl, err := lc.Listen(context.Background(), "tcp4", net.JoinHostPort(wire.HostIP(f.Dst).String(), fmt.Sprint(r.opts.Port)))
 			if err == nil {
 				ln = nl.(*net.TCPListener)
 			}
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("receiver h%d: listen: %w", f.Dst, err)
+			return fmt.Errorf("receiver h%d: listen: %w", f.Dst, err)
 		}
 		r.lns[f.Dst] = ln
 		r.wg.Add(1)
 		go r.accept(ln)
 	}
+	return nil
+}
 
-	// Connections, each dialled inside its source's namespace. The header tells the receiver which flow
-	// it is and how long; it crosses the fabric now, before the clock starts.
+// dial makes each flow's connection inside its source's namespace. The header tells the receiver which
+// flow it is and how long; it crosses the fabric now, before the clock starts.
+func (r *run) dial(l *netns.Lab, flows []Flow) ([]*net.TCPConn, error) {
 	conns := make([]*net.TCPConn, len(flows))
 	for i, f := range flows {
 		var c net.Conn
-		err := l.Do(opts.Device(f.Src), func() error {
+		err := l.Do(r.opts.Device(f.Src), func() error {
 			d := net.Dialer{LocalAddr: &net.TCPAddr{IP: wire.HostIP(f.Src).AsSlice()}, Timeout: 5 * time.Second,
-				Control: opts.control}
+				Control: r.opts.control}
 			var err error
-			c, err = d.Dial("tcp4", net.JoinHostPort(wire.HostIP(f.Dst).String(), fmt.Sprint(opts.Port)))
+			c, err = d.Dial("tcp4", net.JoinHostPort(wire.HostIP(f.Dst).String(), fmt.Sprint(r.opts.Port)))
 			return err
 		})
 		if err != nil {
@@ -168,28 +207,31 @@ func Run(ctx context.Context, l *netns.Lab, flows []Flow, opts Options) (*Result
 			return nil, fmt.Errorf("flow %d: header: %w", f.ID, err)
 		}
 	}
-	// Wait until every receiver has read its header: then the schedule's clock can start.
+	return conns, nil
+}
+
+// waitHeaders waits until every receiver has read its header: then the schedule's clock can start.
+func (r *run) waitHeaders(ctx context.Context, n int) error {
 	hdrTimeout := time.After(10 * time.Second)
-	for r.headers() < len(flows) {
+	for r.headers() < n {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ctx.Err()
 		case <-hdrTimeout:
-			return nil, fmt.Errorf("only %d of %d flows reached their receiver within 10 s of connecting", r.headers(), len(flows))
+			return fmt.Errorf("only %d of %d flows reached their receiver within 10 s of connecting", r.headers(), n)
 		case <-time.After(time.Millisecond):
 		}
 		if err := r.firstErr(); err != nil {
-			return nil, err
+			return err
 		}
 	}
+	return nil
+}
 
-	epoch := opts.Epoch
-	if epoch == 0 {
-		epoch = Monotonic() + opts.Lead.Nanoseconds()
-	} else if epoch < Monotonic() {
-		return nil, fmt.Errorf("epoch lies %v in the past once connections are up", time.Duration(Monotonic()-epoch))
-	}
-	r.epoch = epoch
+// sendAll sends every flow at its start from its own goroutine and waits until all have arrived, the
+// context ends or the timeout after the epoch passes (then it closes every socket, which unblocks the
+// senders and receivers).
+func (r *run) sendAll(ctx context.Context, conns []*net.TCPConn, flows []Flow) ([]Stat, error) {
 	stats := make([]Stat, len(flows))
 	var swg sync.WaitGroup
 	for i := range flows {
@@ -203,7 +245,7 @@ func Run(ctx context.Context, l *netns.Lab, flows []Flow, opts Options) (*Result
 			}
 		}(i)
 	}
-	deadline := time.Duration(epoch-Monotonic()) + opts.Timeout
+	deadline := time.Duration(r.epoch-Monotonic()) + r.opts.Timeout
 	timer := time.NewTimer(deadline)
 	defer timer.Stop()
 	var runErr error
@@ -212,20 +254,24 @@ func Run(ctx context.Context, l *netns.Lab, flows []Flow, opts Options) (*Result
 	case <-ctx.Done():
 		runErr = ctx.Err()
 	case <-timer.C:
-		runErr = fmt.Errorf("%d of %d flows did not finish within %v of the epoch", len(flows)-r.finished(), len(flows), opts.Timeout)
+		runErr = fmt.Errorf("%d of %d flows did not finish within %v of the epoch", len(flows)-r.finished(), len(flows), r.opts.Timeout)
 	}
 	if runErr != nil {
-		r.closeAll() // unblocks senders and receivers
+		r.closeAll()
 	}
 	swg.Wait()
+	return stats, runErr
+}
 
-	res := &Result{Epoch: epoch, Stats: stats}
+// result makes the flow records: times after the epoch, the sender's retransmissions, in id order.
+func (r *run) result(flows []Flow, stats []Stat) *Result {
+	res := &Result{Epoch: r.epoch, Stats: stats}
 	r.mu.Lock()
 	for _, f := range flows {
-		rec := records.Flow{ID: f.ID, Src: int32(f.Src), Dst: int32(f.Dst), DPort: opts.Port, Size: f.Size,
+		rec := records.Flow{ID: f.ID, Src: int32(f.Src), Dst: int32(f.Dst), DPort: r.opts.Port, Size: f.Size,
 			Start: clock.FromDuration(f.At), Ideal: f.Ideal, Class: f.Class}
 		if fin, ok := r.done[f.ID]; ok {
-			rec.Finish = clock.Time(fin-epoch) * clock.Nanosecond
+			rec.Finish = clock.Time(fin-r.epoch) * clock.Nanosecond
 			rec.Completed = true
 			rec.Delivered = f.Size
 		}
@@ -236,10 +282,7 @@ func Run(ctx context.Context, l *netns.Lab, flows []Flow, opts Options) (*Result
 		res.Flows[i].Retransmits = stats[i].Retransmits
 	}
 	sort.Slice(res.Flows, func(i, j int) bool { return res.Flows[i].ID < res.Flows[j].ID })
-	if runErr == nil {
-		runErr = r.firstErr()
-	}
-	return res, runErr
+	return res
 }
 
 // control sets the congestion control on a socket before it connects or listens.
