@@ -229,10 +229,12 @@ func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, er
 	return lab, nil
 }
 
+// bringUp makes the lab in three phases, each timed for opts.Progress: namespaces, veth pairs, then
+// every port's offloads and link state.
 func bringUp(ctx context.Context, name string, g *topo.Graph, opts Options, rec *recorder) (*Lab, error) {
-	progress := func(phase string, done, total int, t0 time.Time) {
+	progress := func(phase string, total int, t0 time.Time) {
 		if opts.Progress != nil {
-			opts.Progress(phase, done, total, time.Since(t0))
+			opts.Progress(phase, total, total, time.Since(t0))
 		}
 	}
 	conns := make([]*nsConn, len(g.Nodes))
@@ -241,19 +243,41 @@ func bringUp(ctx context.Context, name string, g *topo.Graph, opts Options, rec 
 			c.close()
 		}
 	}()
+	t0 := time.Now()
+	if err := makeNamespaces(ctx, name, g, opts, rec, conns); err != nil {
+		return nil, err
+	}
+	progress("namespaces", len(g.Nodes), t0)
+	t1 := time.Now()
+	if err := makeVeths(ctx, name, g, opts, rec, conns); err != nil {
+		return nil, err
+	}
+	progress("links", len(g.Links), t1)
+	t2 := time.Now()
+	if err := configurePorts(ctx, name, g, opts, conns); err != nil {
+		return nil, err
+	}
+	progress("configure", len(g.Nodes), t2)
+	if err := rec.update(func(s *State) { s.Complete = true }); err != nil {
+		return nil, err
+	}
+	st := rec.st
+	return newLab(&st, g), nil
+}
 
-	// Phase 1: namespaces, in parallel (the kernel creates network namespaces concurrently).
+// makeNamespaces is bring-up's phase 1: one namespace per device, in parallel (the kernel creates
+// network namespaces concurrently); conns[i] is device i's once made.
+func makeNamespaces(ctx context.Context, name string, g *topo.Graph, opts Options, rec *recorder, conns []*nsConn) error {
 	// The state file lists the whole batch before any is made, then records each one's inode once made
 	// and forgets the ones never made. One write per batch instead of one per object: a state write
 	// (marshal, fsync, rename, directory fsync) costs more than creating a namespace here (0.6-0.9 ms
 	// against ~0.4 ms), and listing a batch up front is as safe: Down skips names that do not exist.
-	t0 := time.Now()
 	if err := rec.update(func(s *State) {
 		for _, n := range g.Nodes {
 			s.Namespaces = append(s.Namespaces, NSEntry{Name: NSName(name, n.Name), Device: n.Name})
 		}
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	err := parallel(ctx, len(g.Nodes), opts.Workers, func() (func(), error) { return func() {}, nil },
 		func(i int) error {
@@ -274,18 +298,17 @@ func bringUp(ctx context.Context, name string, g *topo.Graph, opts Options, rec 
 			}
 		}
 	}); uerr != nil {
-		return nil, errors.Join(err, uerr)
+		return errors.Join(err, uerr)
 	}
-	if err != nil {
-		return nil, err
-	}
-	progress("namespaces", len(g.Nodes), len(g.Nodes), t0)
+	return err
+}
 
-	// Phase 2: veth pairs, each end born in its namespace (IFLA_NET_NS_FD on both ends), so no
-	// interface ever appears in the caller's namespace and names need only be unique per device.
+// makeVeths is bring-up's phase 2: the veth pairs, each end born in its namespace (IFLA_NET_NS_FD on
+// both ends), so no interface ever appears in the caller's namespace and names need only be unique per
+// device.
+func makeVeths(ctx context.Context, name string, g *topo.Graph, opts Options, rec *recorder, conns []*nsConn) error {
 	// Made one at a time: every RTM_NEWLINK takes RTNL, and on this 2-CPU VM 128 veths took 32-44 ms
 	// from one worker against 52-85 ms from 2-8 workers contending for it.
-	t1 := time.Now()
 	ents := make([]LinkEntry, len(g.Links))
 	for i, l := range g.Links {
 		ents[i] = LinkEntry{Index: i,
@@ -295,11 +318,11 @@ func bringUp(ctx context.Context, name string, g *topo.Graph, opts Options, rec 
 	// Listed as a batch before any is made, like the namespaces. Links live inside our namespaces
 	// and die with them, so this record is for Status and people, not for teardown.
 	if err := rec.update(func(s *State) { s.Links = append(s.Links, ents...) }); err != nil {
-		return nil, err
+		return err
 	}
 	const linkWorkers = 1
 	handles := make(chan *netlink.Handle, linkWorkers)
-	err = parallel(ctx, len(g.Links), linkWorkers,
+	err := parallel(ctx, len(g.Links), linkWorkers,
 		func() (func(), error) {
 			h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 			if err != nil {
@@ -330,15 +353,13 @@ func bringUp(ctx context.Context, name string, g *topo.Graph, opts Options, rec 
 	for h := range handles {
 		h.Close()
 	}
-	if err != nil {
-		return nil, err
-	}
-	progress("links", len(g.Links), len(g.Links), t1)
+	return err
+}
 
-	// Phase 3: per namespace, offloads then up. Runs through the handles opened inside each namespace,
-	// so any goroutine may do it.
-	t2 := time.Now()
-	err = parallel(ctx, len(g.Nodes), opts.Workers, func() (func(), error) { return func() {}, nil },
+// configurePorts is bring-up's phase 3: per namespace, offloads off (unless kept) then every port up.
+// It runs through the handles opened inside each namespace, so any goroutine may do it.
+func configurePorts(ctx context.Context, name string, g *topo.Graph, opts Options, conns []*nsConn) error {
+	return parallel(ctx, len(g.Nodes), opts.Workers, func() (func(), error) { return func() {}, nil },
 		func(i int) error {
 			c := conns[i]
 			for p := range g.Nodes[i].Ports {
@@ -358,15 +379,6 @@ func bringUp(ctx context.Context, name string, g *topo.Graph, opts Options, rec 
 			}
 			return nil
 		})
-	if err != nil {
-		return nil, err
-	}
-	progress("configure", len(g.Nodes), len(g.Nodes), t2)
-	if err := rec.update(func(s *State) { s.Complete = true }); err != nil {
-		return nil, err
-	}
-	st := rec.st
-	return newLab(&st, g), nil
 }
 
 // parallel runs fn(0..n-1) on up to workers goroutines, stopping dispatch at the first error or when
