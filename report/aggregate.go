@@ -24,14 +24,16 @@ type Setting struct {
 
 // ManifestRun is one run of a tree.
 type ManifestRun struct {
-	Dir    string    `json:"dir"`  // relative to the tree
-	Name   string    `json:"name"` // the spec's name
-	Spec   string    `json:"spec"` // the spec file
-	Seed   int64     `json:"seed"`
-	Set    []Setting `json:"set,omitempty"`
-	Status string    `json:"status"` // pending, done, failed, unfaithful (netns fidelity), interrupted, not run
-	Error  string    `json:"error,omitempty"`
-	WallS  float64   `json:"wall_s,omitempty"`
+	Dir  string    `json:"dir"`  // relative to the tree
+	Name string    `json:"name"` // the spec's name
+	Spec string    `json:"spec"` // the spec file
+	Seed int64     `json:"seed"`
+	Set  []Setting `json:"set,omitempty"`
+	// Status: pending, done, failed, unfaithful (netns fidelity), interrupted, not run. A run's status
+	// file (StatusSuffix), when there is one, overrides it.
+	Status string  `json:"status"`
+	Error  string  `json:"error,omitempty"`
+	WallS  float64 `json:"wall_s,omitempty"`
 }
 
 // ManifestAxis is a swept field and its values in sweep order.
@@ -141,8 +143,21 @@ func LoadTrees(dirs []string) (*Tree, error) {
 		}
 		for _, mr := range m.Runs {
 			dir := filepath.Join(d, mr.Dir)
-			if mr.Status != "done" {
+			// The run's status file, written by whichever process ran it, is authoritative; the
+			// manifest's status only stands for trees written before status files.
+			st, err := ReadRunStatus(d, mr.Dir)
+			switch {
+			case err != nil:
+				t.Skipped = append(t.Skipped, fmt.Sprintf("%s: status unreadable (%v)", dir, err))
+				continue
+			case st != nil && st.Status != "done":
+				t.Skipped = append(t.Skipped, fmt.Sprintf("%s: %s", dir, st.describe()))
+				continue
+			case st == nil && mr.Status != "done":
 				s := fmt.Sprintf("%s: %s", dir, mr.Status)
+				if mr.Status == "pending" {
+					s = fmt.Sprintf("%s: not started (no %s)", dir, filepath.Base(mr.Dir)+StatusSuffix)
+				}
 				if mr.Error != "" {
 					s += " (" + mr.Error + ")"
 				}

@@ -37,7 +37,13 @@ keeps what was measured so far.
 Several specs, --seeds N (or the spec's seeds:) and --set path=v1,v2,... (or the spec's sweep: block)
 make a run tree instead: DIR/[<spec name>/][<path=value,...>/]seed-<n>/, one run directory each, and
 DIR/manifest.json saying which has which seed and values; lab report DIR aggregates it. Every run is
-checked before any starts; virtual runs go -j at a time (default: the cores), netns runs one at a time.`,
+checked before any starts; virtual runs go -j at a time (default: the cores), netns runs one at a time.
+A tree of more runs than the work budget allows (--budget runs=N, default 10000) is refused before any
+is made.
+
+As a cluster job: --list prints the tree's runs with their indices, and --index I (or --index env in a
+Kubernetes Indexed Job or a Slurm array) runs only run I into the tree -o names, which many processes
+can fill at once; each run leaves DIR.status.json, and lab report aggregates what is done.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -47,27 +53,9 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 				return err
 			}
 			if multi {
-				runs, err := planRuns(args)
-				if err != nil {
-					return err
-				}
-				jobs, err := runJobs(runs, sweepFlags.jobs)
-				if err != nil {
-					return err
-				}
-				if out == "" {
-					out = filepath.Join("results", runs[0].pt.Spec.Name)
-				}
-				if err := checkTreeDir(out); err != nil {
-					return err
-				}
-				showProgress = false                                       // several runs share the terminal: one line per finished run instead
-				stopProfiles, err := startProfiles(cpuprofile, memprofile) // the whole tree's, all its runs
-				if err != nil {
-					return err
-				}
-				defer stopProfiles()
-				return runTree(ctx, cmd.OutOrStdout(), args, runs, out, jobs, quiet)
+				// Profiles, when asked, cover the whole tree: all its runs (or the one --index runs).
+				profiles := func() (func(), error) { return startProfiles(cpuprofile, memprofile) }
+				return runTreeCommand(ctx, cmd.OutOrStdout(), args, out, quiet, profiles)
 			}
 			if err := report.CheckExpect(s.Expect); err != nil {
 				return err
@@ -99,6 +87,9 @@ checked before any starts; virtual runs go -j at a time (default: the cores), ne
 	cmd.Flags().IntVar(&sweepFlags.seeds, "seeds", 0, "run each spec with this many seeds: its seed, seed+1, ... (replaces the spec's seeds:)")
 	cmd.Flags().StringArrayVar(&sweepFlags.sets, "set", nil, "sweep a spec field by path: --set workload.0.load=0.3,0.5,0.7 (repeat for more axes; one value just sets it)")
 	cmd.Flags().IntVarP(&sweepFlags.jobs, "jobs", "j", 0, "run trees: runs at once (default and maximum: the cores; netns: 1)")
+	cmd.Flags().BoolVar(&sweepFlags.list, "list", false, "run trees: print every run's index and directory (nothing runs)")
+	cmd.Flags().BoolVar(&sweepFlags.json, "json", false, "with --list: print the runs as JSON")
+	cmd.Flags().StringVar(&sweepFlags.index, "index", "", "run trees: run only run I (see --list) into the tree, which other processes fill too; env: $JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or $SLURM_ARRAY_TASK_ID")
 	cmd.Flags().BoolVar(&meters, "meters", true,
 		"virtual backend: per-link and per-flow byte meters (links.csv, flow_rate.csv, the heatmaps); false saves their memory on long runs at scale (fat-tree k=12 incast: 399 -> 160 MB)")
 	cmd.Flags().BoolVar(&checkFrames, "check-frames", true,

@@ -49,19 +49,19 @@ func TestRunTreeAndAggregate(t *testing.T) {
 	sweepFlags.seeds, sweepFlags.sets, sweepFlags.jobs = 2, []string{"workload.0.load=0.3,0.6"}, 0
 	defer func() { sweepFlags.seeds, sweepFlags.sets = 0, nil }()
 	files := []string{a, b}
-	runs, err := planRuns(files)
+	p, err := planRuns(context.Background(), files)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(runs) != 8 || runs[0].dir != filepath.Join("a", "workload.0.load=0.3", "seed-1") {
-		t.Fatalf("%d runs, first %s", len(runs), runs[0].dir)
+	if p.n != 8 || p.at(0).dir != filepath.Join("a", "workload.0.load=0.3", "seed-1") {
+		t.Fatalf("%d runs, first %s", p.n, p.at(0).dir)
 	}
-	jobs, err := runJobs(runs, 0)
+	jobs, err := runJobs(p, 0)
 	if err != nil || jobs < 1 {
 		t.Fatal(jobs, err)
 	}
 	out := filepath.Join(dir, "tree")
-	if err := runTree(context.Background(), io.Discard, files, runs, out, max(jobs, 2), true); err != nil {
+	if err := runTree(context.Background(), io.Discard, p, out, max(jobs, 2), true); err != nil {
 		t.Fatal(err)
 	}
 	var m report.Manifest
@@ -75,7 +75,10 @@ func TestRunTreeAndAggregate(t *testing.T) {
 		}
 	}
 	// The same point run alone gives the same summary, byte for byte.
-	last := runs[7]
+	last, err := p.make(7)
+	if err != nil {
+		t.Fatal(err)
+	}
 	alone := filepath.Join(dir, "alone")
 	if _, _, err := runSpec(context.Background(), last.pt.Spec, alone); err != nil {
 		t.Fatal(err)
@@ -141,31 +144,31 @@ func TestRunTreeRefusals(t *testing.T) {
 	a := writeTreeSpec(t, dir, "a", "virtual", "")
 	defer func() { sweepFlags.seeds, sweepFlags.sets = 0, nil }()
 	sweepFlags.seeds, sweepFlags.sets = 1, []string{"workload.0.load=0.5,1.5"}
-	if _, err := planRuns([]string{a}); err == nil || !strings.Contains(err.Error(), "workload.0.load=1.5") {
+	if _, err := planRuns(context.Background(), []string{a}); err == nil || !strings.Contains(err.Error(), "workload.0.load=1.5") {
 		t.Errorf("bad sweep value: %v", err)
 	}
 	sweepFlags.sets = nil
 	bad := writeTreeSpec(t, dir, "bad", "virtual", "expect: {avg_fct_reduction_vs_irn: {value: 1, source: x}}\n")
-	if _, err := planRuns([]string{a, bad}); err == nil || !strings.Contains(err.Error(), "expect.avg_fct_reduction_vs_irn") {
+	if _, err := planRuns(context.Background(), []string{a, bad}); err == nil || !strings.Contains(err.Error(), "expect.avg_fct_reduction_vs_irn") {
 		t.Errorf("unknown expect metric: %v", err)
 	}
-	if _, err := planRuns([]string{a, a}); err == nil || !strings.Contains(err.Error(), "both named") {
+	if _, err := planRuns(context.Background(), []string{a, a}); err == nil || !strings.Contains(err.Error(), "both named") {
 		t.Errorf("duplicate names: %v", err)
 	}
 	sweepFlags.seeds = -1
-	if _, err := planRuns([]string{a}); err == nil || !strings.Contains(err.Error(), "--seeds -1") {
+	if _, err := planRuns(context.Background(), []string{a}); err == nil || !strings.Contains(err.Error(), "--seeds -1") {
 		t.Errorf("negative seeds: %v", err)
 	}
 	n := writeTreeSpec(t, dir, "n", "netns", "")
 	sweepFlags.seeds = 2
-	runs, err := planRuns([]string{n})
+	pn, err := planRuns(context.Background(), []string{n})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runJobs(runs, 2); err == nil || !strings.Contains(err.Error(), "one at a time") {
+	if _, err := runJobs(pn, 2); err == nil || !strings.Contains(err.Error(), "one at a time") {
 		t.Errorf("netns -j 2: %v", err)
 	}
-	if j, err := runJobs(runs, 0); err != nil || j != 1 {
+	if j, err := runJobs(pn, 0); err != nil || j != 1 {
 		t.Errorf("netns default jobs %d %v", j, err)
 	}
 }
@@ -207,7 +210,7 @@ func TestRepeatedSetRefused(t *testing.T) {
 		{[]string{"workload.0.load=0.3,0.3"}, `value "0.3" given twice`},
 	} {
 		sweepFlags.seeds, sweepFlags.sets = 1, c.sets
-		if _, err := planRuns([]string{a}); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := planRuns(context.Background(), []string{a}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--set %v: %v, want %q", c.sets, err, c.want)
 		}
 	}

@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -104,8 +105,42 @@ func ParseSets(args []string) ([]Axis, error) {
 // Expand reads the spec file at path and returns its runs: one per combination of sweep values (the
 // spec's sweep: block, then the axes given, which replace a spec axis of the same path; the first axis
 // varies slowest) and per seed (seeds > 0 replaces the spec's seeds:). Every run is checked before
-// Expand returns, so a bad value fails before anything runs; an error names the run's settings.
+// Expand returns, so a bad value fails before anything runs; an error names the run's settings. It
+// holds every run's spec at once: Plan counts the runs first and makes them one at a time.
 func Expand(path string, axes []Axis, seeds int) ([]Point, error) {
+	e, err := Plan(path, axes, seeds)
+	if err != nil {
+		return nil, err
+	}
+	return e.all()
+}
+
+// ExpandData is Expand on a spec's text (suites that write specs in Go strings); relative file paths
+// in it are relative to dir.
+func ExpandData(data []byte, dir string, axes []Axis, seeds int) ([]Point, error) {
+	e, err := PlanData(data, dir, axes, seeds)
+	if err != nil {
+		return nil, err
+	}
+	return e.all()
+}
+
+// An Expansion is a spec file's runs before any is made: its axes and seeds, so the runs can be
+// counted without expanding them and any one made by its index (the first axis varies slowest, the
+// seed fastest). Nothing in it grows with the number of runs.
+type Expansion struct {
+	Path string // the spec file (errors name it)
+	Base *Spec  // the file as written, without sweep and seeds applied
+	Axes []Axis // the sweep axes, seed excluded
+	root *yaml.Node
+	// The seeds: seedN of them from seedFrom on, or seedList when seed is swept.
+	seedFrom int64
+	seedN    int64
+	seedList []int64
+}
+
+// Plan reads the spec file at path and plans its runs as Expand would, without making any.
+func Plan(path string, axes []Axis, seeds int) (*Expansion, error) {
 	base, err := Load(path)
 	if err != nil {
 		return nil, err
@@ -114,21 +149,20 @@ func Expand(path string, axes []Axis, seeds int) ([]Point, error) {
 	if err != nil {
 		return nil, err
 	}
-	return expand(data, path, base, axes, seeds)
+	return plan(data, path, base, axes, seeds)
 }
 
-// ExpandData is Expand on a spec's text (suites that write specs in Go strings); relative file paths
-// in it are relative to dir.
-func ExpandData(data []byte, dir string, axes []Axis, seeds int) ([]Point, error) {
+// PlanData is Plan on a spec's text; relative file paths in it are relative to dir.
+func PlanData(data []byte, dir string, axes []Axis, seeds int) (*Expansion, error) {
 	base, err := Parse(data)
 	if err != nil {
 		return nil, err
 	}
 	resolvePaths(base, dir)
-	return expand(data, filepath.Join(dir, "spec"), base, axes, seeds)
+	return plan(data, filepath.Join(dir, "spec"), base, axes, seeds)
 }
 
-func expand(data []byte, path string, base *Spec, axes []Axis, seeds int) ([]Point, error) {
+func plan(data []byte, path string, base *Spec, axes []Axis, seeds int) (*Expansion, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, err
@@ -158,10 +192,11 @@ func expand(data []byte, path string, base *Spec, axes []Axis, seeds int) ([]Poi
 	if seeds <= 0 {
 		seeds = 1
 	}
-	// The seeds: base.Seed (defaulted: never 0) onwards, or a swept seed's values.
-	var seedList []int64
-	for k := 0; k < seeds; k++ {
-		seedList = append(seedList, base.Seed+int64(k))
+	// The seeds: base.Seed (defaulted: never 0) onwards, or a swept seed's values. They are counted,
+	// not listed: --seeds 1000000000 listed them all and ran out of memory.
+	e := &Expansion{Path: path, Base: base, root: root, seedFrom: base.Seed, seedN: int64(seeds)}
+	if base.Seed > math.MaxInt64-e.seedN {
+		return nil, fmt.Errorf("%s: seeds %d from seed %d pass the largest seed, %d", path, seeds, base.Seed, int64(math.MaxInt64))
 	}
 	for i, a := range all {
 		if normPath(a.Path) != "seed" {
@@ -170,53 +205,97 @@ func expand(data []byte, path string, base *Spec, axes []Axis, seeds int) ([]Poi
 		if seeds > 1 {
 			return nil, fmt.Errorf("%s: seed is swept (%s) and %d seeds are asked for: use one of them", path, strings.Join(a.Values, ","), seeds)
 		}
-		seedList = nil
+		e.seedList = nil
 		for _, v := range a.Values {
 			x, err := strconv.ParseInt(v, 10, 64)
 			if err != nil || x <= 0 {
 				return nil, fmt.Errorf("%s: seed=%s: want a positive integer", path, v)
 			}
-			seedList = append(seedList, x)
+			e.seedList = append(e.seedList, x)
 		}
+		e.seedN = int64(len(e.seedList))
 		all = append(all[:i:i], all[i+1:]...)
 		break
 	}
+	e.Axes = all
+	return e, nil
+}
 
+// Count is how many runs the expansion makes: the product of the axes' sizes and the seeds, saturating
+// at math.MaxInt64 rather than overflowing.
+func (e *Expansion) Count() int64 {
+	n := e.seedN
+	for _, a := range e.Axes {
+		n = MulCount(n, int64(len(a.Values)))
+	}
+	return n
+}
+
+// Seeds is how many seeds each sweep point runs.
+func (e *Expansion) Seeds() int64 { return e.seedN }
+
+// MulCount is a*b for counts (>= 0), saturating at math.MaxInt64.
+func MulCount(a, b int64) int64 {
+	if a == 0 || b == 0 {
+		return 0
+	}
+	if a > math.MaxInt64/b {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+// Setting returns run i's sweep settings (in axis order) and seed, without making its spec; i is in
+// [0, Count()).
+func (e *Expansion) Setting(i int64) ([]Setting, int64) {
+	var seed int64
+	if e.seedList != nil {
+		seed = e.seedList[i%e.seedN]
+	} else {
+		seed = e.seedFrom + i%e.seedN
+	}
+	i /= e.seedN
+	set := make([]Setting, len(e.Axes))
+	for k := len(e.Axes) - 1; k >= 0; k-- {
+		n := int64(len(e.Axes[k].Values))
+		set[k] = Setting{Path: e.Axes[k].Path, Value: e.Axes[k].Values[i%n]}
+		i /= n
+	}
+	return set, seed
+}
+
+// Point makes run i: its settings and seed applied to the file, decoded, defaulted and validated like
+// any spec file. An error names the run's settings.
+func (e *Expansion) Point(i int64) (Point, error) {
+	set, seed := e.Setting(i)
+	pt := Point{Set: set, Seed: seed}
+	s, err := pointSpec(e.root, e.Path, pt, e.Base.Name)
+	if err != nil {
+		what := "seed " + strconv.FormatInt(pt.Seed, 10)
+		if l := pt.Label(); l != "" {
+			what = l + ", " + what
+		}
+		var lines []string
+		for _, line := range strings.Split(err.Error(), "\n") {
+			lines = append(lines, fmt.Sprintf("%s (%s): %s", e.Path, what, line))
+		}
+		return pt, fmt.Errorf("%s", strings.Join(lines, "\n"))
+	}
+	pt.Spec = s
+	return pt, nil
+}
+
+// all makes every run (Expand).
+func (e *Expansion) all() ([]Point, error) {
 	var points []Point
 	var errs []string
-	combo := make([]int, len(all))
-	for {
-		set := make([]Setting, len(all))
-		for i, a := range all {
-			set[i] = Setting{Path: a.Path, Value: a.Values[combo[i]]}
+	for i, n := int64(0), e.Count(); i < n; i++ {
+		pt, err := e.Point(i)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
 		}
-		for _, seed := range seedList {
-			pt := Point{Set: set, Seed: seed}
-			s, err := pointSpec(root, path, pt, base.Name)
-			if err != nil {
-				what := "seed " + strconv.FormatInt(pt.Seed, 10)
-				if l := pt.Label(); l != "" {
-					what = l + ", " + what
-				}
-				for _, line := range strings.Split(err.Error(), "\n") {
-					errs = append(errs, fmt.Sprintf("%s (%s): %s", path, what, line))
-				}
-				continue
-			}
-			pt.Spec = s
-			points = append(points, pt)
-		}
-		// Next combination, last axis fastest.
-		i := len(all) - 1
-		for ; i >= 0; i-- {
-			if combo[i]++; combo[i] < len(all[i].Values) {
-				break
-			}
-			combo[i] = 0
-		}
-		if i < 0 {
-			break
-		}
+		points = append(points, pt)
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
