@@ -15,8 +15,11 @@ import (
 // A run is written into a hidden directory .NAME.incomplete-XXXX next to its -o and renamed into place
 // when complete. A run killed with SIGKILL cannot remove it, so the directory carries an owner file
 // ("pid starttime" of the lab run that writes it, the start time being field 22 of /proc/PID/stat, which
-// tells that process from a later one that reused its PID); the next lab run into the same parent, or
-// lab clean, removes those whose owner is gone. The owner file is removed before the rename.
+// tells that process from a later one that reused its PID, then its host name); the next lab run into
+// the same parent, or lab clean, removes those whose owner is gone. The owner file is removed before the
+// rename. A PID means something only on its own machine (and in its own PID namespace: each pod or
+// container has its own, with its own host name): a tree on shared storage is filled by lab run --index
+// processes on many machines, so a directory another host owns is never judged, only reported.
 
 const incompleteOwner = ".owner"
 
@@ -26,7 +29,11 @@ func markIncomplete(dir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, incompleteOwner), []byte(fmt.Sprintf("%d %s\n", os.Getpid(), st)), 0o644)
+	host, err := os.Hostname()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, incompleteOwner), []byte(fmt.Sprintf("%d %s %s\n", os.Getpid(), st, host)), 0o644)
 }
 
 // procStart is field 22 of /proc/PID/stat: when the process started, in clock ticks since boot.
@@ -45,14 +52,21 @@ func procStart(pid int) (string, error) {
 }
 
 // incompleteState says whether an incomplete run directory's owner is gone ("stale", safe to remove),
-// still running ("running"), or unknown ("unmarked": no readable owner file, e.g. written by an older
-// lab or in the instant between its creation and its marking; never removed).
+// still running ("running"), on another host ("foreign": its PID cannot be checked here; never
+// removed), or unknown ("unmarked": no readable owner file, e.g. written by an older lab or in the
+// instant between its creation and its marking; never removed).
 func incompleteState(dir string) string {
 	b, err := os.ReadFile(filepath.Join(dir, incompleteOwner))
 	if err != nil {
 		return "unmarked"
 	}
 	f := strings.Fields(string(b))
+	if len(f) == 3 {
+		if host, err := os.Hostname(); err != nil || host != f[2] {
+			return "foreign"
+		}
+		f = f[:2]
+	}
 	if len(f) != 2 {
 		return "unmarked"
 	}
@@ -88,6 +102,10 @@ func cleanIncomplete(parent string, w io.Writer) ([]string, error) {
 				return removed, err
 			}
 			removed = append(removed, p)
+		case "foreign":
+			if fi, err := e.Info(); w != nil && err == nil && time.Since(fi.ModTime()) > time.Hour {
+				fmt.Fprintf(w, "lab: note: %s is an unfinished run directory of a lab run on another host (its .owner file says which); remove it by hand if that run is gone\n", p)
+			}
 		case "unmarked":
 			// A run marks its directory right after making it: a young unmarked one is most likely that.
 			if fi, err := e.Info(); w != nil && err == nil && time.Since(fi.ModTime()) > time.Minute {

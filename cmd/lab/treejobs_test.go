@@ -213,3 +213,33 @@ func TestTreeRunCountBounded(t *testing.T) {
 }
 
 func noProfiles() (func(), error) { return func() {}, nil }
+
+// TestIncompleteOfAnotherHostKept: a tree on shared storage is written by lab run processes on many
+// hosts (and pods, each with its own PID namespace and host name); a run's unfinished directory owned
+// by another host is never removed as stale, however its PID looks here, while a dead local owner's is.
+func TestIncompleteOfAnotherHostKept(t *testing.T) {
+	dir := t.TempDir()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := map[string]string{
+		".seed-1.incomplete-a": "1 1 another-host-" + host + "\n", // pid 1 here is someone else's
+		".seed-2.incomplete-b": "999999999 1 " + host + "\n",     // no such process here: stale
+	}
+	for d, o := range owners {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, incompleteOwner), []byte(o), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removed, err := cleanIncomplete(dir, nil)
+	if err != nil || len(removed) != 1 || filepath.Base(removed[0]) != ".seed-2.incomplete-b" {
+		t.Errorf("removed %v (%v), want only the local stale one", removed, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".seed-1.incomplete-a")); err != nil {
+		t.Errorf("another host's unfinished run was removed: %v", err)
+	}
+}
