@@ -225,7 +225,7 @@ func TestIncompleteOfAnotherHostKept(t *testing.T) {
 	}
 	owners := map[string]string{
 		".seed-1.incomplete-a": "1 1 another-host-" + host + "\n", // pid 1 here is someone else's
-		".seed-2.incomplete-b": "999999999 1 " + host + "\n",     // no such process here: stale
+		".seed-2.incomplete-b": "999999999 1 " + host + "\n",      // no such process here: stale
 	}
 	for d, o := range owners {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
