@@ -256,7 +256,8 @@ func startSupervisor(ctx context.Context, cfg Config) error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), SupervisorEnv+"=1")
+	token, tokenEnv := netns.ProcessToken(cfg.Name)
+	cmd.Env = append(os.Environ(), SupervisorEnv+"=1", tokenEnv)
 	cmd.Stderr = logf
 	// Its own session: it outlives `lab up` and the terminal; `lab down` ends it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -271,7 +272,7 @@ func startSupervisor(ctx context.Context, cfg Config) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("supervisor: %w", err)
 	}
-	if err := netns.RecordProcess(cfg.Name, cmd.Process.Pid); err != nil {
+	if err := netns.RecordProcess(cfg.Name, cmd.Process.Pid, token); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return err

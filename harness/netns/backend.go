@@ -773,7 +773,8 @@ func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
 		return nil, fmt.Errorf("agent: cannot find this binary to re-execute: %w", err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), AgentEnv+"=1")
+	token, tokenEnv := ProcessToken(labName)
+	cmd.Env = append(os.Environ(), AgentEnv+"=1", tokenEnv)
 	cmd.Stderr = os.Stderr
 	// The agent dies with us even if we are SIGKILLed (no deferred cleanup runs then).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -792,7 +793,7 @@ func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	if err := recordAgent(labName, cmd.Process.Pid); err != nil {
+	if err := recordAgent(labName, cmd.Process.Pid, token); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return nil, err

@@ -2,6 +2,9 @@ package netns
 
 import (
 	"bufio"
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -12,12 +15,30 @@ import (
 	"time"
 )
 
-// Agent processes are recorded in the lab's state directory (agents file: one "pid starttime" line
-// each, appended and fsynced before the agent is sent anything) so that `lab down` after a crash can
-// kill them. The start time (field 22 of /proc/<pid>/stat) tells our agent from a process that reused
-// its PID later: a PID whose start time differs is never signalled.
+// Agent processes are recorded in the lab's state directory (agents file: one "pid starttime token exe"
+// line each, appended and fsynced before the agent is sent anything) so that `lab down` after a crash can
+// kill them. Before a recorded PID is signalled it must still be the process we started, checked three
+// ways: its start time (field 22 of /proc/<pid>/stat) tells our agent from a process that reused its PID
+// later; its executable (/proc/<pid>/exe) is the binary recorded; and its environment (/proc/<pid>/environ,
+// fixed at exec) carries the random token recorded beside it. A tampered or stale file naming another
+// process (its PID and even its start time copied) fails the last two: that process never had the token.
 
 func agentsPath(lab string) string { return filepath.Join(stateDir(lab), "agents") }
+
+// TokenEnv carries a lab process's token: set in the environment of every process a lab starts and
+// records (agents, a live lab's supervisor).
+const TokenEnv = "FABRICLAB_LAB_TOKEN"
+
+// ProcessToken returns a fresh token for a process lab is about to start and the environment entry
+// that gives it to the process (append it to exec.Cmd.Env before Start, then RecordProcess).
+func ProcessToken(lab string) (token, env string) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	token = lab + ":" + hex.EncodeToString(b[:])
+	return token, TokenEnv + "=" + token
+}
 
 func procStartTime(pid int) (string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -36,8 +57,12 @@ func procStartTime(pid int) (string, error) {
 	return f[19], nil // field 22 overall; fields after ')' start at 3
 }
 
-func recordAgent(lab string, pid int) error {
+func recordAgent(lab string, pid int, token string) error {
 	st, err := procStartTime(pid)
+	if err != nil {
+		return fmt.Errorf("agent pid %d: %w", pid, err)
+	}
+	exe, err := procExe(pid)
 	if err != nil {
 		return fmt.Errorf("agent pid %d: %w", pid, err)
 	}
@@ -46,14 +71,59 @@ func recordAgent(lab string, pid int) error {
 		return err
 	}
 	defer f.Close()
-	if _, err := fmt.Fprintf(f, "%d %s\n", pid, st); err != nil {
+	if _, err := fmt.Fprintf(f, "%d %s %s %s\n", pid, st, token, exe); err != nil {
 		return err
 	}
 	return f.Sync()
 }
 
+// procExe is the binary pid runs, without the " (deleted)" Linux adds once the file is replaced (a
+// rebuilt bin/lab: still the binary that was recorded).
+func procExe(pid int) (string, error) {
+	exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	return strings.TrimSuffix(exe, " (deleted)"), err
+}
+
+// procHasEnv says whether pid's environment (as it was at exec) has the entry kv.
+func procHasEnv(pid int, kv string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	for _, e := range bytes.Split(b, []byte{0}) {
+		if string(e) == kv {
+			return true
+		}
+	}
+	return false
+}
+
+// ourProcess says whether the agents-file line fs (pid, start time, token, exe) names a process that is
+// running now and is the one lab recorded. foreign says why not when the line names a running process
+// with the recorded start time that is not ours (a tampered file); it is empty for a process gone.
+func ourProcess(fs []string) (pid int, foreign string) {
+	if len(fs) < 4 {
+		return 0, "" // an older lab's line without a token: its agents died with their parent (Pdeathsig)
+	}
+	pid, err := strconv.Atoi(fs[0])
+	if err != nil || pid <= 1 {
+		return 0, ""
+	}
+	if st, err := procStartTime(pid); err != nil || st != fs[1] {
+		return 0, "" // gone, or the PID now belongs to a later process
+	}
+	if exe, err := procExe(pid); err != nil || exe != strings.Join(fs[3:], " ") {
+		return 0, "runs another binary"
+	}
+	if !procHasEnv(pid, TokenEnv+"="+fs[2]) {
+		return 0, "does not carry the lab's token"
+	}
+	return pid, ""
+}
+
 // KillAgents kills the agent processes recorded for lab that are still running (and still the same
-// processes), waiting briefly for them to go. It returns how many it signalled.
+// processes: ourProcess), waiting briefly for them to go. It returns how many it signalled. A line
+// naming a running process that is not ours is reported on stderr and left alone.
 func KillAgents(lab string) (int, error) {
 	f, err := os.Open(agentsPath(lab))
 	if err != nil {
@@ -67,15 +137,15 @@ func KillAgents(lab string) (int, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
-		if len(fs) != 2 {
+		if len(fs) == 0 {
 			continue
 		}
-		pid, err := strconv.Atoi(fs[0])
-		if err != nil || pid <= 1 {
-			continue
+		pid, foreign := ourProcess(fs)
+		if foreign != "" {
+			fmt.Fprintf(os.Stderr, "netns: %s: the agents file names pid %s, which %s: not ours, left alone\n", lab, fs[0], foreign)
 		}
-		if st, err := procStartTime(pid); err != nil || st != fs[1] {
-			continue // gone, or the PID now belongs to someone else
+		if pid == 0 {
+			continue
 		}
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
 			pids = append(pids, pid)

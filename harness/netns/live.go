@@ -184,8 +184,8 @@ func (lv *Live) Request(req LiveMsg) (*LiveMsg, error) {
 func (lv *Live) Stop() { lv.proc.kill() }
 
 // RecordProcess adds a process of ours (a live lab's supervisor) to the lab's agents file, so `lab down`
-// ends it as it ends agents.
-func RecordProcess(lab string, pid int) error { return recordAgent(lab, pid) }
+// ends it as it ends agents; token is ProcessToken's, given to the process in its environment.
+func RecordProcess(lab string, pid int, token string) error { return recordAgent(lab, pid, token) }
 
 // StateDir is where lab keeps its state file, lock and (live labs) control socket.
 func StateDir(lab string) string { return stateDir(lab) }

@@ -351,3 +351,38 @@ func TestNoInodeDeletedOnlyIfOurs(t *testing.T) {
 		t.Errorf("notes %q: want h1 and h3 named as left alone", notes)
 	}
 }
+
+// A state file that records a foreign namespace's inode (edited, or copied from another lab) does not
+// get it deleted: the lab's mark is checked on every namespace, not only on those without an inode
+// (issue 23, defect 5).
+func TestRecordedInodeStillNeedsMark(t *testing.T) {
+	needRoot(t)
+	if err := ensureNetnsDir(); err != nil {
+		t.Fatal(err)
+	}
+	name := "ut-foreignino"
+	foreignName := NSName(name, "h1")
+	foreign, err := createNS(foreignName, false, "someone-else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign.close()
+	defer deleteNS(foreignName, 0, "someone-else")
+	ino, err := nsIno(foreignName)
+	if err != nil || ino == 0 {
+		t.Fatalf("inode %d: %v", ino, err)
+	}
+	st := State{Lab: name, Token: "0123456789abcdef", Namespaces: []NSEntry{{Name: foreignName, Device: "h1", Ino: ino}}}
+	writeRawState(t, st)
+	defer os.RemoveAll(stateDir(name))
+	notes, err := DownNotes(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := nsIno(foreignName); got != ino {
+		t.Fatalf("the foreign namespace (inode %d) was deleted; notes %q", ino, notes)
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], foreignName) {
+		t.Errorf("notes %q: want the foreign namespace named as left alone", notes)
+	}
+}

@@ -233,10 +233,12 @@ func fileMarked(path, mark string) bool {
 // deleteNS unmounts and removes the namespace file. The kernel destroys the namespace, and with it
 // every veth end inside (which takes the peer end with it), once no process holds it open.
 //
-// Only a namespace verifiably this lab's is touched: one whose inode is the recorded one, or, when none
-// was recorded (a crash between making it and recording it), one marked with the lab's mark. Anything
-// else at the name (someone else's namespace, made after ours was gone or in the crash window) is left
-// alone, and the returned note says so; err is for failures to remove what is ours.
+// Only a namespace verifiably this lab's is touched: one marked with the lab's mark (its loopback's
+// alias, set when it was made) and, when an inode was recorded, with that inode. The mark is checked even
+// when the inode matches: a state file is only a file, and one naming a foreign namespace's inode (edited,
+// or copied from another lab) must not get that namespace deleted. Anything else at the name (someone
+// else's namespace, made after ours was gone or in the crash window) is left alone, and the returned note
+// says so; err is for failures to remove what is ours.
 func deleteNS(name string, wantIno uint64, mark string) (note string, err error) {
 	path := filepath.Join(NetnsDir, name)
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
@@ -250,8 +252,8 @@ func deleteNS(name string, wantIno uint64, mark string) (note string, err error)
 		switch {
 		case wantIno != 0 && ino != wantIno:
 			return fmt.Sprintf("namespace %s is not the one this lab made (inode %d, recorded %d): left alone", name, ino, wantIno), nil
-		case wantIno == 0 && (mark == "" || !nsMarked(name, mark)):
-			return fmt.Sprintf("namespace %s has no recorded inode and does not carry this lab's mark: someone else's, left alone", name), nil
+		case mark == "" || !nsMarked(name, mark):
+			return fmt.Sprintf("namespace %s does not carry this lab's mark: someone else's, left alone", name), nil
 		}
 		if err := unix.Unmount(path, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
 			return "", fmt.Errorf("unmount %s: %w", path, err)

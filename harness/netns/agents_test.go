@@ -1,0 +1,91 @@
+package netns
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestKillAgentsOnlyOurs: an agents file naming a process that is not the lab's (its PID and start time
+// copied in: a tampered or foreign file) makes KillAgents leave it alone, while a process the lab
+// started with its token is killed (lab down used to SIGKILL whatever PID the file named: issue 23,
+// defect 4). No root needed: the processes are this test's children.
+func TestKillAgentsOnlyOurs(t *testing.T) {
+	if os.Getenv("FABRICLAB_TEST_AGENT_SLEEP") != "" {
+		time.Sleep(time.Minute)
+		return
+	}
+	old := StateRoot
+	StateRoot = t.TempDir()
+	defer func() { StateRoot = old }()
+	const lab = "agentstest"
+	if err := os.MkdirAll(stateDir(lab), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	start := func(env ...string) *exec.Cmd {
+		exe, _ := os.Executable()
+		cmd := exec.Command(exe, "-test.run=^TestKillAgentsOnlyOurs$")
+		cmd.Env = append(os.Environ(), append(env, "FABRICLAB_TEST_AGENT_SLEEP=1")...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd
+	}
+	alive := func(cmd *exec.Cmd) bool { return syscall.Kill(cmd.Process.Pid, 0) == nil && !zombie(cmd.Process.Pid) }
+
+	victim := exec.Command("sleep", "60") // another binary, no token
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { victim.Process.Kill(); victim.Wait() })
+	sameBinary := start() // our binary, but no token: someone else's run of it
+	_, wrongEnv := ProcessToken(lab)
+	otherToken := start(wrongEnv) // our binary with another lab process's token
+	token, env := ProcessToken(lab)
+	ours := start(env)
+	time.Sleep(50 * time.Millisecond)
+
+	var lines string
+	for _, c := range []*exec.Cmd{victim, sameBinary, otherToken} {
+		st, err := procStartTime(c.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exe, _ := procExe(c.Process.Pid)
+		selfExe, _ := os.Executable()
+		// Every form of tampering: the old two-field line, a made-up token, our binary's path.
+		lines += fmt.Sprintf("%d %s\n%d %s %s %s\n%d %s %s %s\n", c.Process.Pid, st, c.Process.Pid, st, token, exe, c.Process.Pid, st, token, selfExe)
+	}
+	if err := os.WriteFile(agentsPath(lab), []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := recordAgent(lab, ours.Process.Pid, token); err != nil {
+		t.Fatal(err)
+	}
+	n, err := KillAgents(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*exec.Cmd{"sleep": victim, "our binary without the token": sameBinary, "our binary with another token": otherToken} {
+		if !alive(c) {
+			t.Errorf("%s (pid %d) was killed: not the lab's", name, c.Process.Pid)
+		}
+	}
+	if alive(ours) || n != 1 {
+		t.Errorf("the lab's own agent: alive %v, %d signalled; want killed, 1", alive(ours), n)
+	}
+	if _, err := os.Stat(filepath.Join(stateDir(lab), "agents")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func zombie(pid int) bool {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return len(b) == 0 || strings.Contains(string(b), ") Z ")
+}
