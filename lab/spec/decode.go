@@ -44,8 +44,14 @@ func Parse(data []byte) (*Spec, error) {
 func finish(s *Spec, errs Errors, file string) (*Spec, error) {
 	if s != nil {
 		emptyIsAbsent(reflect.ValueOf(s).Elem())
+		zeroErrs := s.checkExplicitZeros(false)
 		s.ApplyDefaults()
-		errs = errs.merge(s.validate())
+		zeroErrs = append(zeroErrs, s.checkExplicitZeros(true)...)
+		s.zeros = nil
+		errs = errs.merge(zeroErrs)
+		if len(zeroErrs) == 0 {
+			errs = errs.merge(s.validate())
+		}
 	}
 	if len(errs) == 0 {
 		return s, nil
@@ -117,6 +123,9 @@ type decoder struct {
 	errs   Errors
 	lines  map[string]int
 	values int // YAML values walked: aliases make a small file expand without bound
+	// zeros are the fields the file sets to zero (0, 0s, 0B, "") or to an empty list, where they are:
+	// ApplyDefaults fills zero fields, so finish checks these before and after it (explicit.go).
+	zeros []explicitZero
 }
 
 // Limits on what a spec may be: far above any real one (the largest in the repo is a few KB and a
@@ -168,6 +177,7 @@ func decode(data []byte) (*Spec, Errors) {
 		}
 	}
 	s.lines = d.lines
+	s.zeros = d.zeros
 	return s, d.errs
 }
 
@@ -195,6 +205,8 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 	if v.CanAddr() && v.Addr().Type().Implements(unmarshalerType) {
 		if err := v.Addr().Interface().(yaml.Unmarshaler).UnmarshalYAML(n); err != nil {
 			d.errf(n, path, "%v", err)
+		} else {
+			d.noteZero(n, v, path)
 		}
 		return
 	}
@@ -209,6 +221,9 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		if n.Kind != yaml.SequenceNode {
 			d.errf(n, path, "want a list, got a %s", kindName(n))
 			return
+		}
+		if len(n.Content) == 0 {
+			d.zeros = append(d.zeros, explicitZero{path: path, line: n.Line, v: v, empty: true})
 		}
 		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 		for i, c := range n.Content {
@@ -245,6 +260,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetString(n.Value)
+		d.noteZero(n, v, path)
 	default: // numbers and booleans: yaml.v3's own scalar rules
 		if n.Kind != yaml.ScalarNode {
 			d.errf(n, path, "want a single value, got a %s", kindName(n))
@@ -261,6 +277,7 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.Set(p.Elem())
+		d.noteZero(n, v, path)
 	}
 }
 

@@ -47,6 +47,7 @@ type Spec struct {
 	// lines maps field paths to the YAML line they came from, so validation errors found after
 	// decoding can still point into the file. Nil for specs built in Go.
 	lines map[string]int
+	zeros []explicitZero // decode.go: fields the file set to zero, checked by finish
 }
 
 // Topology selects a builder. Params holds the family's own keys (n, k, hosts_per_switch, seed, ...)
