@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -241,5 +243,83 @@ func TestIncompleteOfAnotherHostKept(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, ".seed-1.incomplete-a")); err != nil {
 		t.Errorf("another host's unfinished run was removed: %v", err)
+	}
+}
+
+// TestIndexedJobExample: deploy/k8s/sweep-indexed-job.yaml is an Indexed Job whose pods run lab run
+// --index env with arguments lab accepts, and whose completions are the tree's run count.
+func TestIndexedJobExample(t *testing.T) {
+	b, err := os.ReadFile("../../deploy/k8s/sweep-indexed-job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var job struct {
+		APIVersion string `yaml:"apiVersion"`
+		Kind       string
+		Spec       struct {
+			CompletionMode string `yaml:"completionMode"`
+			Completions    int
+			Template       struct {
+				Spec struct {
+					Containers []struct{ Args []string }
+				}
+			}
+		}
+	}
+	if err := yaml.Unmarshal(b, &job); err != nil {
+		t.Fatal(err)
+	}
+	if job.APIVersion != "batch/v1" || job.Kind != "Job" || job.Spec.CompletionMode != "Indexed" || len(job.Spec.Template.Spec.Containers) != 1 {
+		t.Fatalf("not one Indexed batch/v1 Job: %+v", job)
+	}
+	args := job.Spec.Template.Spec.Containers[0].Args
+	joined := strings.Join(args, " ")
+	if len(args) == 0 || args[0] != "run" || !strings.Contains(joined, "--index env") {
+		t.Fatalf("args %q: want lab run ... --index env", args)
+	}
+	// The ConfigMap holds the experiment directory's files at /specs.
+	var list []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--index" || a == "-o":
+			i++
+		case a == "-q":
+		case strings.HasPrefix(a, "/specs/"):
+			list = append(list, "../../lab/experiments/portfc-ndc41-websearch/"+strings.TrimPrefix(a, "/specs/"))
+		default:
+			list = append(list, a)
+		}
+	}
+	runs := strings.Split(strings.TrimSpace(labProcess(t, nil, true, append(list, "--list")...)), "\n")
+	if len(runs) != job.Spec.Completions {
+		t.Errorf("completions %d, the tree has %d runs", job.Spec.Completions, len(runs))
+	}
+}
+
+// TestSbatchExample: deploy/slurm/sweep.sbatch, run as two array tasks, fills a tree whose runs are
+// done; an array that does not cover the tree is refused.
+func TestSbatchExample(t *testing.T) {
+	dir := t.TempDir()
+	a := writeTreeSpec(t, dir, "a", "virtual", "")
+	tree := filepath.Join(dir, "tree")
+	sbatch := func(id, count string) (string, error) {
+		cmd := exec.Command("bash", "../../deploy/slurm/sweep.sbatch")
+		cmd.Env = append(os.Environ(), "FABRICLAB_TEST_LAB=1", "LAB="+os.Args[0], "SPECS="+a, "FLAGS=--seeds 2",
+			"TREE="+tree, "SLURM_ARRAY_TASK_ID="+id, "SLURM_ARRAY_TASK_COUNT="+count)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if out, err := sbatch("0", "3"); err == nil || !strings.Contains(out, "the array has 3 tasks and the tree 2 runs: submit with --array=0-1") {
+		t.Errorf("array of 3 for 2 runs: %v\n%s", err, out)
+	}
+	for _, id := range []string{"0", "1"} {
+		if out, err := sbatch(id, "2"); err != nil {
+			t.Fatalf("task %s: %v\n%s", id, err, out)
+		}
+	}
+	for _, d := range []string{"seed-1", "seed-2"} {
+		if st, err := report.ReadRunStatus(tree, d); err != nil || st == nil || st.Status != "done" {
+			t.Errorf("%s: %+v %v", d, st, err)
+		}
 	}
 }
