@@ -5,7 +5,9 @@
 # Flags after the filter go to ginkgo as they are (e.g. --json-report=r.json -v --focus=PortFC); a first
 # argument starting with "-" is a flag and the filter stays smoke. Ginkgo writes a JUnit report of the
 # suites to $TEST_RESULTS_DIR/junit.xml (default test-results/junit.xml); a --junit-report flag wins.
-set -euo pipefail
+# Every step runs even after one fails, and ginkgo runs every suite (--keep-going): the summary at the
+# end lists each step's result and time, and the exit status is non-zero if any step failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 labels=smoke
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
@@ -15,50 +17,95 @@ fi
 extra=("$@")
 results="${TEST_RESULTS_DIR:-test-results}"
 
-bash scripts/provision.sh
+bash scripts/provision.sh || exit 1
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
 
-step() { printf '\n=== %s\n' "$*"; }
+# step TITLE FUNCTION runs FUNCTION, records pass/fail and its seconds, and goes on. STEPS (e.g.
+# STEPS=gofmt,ginkgo) runs only the named steps (the function names without step_); the others are
+# listed as skipped.
+names=() results_=() secs=()
+failed=0
+step() {
+	local name="$1" fn="$2" start rc
+	if [ -n "${STEPS:-}" ] && [[ ",$STEPS," != *",${fn#step_},"* ]]; then
+		names+=("$name") secs+=(0) results_+=("skipped (STEPS)")
+		return
+	fi
+	printf '\n=== %s\n' "$name"
+	start=$(date +%s)
+	"$fn"
+	rc=$?
+	names+=("$name") secs+=($(( $(date +%s) - start )))
+	if [ "$rc" -eq 0 ]; then
+		results_+=(pass)
+	else
+		results_+=("FAIL ($rc)")
+		failed=1
+	fi
+}
 
-step "gofmt"
-# A check that finds no files cannot fail: git lists none when it refuses the tree ("dubious ownership"
-# from a root shell in a tree owned by another user), so no files is an error, not a pass.
-gofiles=$(git ls-files '*.go' || true)
-if [ -z "$gofiles" ]; then
-	echo "gofmt: git lists no .go files here (as root in a tree owned by another user, run: git config --global --add safe.directory $PWD)" >&2
-	exit 1
-fi
-unformatted=$(gofmt -l $gofiles)
-if [ -n "$unformatted" ]; then
-	echo "gofmt would change:"; echo "$unformatted"; exit 1
-fi
+step_gofmt() {
+	# A check that finds no files cannot fail: git lists none when it refuses the tree ("dubious ownership"
+	# from a root shell in a tree owned by another user), so no files is an error, not a pass.
+	local gofiles unformatted
+	gofiles=$(git ls-files '*.go' || true)
+	if [ -z "$gofiles" ]; then
+		echo "gofmt: git lists no .go files here (as root in a tree owned by another user, run: git config --global --add safe.directory $PWD)" >&2
+		return 1
+	fi
+	unformatted=$(gofmt -l $gofiles)
+	if [ -n "$unformatted" ]; then
+		echo "gofmt would change:"; echo "$unformatted"; return 1
+	fi
+}
 
-step "go vet"
-go vet ./...
+step_vet() { go vet ./...; }
 
 # Packages whose tests run real namespaces and time real frames (harness/...) run one at a time after
 # the others: next to another package's CPU-bound tests their agents lose the CPU and their runs turn
 # unfaithful (seen in CI: a kernel TCP flow at 86% of the emulated link while lab/bound solved LPs).
-step "unit tests"
-go test -count=1 $(go list ./... | grep -v -e /suites/ -e /harness/)
-go test -count=1 -p 1 ./harness/...
+step_unit() { go test -count=1 $(go list ./... | grep -v -e /suites/ -e /harness/); }
+step_unit_harness() { go test -count=1 -p 1 ./harness/...; }
 
-step "fuzz targets, 2s each (scripts/fuzz.sh DURATION runs them longer)"
-bash scripts/fuzz.sh 2s
+step_fuzz() { bash scripts/fuzz.sh 2s; }
 
-step "race detector on the engines"
-go test -race -count=1 ./clock/... ./egress/... ./switchsw/... ./nodes/... ./wire/... ./harness/virtual/...
+step_race() { go test -race -count=1 ./clock/... ./egress/... ./switchsw/... ./nodes/... ./wire/... ./harness/virtual/...; }
 
-step "ginkgo suites (label: $labels)"
-if [ "$(id -u)" -ne 0 ]; then
-	echo "note: the namespace suites need root; run as root (sudo bash scripts/test.sh) for them to pass" >&2
+step_ginkgo() {
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "note: the namespace suites need root; run as root (sudo bash scripts/test.sh) for them to pass" >&2
+	fi
+	# Compile every suite first, then run the binaries: `ginkgo -r` compiles the next suite while the
+	# current one runs, and a compiler next to the namespace suites made their agents late. A suite that
+	# does not compile fails this step; the others still run.
+	local rc=0
+	find suites -name '*.test' -type f -delete # a suite that no longer compiles must not run its old binary
+	ginkgo build -r ./suites >/dev/null || rc=$?
+	# A relative report path: ginkgo writes each suite's report under the suite's directory at that path
+	# first (an absolute path would be re-rooted there), then merges them into this one. --keep-going runs
+	# every suite after one fails; the JUnit file lists every spec of every suite, the ones the label
+	# filter left out as skipped.
+	mkdir -p "$results"
+	ginkgo --no-color --keep-going --label-filter="$labels" --timeout=40m --junit-report="$results/junit.xml" \
+		${extra[@]+"${extra[@]}"} $(find suites -name '*.test' -type f | sort) || rc=$?
+	echo "JUnit report: $results/junit.xml"
+	return $rc
+}
+
+step "gofmt" step_gofmt
+step "go vet" step_vet
+step "unit tests" step_unit
+step "unit tests, harness (one package at a time)" step_unit_harness
+step "fuzz targets, 2s each (scripts/fuzz.sh DURATION runs them longer)" step_fuzz
+step "race detector on the engines" step_race
+step "ginkgo suites (label: $labels)" step_ginkgo
+
+printf '\n=== summary\n'
+for i in "${!names[@]}"; do
+	printf '%-16s %5ss  %s\n' "${results_[$i]}" "${secs[$i]}" "${names[$i]}"
+done
+if [ "$failed" -ne 0 ]; then
+	echo "test.sh: some steps FAILED (above); every step ran"
+	exit 1
 fi
-# Compile every suite first, then run the binaries: `ginkgo -r` compiles the next suite while the
-# current one runs, and a compiler next to the namespace suites made their agents late.
-ginkgo build -r ./suites >/dev/null
-# A relative report path: ginkgo writes each suite's report under the suite's directory at that path
-# first (an absolute path would be re-rooted there), then merges them into this one.
-mkdir -p "$results"
-ginkgo --no-color --label-filter="$labels" --timeout=40m --junit-report="$results/junit.xml" \
-	${extra[@]+"${extra[@]}"} $(find suites -name '*.test' -type f | sort)
-echo "JUnit report: $results/junit.xml"
+echo "test.sh: all steps passed"
