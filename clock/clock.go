@@ -110,3 +110,13 @@ func ScheduleFunc(c Clock) func(d Time, f func()) {
 	}
 	return func(d Time, f func()) { c.AfterFunc(d, f) }
 }
+
+// Virtual (the virtual backend's deterministic clock) and Real (the netns agents' wall clock) implement
+// Clock, so every engine runs unchanged on both backends; Virtual also implements Scheduler.
+var (
+	_ Clock     = (*Virtual)(nil)
+	_ Clock     = (*Real)(nil)
+	_ Scheduler = (*Virtual)(nil)
+	_ Timer     = (*vtimer)(nil)
+	_ Timer     = (*event)(nil)
+)

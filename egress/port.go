@@ -18,6 +18,14 @@ type Link interface {
 	Send(p *pkt.Packet)
 }
 
+// The Link seam: the virtual backend's link (a propagation delay on the virtual clock), the netns
+// agent's link (a frame due on a socket at its dilated arrival), FaultLink (a port's spec or live fault,
+// in front of either) and LinkFunc (tests) implement Link.
+var (
+	_ Link = (*FaultLink)(nil)
+	_ Link = LinkFunc(nil)
+)
+
 // Config describes one egress port.
 type Config struct {
 	RateBps float64

@@ -27,6 +27,14 @@ type Layout interface {
 	PFC(port int, prio int) []int
 }
 
+// PrioLayout (a queue per priority), FIFOLayout (one data queue) and PortFCLayout (queues by next-hop
+// port, portfc.go) implement Layout.
+var (
+	_ Layout = PrioLayout{}
+	_ Layout = (*FIFOLayout)(nil)
+	_ Layout = (*PortFCLayout)(nil)
+)
+
 // FCHook handles a received link-level flow-control frame (pkt.PortFC, or pkt.PFC when set to replace
 // the built-in PFC handling). It may pause/resume queues with NIC.PauseQueue and send frames with
 // NIC.SendControl (PortFC relays DDQ-class pauses to the NIC's other ports).

@@ -390,6 +390,9 @@ func (s *Switch) sample() {
 // of the Switch's public API.
 type device Switch
 
+// device implements fc.Device: the one view of a switch every flow-control mode is written against.
+var _ fc.Device = (*device)(nil)
+
 func (d *device) ID() int32               { return d.cfg.Device }
 func (d *device) Clock() clock.Clock      { return d.clk }
 func (d *device) NumPorts() int           { return len(d.ports) }

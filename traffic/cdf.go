@@ -23,6 +23,13 @@ type SizeDist interface {
 	CDF(x float64) float64
 }
 
+// CDF (an empirical distribution: websearch, hadoop, ...), Pareto and Fixed implement SizeDist.
+var (
+	_ SizeDist = (*CDF)(nil)
+	_ SizeDist = Pareto{}
+	_ SizeDist = Fixed(0)
+)
+
 // CDF is a piecewise-linear flow-size distribution given by points (Size[i], Cum[i]), Cum rising from 0
 // to 1. Sizes are drawn by inverse transform with linear interpolation between points, as the HPCC
 // simulator's traffic generator does (traffic_gen/custom_rand.py), so means and samples match its files.

@@ -71,6 +71,17 @@ type wired interface {
 	SetLink(port int, l egress.Link)
 }
 
+// switchsw.Switch and nodes.NIC implement wired (a device a link delivers to, whose ports send onto
+// links) and monitor.Device (the deadlock monitor reads their egress ports); link implements
+// egress.Link, as the netns agent's link does.
+var (
+	_ wired          = (*switchsw.Switch)(nil)
+	_ wired          = (*nodes.NIC)(nil)
+	_ monitor.Device = (*switchsw.Switch)(nil)
+	_ monitor.Device = (*nodes.NIC)(nil)
+	_ egress.Link    = (*link)(nil)
+)
+
 // New builds the fabric: one engine per device, one link per cable direction, and every flow's start
 // scheduled on the clock.
 func New(l *lab.Lab) (*Fabric, error) {

@@ -28,6 +28,21 @@ type Forwarder interface {
 	Tables() *Tables
 }
 
+// Every registered algorithm's router implements Router; shortest's also implements Forwarder, the
+// Dragonfly routers Adaptive, VLB FlowRouter.
+var (
+	_ Router     = (*shortestRouter)(nil)
+	_ Router     = (*bcubeRouter)(nil)
+	_ Router     = (*switchRouter)(nil)
+	_ Router     = (*DFKSP)(nil)
+	_ Router     = (*ATE)(nil)
+	_ Router     = freeRouter{}
+	_ Router     = minimalRouter{}
+	_ Forwarder  = (*shortestRouter)(nil)
+	_ Adaptive   = (*Dragonfly)(nil)
+	_ FlowRouter = (*VLB)(nil)
+)
+
 // Factory binds an algorithm to a topology. params are the spec's routing keys other than `algorithm`;
 // a factory rejects keys it does not know, naming them.
 type Factory func(g *topo.Graph, params map[string]string) (Router, error)

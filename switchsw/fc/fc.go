@@ -210,6 +210,14 @@ func init() {
 // pause frames are ignored, as a switch with PFC disabled does.
 type lossy struct{ dev Device }
 
+// Every mode implements Module: lossy (here), PFC (pfc.go), PFCStar (pfcstar.go), PortFC (portfc.go).
+var (
+	_ Module = lossy{}
+	_ Module = (*PFC)(nil)
+	_ Module = (*PFCStar)(nil)
+	_ Module = (*PortFC)(nil)
+)
+
 func (l lossy) Classify(_ int, p *pkt.Packet) (int, Class) { return PrioQueue(l.dev, p), Lossy }
 func (lossy) Enqueued(Loc, *pkt.Packet)                    {}
 func (lossy) Dequeued(Loc, *pkt.Packet)                    {}
