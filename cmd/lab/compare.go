@@ -13,7 +13,7 @@ import (
 	"github.com/fabriclab/fabriclab/report"
 )
 
-// exitCodeError makes main exit with code (lab compare: 1 regressed, 2 bad usage).
+// exitCodeError makes main exit with code (main.go: exitFailure, exitUsage, exitVerdict).
 type exitCodeError struct {
 	code int
 	err  error
@@ -31,7 +31,7 @@ func exitCode(err error) int {
 	return 1
 }
 
-func usage(err error) error { return exitCodeError{code: 2, err: err} }
+func usage(err error) error { return exitCodeError{code: exitUsage, err: err} }
 
 func init() {
 	var out string
@@ -59,7 +59,8 @@ that is 0 in every BASE run changes when NEW has it in every run (retransmission
 any run).
 
 Writes compare_<spec>.png/.svg (new/base with CIs against the margins) into -o (default NEW/compare).
-Exit status: 0 nothing changed beyond its margin, 1 something did (or a zero count broke), 2 bad usage.`,
+Exit status: 0 nothing changed beyond its margin, 3 something did (or a zero count broke), 2 bad usage,
+1 a failure (an unreadable tree).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usage(fmt.Errorf("compare takes two run trees, BASE and NEW (got %d arguments)", len(args)))
@@ -91,7 +92,7 @@ Exit status: 0 nothing changed beyond its margin, 1 something did (or a zero cou
 }
 
 // runCompare loads both trees, compares them, writes the table (or JSON) and the plots, and returns
-// an exit-1 error when something regressed.
+// an exitVerdict error when something regressed.
 func runCompare(w io.Writer, baseDir, newDir, out string, opts report.RegressOptions, asJSON, noPlots bool) error {
 	base, err := report.LoadTrees([]string{baseDir})
 	if err != nil {
@@ -136,7 +137,7 @@ func runCompare(w io.Writer, baseDir, newDir, out string, opts report.RegressOpt
 		}
 	}
 	if rg.Failed {
-		return exitCodeError{code: 1, err: errors.New("compare: regression: NEW changed beyond a margin (see the verdicts above)")}
+		return exitCodeError{code: exitVerdict, err: errors.New("compare: regression: NEW changed beyond a margin (see the verdicts above)")}
 	}
 	return nil
 }

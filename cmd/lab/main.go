@@ -3,8 +3,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -47,10 +50,81 @@ func buildLab(s *spec.Spec) (*lab.Lab, error) {
 	return l, nil
 }
 
+// Exit status, the same for every command (README "Exit status"): a script can tell a mistyped command
+// from a run that failed from a comparison that found a regression.
+const (
+	exitFailure = 1 // something failed: a refused spec, a run that could not complete, an I/O error
+	exitUsage   = 2 // the command line is wrong: unknown command or flag, wrong arguments, a bad flag value
+	exitVerdict = 3 // the command worked and its verdict failed: lab compare found a regression
+)
+
+// version is set at build time (-ldflags "-X main.version=..."); otherwise the module's build info says.
+var version = ""
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v := bi.Main.Version
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if rev != "" {
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			if dirty {
+				rev += "-dirty"
+			}
+			return v + " (" + rev + ")"
+		}
+		return v
+	}
+	return "(devel)"
+}
+
+// usageErrors makes cobra's own refusals (argument counts, flag parsing) exit with exitUsage.
+func usageErrors(c *cobra.Command) {
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
+	if args := c.Args; args != nil {
+		c.Args = func(cmd *cobra.Command, a []string) error {
+			if err := args(cmd, a); err != nil {
+				var ec exitCodeError
+				if errors.As(err, &ec) {
+					return err
+				}
+				return usage(err)
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		usageErrors(sub)
+	}
+}
+
 func main() {
 	lazyGC()
+	root.Version = versionString()
+	usageErrors(root)
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
-		os.Exit(exitCode(err))
+		os.Exit(exitStatus(err))
 	}
+}
+
+// exitStatus is the exit status for what root.Execute returned.
+func exitStatus(err error) int {
+	code := exitCode(err)
+	if code == exitFailure && strings.HasPrefix(err.Error(), "unknown command ") {
+		code = exitUsage // cobra's, from finding the command: no hook turns it into a usage error
+	}
+	return code
 }

@@ -46,6 +46,9 @@ Kubernetes Indexed Job or a Slurm array) runs only run I into the tree -o names,
 can fill at once; each run leaves DIR.status.json, and lab report aggregates what is done.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkRunFlags(cmd); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			multi, s, err := multiRun(args)
@@ -204,6 +207,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 		return nil, nil, err
 	}
 	if err := checkSampling(l); err != nil {
+		return nil, nil, err
+	}
+	if err := checkHasFlows(l); err != nil {
 		return nil, nil, err
 	}
 	if sampleEvery > 0 {

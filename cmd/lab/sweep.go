@@ -245,6 +245,9 @@ func checkRun(s *spec.Spec) error {
 	if err := checkSampling(l); err != nil {
 		return err
 	}
+	if err := checkHasFlows(l); err != nil {
+		return err
+	}
 	return checkDependencies(s.Backend, l)
 }
 
