@@ -72,3 +72,51 @@ done
 run topo-rate-nan "$labbin" topo ndc n=2 k=1 rate=nan --json
 run topo-ndc317 "$labbin" topo ndc n=317 k=1
 run topo-devzero "$labbin" topo file path=/dev/zero
+
+# --- begin: sweeps, sampling and --set (issue 23, defects 1, 2 and 7) ---
+# runk is run with a SIGKILL 5 s after the timeout's SIGTERM: a lab that ignores SIGTERM (the planning
+# of an unbounded sweep did) must not hang the script. runterm starts a command, sends it SIGTERM after
+# 2 s and reports how long it took to exit after the signal.
+runk() {
+	local label=$1
+	shift
+	local start end out rc
+	start=$(date +%s%N)
+	out=$( (ulimit -v 4000000; timeout -k 5 20 "$@") 2>&1)
+	rc=$?
+	end=$(date +%s%N)
+	[ $rc -eq 124 ] && out="timeout after 20 s"
+	[ $rc -eq 137 ] && out="timeout after 20 s; still running 5 s after SIGTERM (killed)"
+	printf '%-14s %7.2f s  exit %-3d %s\n' "$label" "$(echo "($end - $start) / 1000000000" | bc -l)" "$rc" \
+		"$(echo "$out" | grep -v '^\s*$' | head -1 | cut -c1-220)"
+}
+runterm() {
+	local label=$1
+	shift
+	local pid sig end rc
+	(ulimit -v 4000000; exec "$@") >"$dir/$label.out" 2>&1 &
+	pid=$!
+	sleep 2
+	kill -TERM $pid
+	sig=$(date +%s%N)
+	for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+	if kill -0 $pid 2>/dev/null; then
+		kill -KILL $pid
+		wait $pid 2>/dev/null
+		printf '%-14s %7s    exit %-3s %s\n' "$label" "-" "-" "still running 10 s after SIGTERM (killed)"
+		return
+	fi
+	wait $pid
+	rc=$?
+	end=$(date +%s%N)
+	printf '%-14s %7.2f s  exit %-3d %s\n' "$label" "$(echo "($end - $sig) / 1000000000" | bc -l)" "$rc" \
+		"after SIGTERM: $(grep -v '^\s*$' "$dir/$label.out" | head -1 | cut -c1-200)"
+}
+spec sweep $'duration: 2ms\nworkload: [{kind: flows, list: [{src: h0, dst: h1, size: 10KB}]}]'
+sizes=$(seq -s, -f '%gKB' 1 1000)
+runk sweep-1e6 "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep1" --set "workload.0.list.0.size=$sizes" --seeds 1000
+runk seeds-1e9 "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep2" --seeds 1000000000
+runterm sweep-sigterm "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep3" --set "workload.0.list.0.size=$sizes" --seeds 1000 --budget runs=1e7
+runk sample-1ps "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep4" --sample-every 1ps
+runk set-twice "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep5" --set duration=1ms,2ms --set duration=3ms
+# --- end: sweeps, sampling and --set ---
