@@ -380,7 +380,42 @@ type AggExpectation struct {
 	Error      string // why some seeds could not be measured
 	// Verdict: "within CI" when the published value lies in [Mean-Half, Mean+Half], else "above CI" or
 	// "below CI" (the published number is above/below the interval); "one seed" without an interval.
+	// A zero-tolerance claim (IsZeroClaim) is judged as a count instead: "0 in every seed", or
+	// "BROKEN: ..." naming the seeds that were not 0 (ZeroClaimBroken).
 	Verdict string
+}
+
+// zeroClaimMetrics are the counts a paper can claim are zero (lossless, retransmission-free,
+// deadlock-free, no violation): such a claim holds only if every seed counts 0. A t-interval is the
+// wrong test for it: over two seeds with 0 and 2.2e5 retransmissions the interval reaches below 0 and a
+// claim of 0 would read "within CI".
+var zeroClaimMetrics = map[string]bool{"drops_lossless": true, "drops_lossy": true, "retransmissions": true,
+	"deadlocks": true, "violations": true, "nic_drops": true}
+
+// IsZeroClaim says whether an expect: entry is a zero-tolerance claim: a count above, published as 0.
+func IsZeroClaim(metric string, published float64) bool {
+	return published == 0 && zeroClaimMetrics[baseMetric(metric)]
+}
+
+// zeroBroken prefixes the verdict of a zero-tolerance claim some seed broke.
+const zeroBroken = "BROKEN"
+
+// ZeroClaimBroken says whether an expectation is a zero-tolerance claim that some seed broke.
+func (a AggExpectation) ZeroClaimBroken() bool { return strings.HasPrefix(a.Verdict, zeroBroken) }
+
+// zeroVerdict judges a zero-tolerance claim over the seeds' counts.
+func zeroVerdict(xs []float64) string {
+	n, total := 0, 0.0
+	for _, x := range xs {
+		if x != 0 {
+			n++
+			total += x
+		}
+	}
+	if n == 0 {
+		return fmt.Sprintf("0 in every seed (%d)", len(xs))
+	}
+	return fmt.Sprintf("%s: non-zero in %d of %d seeds (%s in all)", zeroBroken, n, len(xs), num(total))
 }
 
 // AggregateExpectations evaluates every group's expect: entries over its seeds.
@@ -412,6 +447,11 @@ func AggregateExpectations(t *Tree) []AggExpectation {
 			}
 			c := MeanCI(xs, Level)
 			a.N, a.Mean, a.Half, a.Values = c.N, c.Mean, c.Half, c.Values
+			if IsZeroClaim(k, a.Published.Value) && c.N > 0 {
+				a.Verdict = zeroVerdict(xs)
+				out = append(out, a)
+				continue
+			}
 			switch p := a.Published.Value; {
 			case c.N == 0:
 				a.Verdict = "not measured"
@@ -564,7 +604,9 @@ func ExpectationsCI(es []AggExpectation) Table {
 		if e.N > 0 {
 			meas = num(e.Mean)
 		}
-		if e.N >= 2 {
+		if IsZeroClaim(e.Metric, e.Published.Value) {
+			ci = "(a count)"
+		} else if e.N >= 2 {
 			ci = fmt.Sprintf("[%s, %s]", num(e.Mean-e.Half), num(e.Mean+e.Half))
 		}
 		v := e.Verdict

@@ -154,3 +154,26 @@ func TestPairedCIAndSummariesCI(t *testing.T) {
 		t.Error("unknown metric accepted")
 	}
 }
+
+// A claim of 0 retransmissions is a count: one seed with 2.2e5 of them breaks it, although the
+// t-interval over the two seeds (0 and 2.2e5) reaches below 0 and would call 0 "within CI".
+func TestZeroClaimIsACount(t *testing.T) {
+	pub := map[string]Expected{"retransmissions": {Value: 0, Source: "G1"}, "deadlocks": {Value: 0, Source: "III-D"}}
+	a, b := seedRun("portfc", 1, 1), seedRun("portfc", 2, 1)
+	b.Summary.Retransmissions = 220000
+	a.Expect, b.Expect = pub, pub
+	es := AggregateExpectations(&Tree{Groups: []*Group{{Name: "portfc", Runs: []*Run{a, b}}}})
+	got := map[string]AggExpectation{}
+	for _, e := range es {
+		got[e.Metric] = e
+	}
+	if r := got["retransmissions"]; !r.ZeroClaimBroken() || r.Verdict != "BROKEN: non-zero in 1 of 2 seeds (2.2e+05 in all)" {
+		t.Errorf("retransmissions verdict %q", r.Verdict)
+	}
+	if d := got["deadlocks"]; d.ZeroClaimBroken() || d.Verdict != "0 in every seed (2)" {
+		t.Errorf("deadlocks verdict %q", d.Verdict)
+	}
+	if IsZeroClaim("fct_avg_s", 0) || !IsZeroClaim("drops_lossless", 0) || IsZeroClaim("drops_lossless", 1) {
+		t.Error("IsZeroClaim")
+	}
+}

@@ -34,5 +34,12 @@ start=$(date +%s)
 rm -rf "$OUT"
 bin/lab run "${specs[@]}" -o "$OUT" --seeds "$SEEDS" -j "$jobs" -q
 echo "run.sh: runs took $(( $(date +%s) - start )) s"
-bin/lab report "$OUT" -o "$OUT"
+# --strict: a zero-tolerance claim (lossless, retransmission-free, deadlock-free: expect: ... = 0) holds
+# only if every seed counts 0, and the job fails when one does not.
+status=0
+bin/lab report "$OUT" -o "$OUT" --strict || status=$?
 echo "run.sh: profile $profile; $SEEDS seeds; paper numbers and verdicts per claim in docs/portfc.md"
+if [ "$status" -ne 0 ]; then
+	echo "run.sh: FAILED: a lossless, retransmission-free or deadlock-free claim is broken (above)" >&2
+fi
+exit "$status"

@@ -108,6 +108,7 @@ spec) with error bars.`,
 	cmd.Flags().StringVarP(&out, "out", "o", "", "where to write report.txt, comparison.csv and the plots")
 	cmd.Flags().BoolVar(&noPlots, "no-plots", false, "tables only")
 	cmd.Flags().UintSliceVar(&plotFlows, "flows", nil, "flow ids for the flow_rate plot (default: each run's four largest completed flows)")
+	cmd.Flags().BoolVar(&reportFlags.strict, "strict", false, "run trees: exit 1 when a zero-tolerance claim (expect: drops_lossless, retransmissions, deadlocks or violations = 0) is non-zero in any seed")
 	cmd.Flags().StringArrayVar(&reportFlags.metrics, "metric", nil, "run trees: plot this metric against the swept value (repeat; default fct_avg_s, fct_p99_s, goodput_per_flow_all_bps, goodput_aggregate_bps)")
 	root.AddCommand(cmd)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/fabriclab/fabriclab/report"
 )
@@ -14,6 +15,7 @@ import (
 // reportFlags are lab report's flags for run trees.
 var reportFlags struct {
 	metrics []string
+	strict  bool // exit 1 when a zero-tolerance claim is broken
 }
 
 // isTreeReport says whether lab report's arguments hold a run tree (a manifest.json) or several runs of
@@ -121,5 +123,23 @@ func reportTree(w io.Writer, dirs []string, out string, noPlots bool) error {
 		fmt.Fprintf(w, " %s", f)
 	}
 	fmt.Fprintln(w)
-	return nil
+	return brokenClaims(es)
+}
+
+// brokenClaims is lab report --strict's verdict: an error naming every zero-tolerance claim (lossless,
+// retransmission-free, deadlock-free, no violation) that some seed broke.
+func brokenClaims(es []report.AggExpectation) error {
+	if !reportFlags.strict {
+		return nil
+	}
+	var broken []string
+	for _, e := range es {
+		if e.ZeroClaimBroken() {
+			broken = append(broken, fmt.Sprintf("%s %s = 0 (%s): %s", e.Group, e.Metric, e.Published.Source, e.Verdict))
+		}
+	}
+	if len(broken) == 0 {
+		return nil
+	}
+	return fmt.Errorf("--strict: %d zero-tolerance claims broken:\n  %s", len(broken), strings.Join(broken, "\n  "))
 }
