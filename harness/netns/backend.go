@@ -1,18 +1,11 @@
 package netns
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"slices"
-	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -116,300 +109,6 @@ type RunResult struct {
 	Wall            time.Duration
 }
 
-type agentProc struct {
-	cmd     *exec.Cmd
-	devices []string
-	in      io.WriteCloser
-	enc     *json.Encoder
-	msgs    chan AgentMsg
-	exited  chan error // receives Wait's result once
-	flows   int
-}
-
-func (p *agentProc) name() string {
-	return fmt.Sprintf("agent pid %d (devices %s)", p.cmd.Process.Pid, strings.Join(p.devices, ","))
-}
-
-var runSeq int
-
-// Run brings l up as a namespace lab, runs its engines in agent processes on real frames, and always
-// tears the lab down before returning (also on ctx cancellation; a crash of this process is cleaned by
-// `lab down`, which kills the agents the state directory lists). The records are in dilated time.
-func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunResult, error) {
-	res := RunResult{Dilation: l.Spec.EffectiveDilation()}
-	if err := checkRoot(); err != nil {
-		return nil, res, err
-	}
-	if !AgentLinked {
-		return nil, res, errors.New("netns backend: this binary does not contain the agent; import _ \"github.com/fabriclab/fabriclab/harness/netns/agent\"")
-	}
-	if err := Preflight(l); err != nil {
-		return nil, res, err
-	}
-	dl, err := Dilate(l, res.Dilation)
-	if err != nil {
-		return nil, res, err
-	}
-	pcaps, err := parsePcap(opts.Pcap, l)
-	if err != nil {
-		return nil, res, err
-	}
-	if len(pcaps) > 0 && opts.PcapDir == "" {
-		return nil, res, errors.New("pcap: a capture directory is needed (PcapDir)")
-	}
-	name := opts.Name
-	if name == "" {
-		runSeq++
-		name = fmt.Sprintf("r%d-%d", os.Getpid()%100000, runSeq)
-	}
-	res.Lab = name
-	progress := opts.Progress
-	if progress == nil {
-		progress = func(string) {}
-	}
-	var kernelFlows []lab.FlowPlan
-	kernelLead := time.Duration(0)
-	if len(dl.Kernel) > 0 {
-		if opts.Kernel == nil {
-			return nil, res, errors.New("host.transport: kernel-tcp hosts need a kernel-host runner (RunOptions.Kernel, from package kernelhost)")
-		}
-		kernelLead = opts.KernelLead
-		if kernelLead <= 0 {
-			kernelLead = time.Second
-		}
-		// Every flow, NIC or kernel, starts kernelLead late on the agents' clock, so the handshakes
-		// happen on a running fabric and a mixed lab keeps its schedule's relative timing.
-		shift := clock.Time(kernelLead.Nanoseconds()) * clock.Nanosecond
-		kernel := map[int]bool{}
-		for _, h := range dl.Kernel {
-			kernel[h.Node] = true
-		}
-		var nic []lab.FlowPlan
-		for _, f := range dl.Flows {
-			if kernel[f.SrcNode] {
-				kernelFlows = append(kernelFlows, f)
-			} else {
-				f.At += shift
-				nic = append(nic, f)
-			}
-		}
-		dl.Flows = nic
-		dl.End += shift
-	}
-	nl, err := Up(ctx, name, l.Graph, Options{MTU: labMTU(l)})
-	if err != nil {
-		return nil, res, err
-	}
-	defer func() {
-		if derr := Down(name); derr != nil {
-			progress("teardown: " + derr.Error())
-		}
-	}()
-	if len(dl.Kernel) > 0 {
-		if err := opts.Kernel.Setup(nl, dl.Kernel); err != nil {
-			return nil, res, err
-		}
-	}
-	setups := splitAgents(l, dl, nl, opts.Agents, pcaps, opts.PcapDir)
-	addFaults(setups, l, res.Dilation) // live.go
-	rt := opts.Realtime
-	if rt == 0 {
-		rt = DefaultRealtime
-	}
-	for _, s := range setups {
-		s.Realtime = max(rt, 0)
-		s.MinCatchUpStep = opts.MinCatchUpStep
-	}
-	res.Agents = len(setups)
-	progress(fmt.Sprintf("lab %s up: %d devices in %d agents, dilation %g", name, len(l.Graph.Nodes), len(setups), res.Dilation))
-
-	procs := make([]*agentProc, 0, len(setups))
-	defer func() {
-		for _, p := range procs {
-			p.kill()
-		}
-	}()
-	for _, s := range setups {
-		p, err := startAgent(name, s)
-		if err != nil {
-			return nil, res, err
-		}
-		procs = append(procs, p)
-	}
-	for _, p := range procs {
-		if _, err := p.expect(ctx, "ready", 30*time.Second); err != nil {
-			return nil, res, err
-		}
-	}
-	lead := opts.StartLead
-	if lead <= 0 {
-		lead = 100 * time.Millisecond
-	}
-	epoch := clock.MonotonicNanos() + lead.Nanoseconds()
-	for _, p := range procs {
-		if err := p.enc.Encode(AgentMsg{Type: "start", Epoch: epoch, End: dl.End}); err != nil {
-			return nil, res, fmt.Errorf("%s: start: %w", p.name(), err)
-		}
-	}
-	wall := time.Now()
-	progress("running")
-	if opts.OnAgents != nil {
-		m := map[int][]string{}
-		for _, p := range procs {
-			m[p.cmd.Process.Pid] = p.devices
-		}
-		opts.OnAgents(m)
-	}
-
-	type kernelOut struct {
-		flows []records.Flow
-		err   error
-	}
-	var kernelDone chan kernelOut
-	kctx, kcancel := context.WithCancel(ctx)
-	defer kcancel()
-	if len(dl.Kernel) > 0 {
-		kernelDone = make(chan kernelOut, 1)
-		go func() {
-			fl, err := opts.Kernel.Run(kctx, nl, kernelFlows, epoch+kernelLead.Nanoseconds(), clock.Time(kernelLead.Nanoseconds())*clock.Nanosecond)
-			kernelDone <- kernelOut{fl, err}
-		}()
-	}
-	var kernelRecs []records.Flow
-	kernelPending := kernelDone != nil
-
-	// Wait for every agent's "done", every agent's "end" (its clock reached the run's end), Ctrl-C, or an
-	// agent's death; the wall-clock deadline is only a safety net.
-	endWall := time.Duration(lead) + dl.End.Duration() + 2*time.Second
-	if len(dl.Kernel) > 0 {
-		endWall += 10 * time.Second // connection setup and the kernel's own retransmission timers
-	}
-	if len(procs) == 1 && len(dl.Kernel) == 0 {
-		// One agent keeps the schedule even when it runs behind the wall clock (agent catchUp), so its
-		// run may take longer than its length: up to 10 times, then it counts as timed out.
-		endWall += 9*dl.End.Duration() + 30*time.Second
-	}
-	deadline := time.NewTimer(endWall)
-	defer deadline.Stop()
-	stopWhenDone := l.Spec.StopWhenDone()
-	doneCount, endCount := 0, 0
-	clocks, dones := make([]clock.Time, len(procs)), make([]int, len(procs))
-	cases := mergeMsgs(procs)
-wait:
-	for (doneCount < len(procs) || kernelPending || !stopWhenDone) && (endCount < len(procs) || kernelPending) {
-		select {
-		case k := <-kernelDone:
-			kernelPending = false
-			if k.err != nil {
-				return nil, res, fmt.Errorf("kernel hosts: %w", k.err)
-			}
-			kernelRecs = k.flows
-		case ev := <-cases:
-			p := procs[ev.i]
-			switch {
-			case ev.exit:
-				return nil, res, fmt.Errorf("%s died mid-run: %v", p.name(), ev.err)
-			case ev.m.Type == "done":
-				doneCount++
-			case ev.m.Type == "completed":
-				// Flows in other agents may wait for these: every other agent hears of them.
-				for j, q := range procs {
-					if j != ev.i {
-						if err := q.enc.Encode(AgentMsg{Type: "completed", Flows: ev.m.Flows, Finish: ev.m.Finish}); err != nil {
-							return nil, res, fmt.Errorf("%s: relaying completions: %w", q.name(), err)
-						}
-					}
-				}
-			case ev.m.Type == "progress":
-				clocks[ev.i], dones[ev.i] = ev.m.Now, ev.m.Done
-				if opts.OnClock != nil {
-					now, n := clocks[0], 0
-					for j := range procs {
-						now = min(now, clocks[j])
-						n += dones[j]
-					}
-					opts.OnClock(clock.Time(float64(now)/res.Dilation), n+len(kernelRecs), len(l.Flows))
-				}
-			case ev.m.Type == "end":
-				endCount++
-			case ev.m.Type == "error":
-				return nil, res, fmt.Errorf("%s: %s", p.name(), ev.m.Err)
-			}
-		case <-deadline.C:
-			res.TimedOut = true
-			break wait
-		case <-ctx.Done():
-			res.Cancelled = true
-			break wait
-		}
-	}
-	kcancel()
-	if kernelPending {
-		if k := <-kernelDone; k.err == nil {
-			kernelRecs = k.flows
-		}
-	}
-	for _, p := range procs {
-		p.enc.Encode(AgentMsg{Type: "stop"})
-	}
-	got, err := collectRecords(cases, procs, 30*time.Second)
-	if err != nil {
-		return nil, res, err
-	}
-	log := &records.Log{}
-	var fids []AgentFidelity
-	for _, m := range got {
-		if m.Deadlock != nil {
-			res.DeadlockWatched = true
-			if m.Deadlock.Detected && !res.Deadlock.Detected {
-				res.Deadlock = *m.Deadlock
-			}
-		}
-		log.Merge(m.Log)
-		if m.Fidelity != nil {
-			fids = append(fids, *m.Fidelity)
-		}
-		if m.Now > res.End {
-			res.End = m.Now
-		}
-	}
-	log.Flows = append(log.Flows, kernelRecs...)
-	res.Wall = time.Since(wall)
-	completed := 0
-	for _, f := range log.Flows {
-		if f.Completed {
-			completed++
-		}
-	}
-	res.AllDone = completed == len(l.Flows)
-	if res.End >= dl.End && !res.AllDone {
-		res.TimedOut = true
-	}
-	res.Monitor = sumFidelity(fids)
-	bound := opts.FidelityBound
-	if bound <= 0 {
-		bound = DefaultFidelityBound
-	}
-	res.Fidelity = Verdict(res.Monitor, bound)
-	res.Fidelity = stallVerdict(res.Fidelity, res.Monitor, log, stallBudget(dl))
-	if len(dl.Kernel) == 0 && opts.CrossCheck >= 0 {
-		res.Fidelity = crossCheck(ctx, l, log, res, opts.CrossCheck)
-	}
-	if res.Monitor.KernelFull > 0 {
-		log.Violations = append(log.Violations, fmt.Sprintf("netns: the kernel refused %d frames (an agent fell behind reading)", res.Monitor.KernelFull))
-	}
-	sort.SliceStable(log.Flows, func(i, j int) bool { return log.Flows[i].ID < log.Flows[j].ID })
-	for i, v := range log.Violations {
-		log.Violations[i] = paperTimes(v, res.Dilation)
-	}
-	if opts.Save != nil {
-		if err := opts.Save(log, res); err != nil {
-			return log, res, err
-		}
-	}
-	return log, res, nil
-}
-
 // Scheduled reports whether every frame the agents read was one they wrote themselves (one agent, no
 // kernel hosts): those are taken at their scheduled arrival time, so how late the loop ran in wall time
 // does not reach the results, only how late it took frames against their schedule.
@@ -429,11 +128,14 @@ func Verdict(m AgentFidelity, bound float64) report.Fidelity {
 	if m.Scheduled() {
 		frac := float64(m.LateArrivals) / float64(m.Arrivals)
 		detail := fmt.Sprintf("%d of %d frames (%.2f%%) taken more than one serialization time after their scheduled arrival (bound %.2g%%), mean error %v, max %v; in wall time %d of %d left late (mean %v, max %v); timer lag mean %v, max %v (due at %v)",
-			m.LateArrivals, m.Arrivals, 100*frac, 100*bound, m.SumArrivalErr/clock.Time(m.Arrivals), m.MaxArrivalErr,
-			m.LateFrames, m.Frames, m.SumLateness/clock.Time(m.Frames), m.MaxLateness,
-			m.TimerLagSum/clock.Time(max(m.Timers, 1)), m.TimerLagMax, m.TimerLagAt)
+			m.LateArrivals, m.Arrivals, 100*frac, 100*bound, meanPs(m.SumArrivalErr, m.Arrivals), m.MaxArrivalErr,
+			m.LateFrames, m.Frames, meanPs(m.SumLateness, m.Frames), m.MaxLateness,
+			meanPs(m.TimerLagSum, m.Timers), m.TimerLagMax, m.TimerLagAt)
 		detail += loopDetail(m)
 		switch {
+		case m.LateCross > 0 || m.LostCross > 0:
+			return report.Fidelity{Faithful: false, Reason: fmt.Sprintf("lockstep failed: %d cross-agent frames read after their due time (worst %v), %d lost on the way; %s",
+				m.LateCross, m.MaxCrossLate, m.LostCross, detail)}
 		case m.KernelFull > 0:
 			return report.Fidelity{Faithful: false, Reason: fmt.Sprintf("the kernel refused %d frames (the agent fell behind reading); %s", m.KernelFull, detail)}
 		case frac > bound:
@@ -443,8 +145,8 @@ func Verdict(m AgentFidelity, bound float64) report.Fidelity {
 	}
 	frac := float64(m.LateFrames) / float64(m.Frames)
 	detail := fmt.Sprintf("%d of %d frames (%.2f%%) left more than one serialization time late (bound %.2g%%); mean lateness %v, max %v; timer lag mean %v, max %v (due at %v)",
-		m.LateFrames, m.Frames, 100*frac, 100*bound, m.SumLateness/clock.Time(m.Frames), m.MaxLateness,
-		m.TimerLagSum/clock.Time(max(m.Timers, 1)), m.TimerLagMax, m.TimerLagAt)
+		m.LateFrames, m.Frames, 100*frac, 100*bound, meanPs(m.SumLateness, m.Frames), m.MaxLateness,
+		meanPs(m.TimerLagSum, m.Timers), m.TimerLagMax, m.TimerLagAt)
 	detail += loopDetail(m)
 	if frac > bound {
 		return report.Fidelity{Faithful: false, Reason: "agents could not keep up: " + detail}
@@ -452,11 +154,18 @@ func Verdict(m AgentFidelity, bound float64) report.Fidelity {
 	return report.Fidelity{Faithful: true, Reason: detail}
 }
 
+// meanPs is a mean of n picosecond values summing to sum.
+func meanPs(sum float64, n uint64) clock.Time { return clock.Time(sum / float64(max(n, 1))) }
+
 // loopDetail is the loop instrumentation every verdict reason ends with.
 func loopDetail(m AgentFidelity) string {
 	d := fmt.Sprintf("; timers late >10us/100us/1ms/10ms: %d/%d/%d/%d of %d; loop %d iterations (%d catch-up steps), %.0f%% of wall waiting for frames",
 		m.LagOver[0], m.LagOver[1], m.LagOver[2], m.LagOver[3], m.Timers, m.Loops, m.CatchUpSteps,
 		100*float64(m.PollTime)/float64(max(m.PollTime+m.BusyTime, 1)))
+	if m.CrossFrames > 0 || m.BadStamps > 0 {
+		d += fmt.Sprintf("; lockstep: %d cross-agent frames, %d late, %d lost, %d stale, %d without a valid stamp",
+			m.CrossFrames, m.LateCross, m.LostCross, m.StaleCross, m.BadStamps)
+	}
 	if m.RealtimeErr != "" {
 		d += "; loop not real-time: " + m.RealtimeErr
 	}
@@ -528,6 +237,12 @@ func sumFidelity(fs []AgentFidelity) AgentFidelity {
 		for i := range s.LagOver {
 			s.LagOver[i] += f.LagOver[i]
 		}
+		s.CrossFrames += f.CrossFrames
+		s.LateCross += f.LateCross
+		s.MaxCrossLate = max(s.MaxCrossLate, f.MaxCrossLate)
+		s.BadStamps += f.BadStamps
+		s.LostCross += f.LostCross
+		s.StaleCross += f.StaleCross
 		s.Realtime = s.Realtime || f.Realtime
 		if f.RealtimeErr != "" {
 			s.RealtimeErr = f.RealtimeErr
@@ -559,7 +274,8 @@ func labMTU(l *lab.Lab) int {
 			m = s.Config.MTU
 		}
 	}
-	return min(m, MaxMTU)
+	// Room for the lockstep stamp a frame carries on a link between two agents.
+	return min(m+StampLen, MaxMTU)
 }
 
 // dataFrameBytes is the largest data frame the NICs send (payload MTU plus RoCEv2 headers).
@@ -589,9 +305,26 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 	for i := range setups {
 		setups[i] = &AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: dataFrameBytes(l)}
 	}
-	if n == 1 && len(dl.Kernel) == 0 {
-		setups[0].StopWhenDone = l.Spec.StopWhenDone()
-		setups[0].Monitor = &AgentMonitor{Graph: g, FlowControl: l.Spec.Switch.FlowControl, Config: monitor.Dilated(dl.D)}
+	agentOf := connectedParts(g, dl, n)
+	parts := map[int]bool{}
+	for _, a := range agentOf {
+		parts[a] = true
+	}
+	mon := &AgentMonitor{Graph: g, FlowControl: l.Spec.Switch.FlowControl, Config: monitor.Dilated(dl.D)}
+	switch {
+	case len(parts) > 1:
+		// Several agents run in lockstep (lockstep.go); the coordinator merges their stalled queues.
+		for _, s := range setups {
+			s.Lockstep = true
+			if len(dl.Kernel) == 0 {
+				s.Sample = mon
+			}
+		}
+	case len(dl.Kernel) == 0:
+		for _, s := range setups {
+			s.StopWhenDone = l.Spec.StopWhenDone()
+			s.Monitor = mon
+		}
 	}
 	ports := func(node int) []AgentPort {
 		out := make([]AgentPort, len(g.Nodes[node].Ports))
@@ -600,10 +333,12 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 			peer := g.Peer(node, i)
 			out[i] = AgentPort{Ifname: PortName(i), RateBps: lk.RateBps / dl.D, Delay: dl.LinkDelay[li],
 				PeerNode: peer.Node, PeerPort: peer.Port}
+			if a, hosted := agentOf[peer.Node]; hosted && a != agentOf[node] {
+				out[i].TxChan, out[i].RxChan = cutChans(li, node, i, peer.Node, peer.Port)
+			}
 		}
 		return out
 	}
-	agentOf := connectedParts(g, dl, n)
 	owner := map[int]int{}
 	add := func(node int, dev AgentDevice) {
 		s := setups[agentOf[node]]
@@ -643,6 +378,15 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 	}
 	// An agent that got no device (fewer connected parts than agents) is not started.
 	return slices.DeleteFunc(setups, func(s *AgentSetup) bool { return len(s.Devices) == 0 })
+}
+
+// cutChans numbers the two directions of cut link li: 2li+1 from the end with the smaller (node, port),
+// 2li+2 from the other; it returns the channel out of (node, port) and the one into it.
+func cutChans(li, node, port, peerNode, peerPort int) (tx, rx int) {
+	if node < peerNode || node == peerNode && port < peerPort {
+		return 2*li + 1, 2*li + 2
+	}
+	return 2*li + 2, 2*li + 1
 }
 
 // connectedParts assigns each agent-hosted device to one of n agents, each a connected region: n seeds
@@ -765,65 +509,6 @@ func parsePcap(sel string, l *lab.Lab) (map[PcapPort]bool, error) {
 		out[PcapPort{Device: l.Graph.Nodes[e.Node].Name, Port: e.Port}] = true
 	}
 	return out, nil
-}
-
-func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("agent: cannot find this binary to re-execute: %w", err)
-	}
-	cmd := exec.Command(exe)
-	token, tokenEnv := ProcessToken(labName)
-	cmd.Env = append(os.Environ(), AgentEnv+"=1", tokenEnv)
-	cmd.Stderr = os.Stderr
-	// The agent dies with us even if we are SIGKILLed (no deferred cleanup runs then).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	p := &agentProc{cmd: cmd, in: in, enc: json.NewEncoder(in), msgs: make(chan AgentMsg, 16), exited: make(chan error, 1), flows: len(s.Flows)}
-	for _, d := range s.Devices {
-		p.devices = append(p.devices, d.Name)
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("agent: %w", err)
-	}
-	if err := recordAgent(labName, cmd.Process.Pid, token); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		return nil, err
-	}
-	go func() {
-		dec := json.NewDecoder(bufio.NewReader(out))
-		for {
-			var m AgentMsg
-			if err := dec.Decode(&m); err != nil {
-				if !errors.Is(err, io.EOF) {
-					fmt.Fprintf(os.Stderr, "netns: %s: unreadable message: %v\n", p.name(), err)
-				}
-				close(p.msgs)
-				p.exited <- cmd.Wait()
-				return
-			}
-			p.msgs <- m
-		}
-	}()
-	if err := p.enc.Encode(AgentMsg{Type: "setup", Setup: s}); err != nil {
-		return p, fmt.Errorf("%s: setup: %w", p.name(), err)
-	}
-	return p, nil
-}
-
-func (p *agentProc) kill() {
-	if p.cmd.ProcessState == nil {
-		p.in.Close()
-		p.cmd.Process.Kill()
-	}
 }
 
 // expect waits for a message of type typ from p (before the run, when nothing else is read).

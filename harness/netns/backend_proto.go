@@ -55,6 +55,15 @@ type AgentMsg struct {
 	Err      string                  `json:"err,omitempty"`
 	// Live is a live lab's request or reply (type live, live.go).
 	Live *LiveMsg `json:"live,omitempty"`
+	// Lockstep (lockstep.go). reached: Now is the time before which the agent has run everything, Counts
+	// the frames it has written on each outgoing channel. grant: run every event before Until once
+	// Counts[c] frames have been read on each incoming channel c. halt: the run now ends at End.
+	Until  clock.Time     `json:"until,omitempty"`
+	Counts map[int]uint64 `json:"counts,omitempty"`
+	// Late is, in reached, how many cross-agent frames the agent has read after their due time so far.
+	Late uint64 `json:"late,omitempty"`
+	// Snapshot is, in stalled, the agent's paused non-empty queues at a monitor tick (engine time).
+	Snapshot *monitor.Snapshot `json:"snapshot,omitempty"`
 }
 
 // AgentSetup is what one agent hosts.
@@ -83,6 +92,13 @@ type AgentSetup struct {
 	Monitor *AgentMonitor `json:"monitor,omitempty"`
 	// Faults are the spec's cable faults (live.go).
 	Faults []AgentFault `json:"faults,omitempty"`
+	// Lockstep makes the agent advance only as far as the coordinator grants (several agents): see
+	// lockstep.go. Its ports on cut links have TxChan and RxChan set.
+	Lockstep bool `json:"lockstep,omitempty"`
+	// Sample, with Lockstep, makes the agent send its paused queues every Interval (engine time) for the
+	// coordinator's deadlock monitor (the Graph and Config are the coordinator's; only the mode is needed
+	// here).
+	Sample *AgentMonitor `json:"sample,omitempty"`
 }
 
 // AgentMonitor is what the run-time deadlock monitor (package monitor) needs: the topology for the
@@ -115,6 +131,10 @@ type AgentPort struct {
 	// IngressDelay delays frames read here before the engine takes them: a live lab's kernel host
 	// cannot delay what it sends, so its switch applies the cable's delay on arrival.
 	IngressDelay clock.Time `json:"ingress_delay,omitempty"`
+	// TxChan and RxChan number the two directions of a cut link (the peer is in another agent): frames
+	// written here carry a lockstep stamp and count on TxChan, frames read here on RxChan (0: not cut).
+	TxChan int `json:"tx_chan,omitempty"`
+	RxChan int `json:"rx_chan,omitempty"`
 }
 
 // AgentFlow is a flow a NIC of this agent starts.
@@ -139,12 +159,12 @@ type AgentFidelity struct {
 	Frames      uint64     `json:"frames"`       // frames written
 	LateFrames  uint64     `json:"late_frames"`  // written more than one data-frame serialization time (dilated rate) late
 	MaxLateness clock.Time `json:"max_lateness"` // worst frame
-	SumLateness clock.Time `json:"sum_lateness"`
+	SumLateness float64    `json:"sum_lateness"` // picoseconds (float: see clock.LagStats.Sum)
 	Timers      uint64     `json:"timers"`
 	TimerLagMax clock.Time `json:"timer_lag_max"`
-	TimerLagAt  clock.Time `json:"timer_lag_at"` // when (agent time) the worst timer was due
-	TimerLagSum clock.Time `json:"timer_lag_sum"`
-	KernelFull  uint64     `json:"kernel_full"` // frames the kernel refused (dropped: counted as drops)
+	TimerLagAt  clock.Time `json:"timer_lag_at"`  // when (agent time) the worst timer was due
+	TimerLagSum float64    `json:"timer_lag_sum"` // picoseconds
+	KernelFull  uint64     `json:"kernel_full"`   // frames the kernel refused (dropped: counted as drops)
 	Malformed   uint64     `json:"malformed"`
 	RxFrames    uint64     `json:"rx_frames"`
 	// Loop instrumentation: iterations of the event loop, how many woke from ppoll for frames vs the
@@ -162,17 +182,28 @@ type AgentFidelity struct {
 	// later (its clock had moved on), with the sum and maximum of that error.
 	Arrivals      uint64     `json:"arrivals,omitempty"`
 	LateArrivals  uint64     `json:"late_arrivals,omitempty"`
-	SumArrivalErr clock.Time `json:"sum_arrival_err,omitempty"`
+	SumArrivalErr float64    `json:"sum_arrival_err,omitempty"` // picoseconds
 	MaxArrivalErr clock.Time `json:"max_arrival_err,omitempty"`
 	// CatchUpSteps counts steps taken to catch up after the loop woke late (agent catchUp).
 	CatchUpSteps uint64 `json:"catch_up_steps,omitempty"`
 	RealtimeErr  string `json:"realtime_err,omitempty"`
 	Realtime     bool   `json:"realtime,omitempty"`
+	// Lockstep (several agents): frames read on cut links (CrossFrames), those read after their due time
+	// (LateCross, worst by MaxCrossLate: the protocol failed, the run is unfaithful), those whose stamp
+	// did not parse (BadStamps, also in Malformed), sequence numbers skipped or given up on (LostCross)
+	// and duplicates or frames read after being given up on (StaleCross).
+	CrossFrames  uint64     `json:"cross_frames,omitempty"`
+	LateCross    uint64     `json:"late_cross,omitempty"`
+	MaxCrossLate clock.Time `json:"max_cross_late,omitempty"`
+	BadStamps    uint64     `json:"bad_stamps,omitempty"`
+	LostCross    uint64     `json:"lost_cross,omitempty"`
+	StaleCross   uint64     `json:"stale_cross,omitempty"`
 }
 
 // agentMsgTypes are the protocol's message types.
 var agentMsgTypes = map[string]bool{"setup": true, "ready": true, "start": true, "done": true, "end": true,
-	"stop": true, "records": true, "error": true, "progress": true, "completed": true, "live": true}
+	"stop": true, "records": true, "error": true, "progress": true, "completed": true, "live": true,
+	"reached": true, "grant": true, "halt": true, "stalled": true}
 
 // Check refuses a message the other side could not act on sensibly: an unknown type, a setup without
 // its body, or numbers a backend never sends (negative times, non-finite or non-positive rates).
@@ -180,7 +211,7 @@ func (m *AgentMsg) Check() error {
 	if !agentMsgTypes[m.Type] {
 		return fmt.Errorf("agent message type %q is not one of the protocol's", m.Type)
 	}
-	if m.End < 0 || m.Now < 0 || m.Done < 0 {
+	if m.End < 0 || m.Now < 0 || m.Done < 0 || m.Until < 0 {
 		return fmt.Errorf("agent message %s: negative end, now or done", m.Type)
 	}
 	if m.Type != "setup" {

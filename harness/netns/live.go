@@ -134,7 +134,7 @@ func StartLive(ctx context.Context, l *lab.Lab, nl *Lab) (*Live, error) {
 		return nil, err
 	}
 	epoch := clock.MonotonicNanos() + (50 * time.Millisecond).Nanoseconds()
-	if err := p.enc.Encode(AgentMsg{Type: "start", Epoch: epoch, End: liveEnd}); err != nil {
+	if err := p.send(AgentMsg{Type: "start", Epoch: epoch, End: liveEnd}); err != nil {
 		p.kill()
 		return nil, fmt.Errorf("%s: start: %w", p.name(), err)
 	}
@@ -160,7 +160,7 @@ func (lv *Live) Exited() <-chan error { return lv.exited }
 func (lv *Live) Request(req LiveMsg) (*LiveMsg, error) {
 	lv.mu.Lock()
 	defer lv.mu.Unlock()
-	if err := lv.proc.enc.Encode(AgentMsg{Type: "live", Live: &req}); err != nil {
+	if err := lv.proc.send(AgentMsg{Type: "live", Live: &req}); err != nil {
 		return nil, fmt.Errorf("%s: %w", lv.proc.name(), err)
 	}
 	select {

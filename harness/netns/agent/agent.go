@@ -10,14 +10,11 @@
 package agent
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
-	"sync"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
@@ -32,22 +29,23 @@ func init() {
 	os.Exit(Main(os.Stdin, os.Stdout))
 }
 
-// Main runs the agent protocol on in/out and returns the exit status.
+// Main runs the agent protocol on in/out (the backend's pipes) and returns the exit status.
 func Main(in io.Reader, out io.Writer) int {
 	// The backend sets PR_SET_PDEATHSIG on the child; re-check here in case the parent died between
 	// fork and now (the signal only covers deaths after the prctl).
 	if os.Getppid() == 1 {
 		return 2
 	}
-	c := &conn{enc: json.NewEncoder(out)}
-	dec := json.NewDecoder(bufio.NewReader(in))
+	return Serve(netns.NewStreamControl(in, out, nil))
+}
+
+// Serve runs the agent protocol (netns.AgentMsg) on ctl, whatever carries it, and returns the exit
+// status.
+func Serve(ctl netns.Control) int {
+	c := &conn{ctl: ctl}
 	var m netns.AgentMsg
-	if err := dec.Decode(&m); err != nil || m.Type != "setup" || m.Setup == nil {
+	if err := ctl.Recv(&m); err != nil || m.Type != "setup" || m.Setup == nil {
 		c.fail(fmt.Errorf("first message must be setup: %v", err))
-		return 1
-	}
-	if err := m.Check(); err != nil {
-		c.fail(err)
 		return 1
 	}
 	// A garbage collection stops the loop thread until the collector's own (ordinary-priority) threads
@@ -75,40 +73,18 @@ func Main(in io.Reader, out io.Writer) int {
 	if err := c.send(netns.AgentMsg{Type: "ready"}); err != nil {
 		return 1
 	}
-	if err := dec.Decode(&m); err != nil || m.Type != "start" {
+	if err := ctl.Recv(&m); err != nil || m.Type != "start" {
 		c.fail(fmt.Errorf("expected start: %v %q", err, m.Type))
 		return 1
 	}
-	// Control after start is "stop" (or EOF: the backend went away) and "completed" (flows other agents
-	// finished); a reader goroutine hands them to the loop and wakes its wait through an eventfd.
-	go func() {
-		var m netns.AgentMsg
-		for {
-			m = netns.AgentMsg{}
-			err := dec.Decode(&m)
-			if err == nil && m.Type == "completed" {
-				a.completedElsewhere(m.Flows, m.Finish)
-				continue
-			}
-			if err == nil && m.Type == "live" && m.Live != nil {
-				a.liveRequest(m.Live)
-				continue
-			}
-			if err != nil || m.Type == "stop" {
-				if os.Getenv("FABRICLAB_AGENT_DEBUG") != "" {
-					fmt.Fprintf(os.Stderr, "agent %d: stop (%v)\n", os.Getpid(), err)
-				}
-				a.requestStop()
-				return
-			}
-		}
-	}()
+	go a.control(ctl)
 	a.completedFn = func(ids []uint32, at []clock.Time) {
 		c.send(netns.AgentMsg{Type: "completed", Flows: ids, Finish: at})
 	}
 	a.live.reply = func(r *netns.LiveMsg) { c.send(netns.AgentMsg{Type: "live", Live: r}) }
 	a.progressFn = func(now clock.Time, done int) { c.send(netns.AgentMsg{Type: "progress", Now: now, Done: done}) }
-	if err := a.run(m.Epoch, m.End, func() { c.send(netns.AgentMsg{Type: "done"}) },
+	a.sendFn = c.send
+	if err := a.run(m.Epoch, m.End, func() { c.send(netns.AgentMsg{Type: "done", Now: a.lastFinish, Done: a.done}) },
 		func() { c.send(netns.AgentMsg{Type: "end"}) }); err != nil {
 		c.fail(err)
 		return 1
@@ -126,16 +102,34 @@ func Main(in io.Reader, out io.Writer) int {
 	return 0
 }
 
-type conn struct {
-	mu  sync.Mutex
-	enc *json.Encoder
+// control reads the backend's messages after start and hands them to the loop, waking its wait through
+// the eventfd: stop (or the channel closing: the backend went away), completed (flows other agents
+// finished), grant and halt (lockstep), live requests.
+func (a *agent) control(ctl netns.Control) {
+	var m netns.AgentMsg
+	for {
+		err := ctl.Recv(&m)
+		switch {
+		case err != nil || m.Type == "stop":
+			if os.Getenv("FABRICLAB_AGENT_DEBUG") != "" {
+				fmt.Fprintf(os.Stderr, "agent %d: stop (%v)\n", os.Getpid(), err)
+			}
+			a.requestStop()
+			return
+		case m.Type == "completed":
+			a.completedElsewhere(m.Flows, m.Finish)
+		case m.Type == "live" && m.Live != nil:
+			a.liveRequest(m.Live)
+		case m.Type == "grant" || m.Type == "halt":
+			a.lock.post(m)
+			a.wake.signal()
+		}
+	}
 }
 
-func (c *conn) send(m netns.AgentMsg) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.enc.Encode(m)
-}
+type conn struct{ ctl netns.Control }
+
+func (c *conn) send(m netns.AgentMsg) error { return c.ctl.Send(&m) }
 
 func (c *conn) fail(err error) { c.send(netns.AgentMsg{Type: "error", Err: err.Error()}) }
 

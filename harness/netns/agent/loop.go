@@ -65,6 +65,11 @@ type port struct {
 	peer   *port
 	expect []expected
 	ehead  int
+
+	// Lockstep, on a cut link (cfg.TxChan, cfg.RxChan): the sequence number of the last frame stamped
+	// and of the last one written, and the frames read ahead of their due time.
+	txSeq, txWritten uint32
+	inbox            inbox
 }
 
 // expected is a frame written by this agent that its own peer port will read: its length, a hash of
@@ -144,6 +149,12 @@ type inFlight struct {
 
 func (l *link) Send(p *pkt.Packet) {
 	at := l.a.clk.Now() + l.delay
+	if l.p.cfg.TxChan != 0 {
+		// A cut link (lockstep): the frame leaves now with its arrival time stamped on it, and the
+		// receiving agent holds it until then; it has the whole link delay to get there.
+		l.p.queue(p, at)
+		return
+	}
 	l.flight = append(l.flight, inFlight{at: at, p: p})
 	if !l.armed {
 		l.armed = true
@@ -180,6 +191,10 @@ func (p *port) queue(pk *pkt.Packet, at clock.Time) {
 		p.link.a.violation(fmt.Sprintf("%s p%d: cannot encode %v frame: %v", p.dev.name, p.index, pk.Kind, err))
 		return
 	}
+	if p.cfg.TxChan != 0 {
+		p.txSeq++
+		b = netns.AppendStamp(b, at, p.txSeq)
+	}
 	p.bufs[p.nbufs] = b
 	p.nbufs++
 	p.out = append(p.out, b)
@@ -194,14 +209,20 @@ func (p *port) flush(a *agent) error {
 	n, err := p.sock.Send(p.out)
 	p.sent(p.out[:n], p.due[:n])
 	left := a.clk.Wall()
+	if p.cfg.TxChan != 0 {
+		p.txWritten = p.txSeq - uint32(len(p.out)-n)
+	}
 	for i := 0; i < n; i++ {
 		late := left - p.due[i]
+		if p.cfg.TxChan != 0 {
+			late += p.link.delay // it was due to leave, not to arrive, at due-delay
+		}
 		if late < 0 {
 			late = 0
 		}
 		f := &a.fid
 		f.Frames++
-		f.SumLateness += late
+		f.SumLateness += float64(late)
 		if late > f.MaxLateness {
 			f.MaxLateness = late
 		}
@@ -264,6 +285,11 @@ type agent struct {
 	// most that long after its scheduled arrival.
 	step clock.Time
 	live liveQueue
+	// lock is the agent's part in lockstep (lockstep.go); sendFn sends the coordinator a message.
+	lock   lockState
+	sendFn func(netns.AgentMsg) error
+	// lastFinish is the latest completion among this agent's flows (engine time), sent with done.
+	lastFinish clock.Time
 }
 
 func newAgent(s *netns.AgentSetup) (*agent, error) {
@@ -320,6 +346,7 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 			p := &port{dev: dev, index: i, sock: sock, cfg: pc, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps)}
 			p.link = &link{a: a, p: p, delay: pc.Delay}
 			p.link.fire = p.link.release
+			p.inbox.fire = func() { p.releaseInbox(a) }
 			dev.eng.SetLink(i, p.link)
 			if pcap[[2]any{d.Name, i}] {
 				f, err := os.Create(filepath.Join(s.PcapDir, fmt.Sprintf("%s-p%d.pcap", d.Name, i)))
@@ -362,6 +389,7 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 		floor = s.MinCatchUpStep
 	}
 	a.step = max(a.step, floor)
+	a.initLock()
 	byNode := map[int]*device{}
 	for _, d := range a.devs {
 		byNode[d.node] = d
@@ -433,6 +461,9 @@ func (a *agent) run(epoch int64, end clock.Time, done, reachedEnd func()) error 
 		}
 	}
 	a.watch()
+	if a.lock.on {
+		a.sampleStalls()
+	}
 	a.scheduleFaults() // live.go
 	return a.loop(end, done, reachedEnd)
 }

@@ -22,8 +22,12 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 	a.schedule()
 	sentDone := false
 	wall0 := a.clk.Wall()
+	// The busy time of the last iteration (the run's final catch-up, often the longest stretch of work
+	// of a loop behind the wall clock) is counted however the loop ends.
+	defer func() { a.fid.BusyTime += a.clk.Wall() - wall0 }()
 	for !a.stop.Load() {
 		a.runLive()
+		a.pollLock()
 		if err := a.catchUp(); err != nil {
 			return err
 		}
@@ -46,19 +50,26 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 		// The run's end is reached in engine time: a loop running behind the wall clock (it keeps the
 		// schedule, just later) still has the rest of its timers to fire before it.
 		next, pending := a.clk.Next()
-		// a.end, not end: it comes down to the last completion once every flow is done (collect).
-		if a.clk.Now() >= a.end || wall > a.end && (!pending || next > a.end) || a.stop.Load() {
+		// a.end, not end: it comes down to the last completion once every flow is done (collect), or
+		// when the coordinator halts the run. In lockstep the end is reached once it is granted.
+		granted := !a.lock.on || a.lock.win.Limit() > a.end
+		if a.clk.Now() >= a.end || granted && wall > a.end && (!pending || next > a.end) || a.stop.Load() {
+			a.report(true)
 			if !sentDone {
 				done() // nothing more will happen here; the backend decides when to stop
 			}
 			if !a.stop.Load() {
 				reachedEnd()
+				a.fid.BusyTime += a.clk.Wall() - wall0
 				a.waitStop()
+				wall0 = a.clk.Wall()
 			}
 			break
 		}
+		a.report(false)
 		d := maxSleep
-		if next, ok := a.clk.Next(); ok && next-wall < d {
+		if next, ok := a.clk.Next(); ok && next-wall < d && next <= a.limit() {
+			// (A timer past the grant waits for the grant, which the wake fd signals.)
 			d = next - wall
 		}
 		before := a.clk.Wall()
@@ -136,6 +147,7 @@ func (a *agent) collect() {
 			continue
 		}
 		a.done++
+		a.lastFinish = max(a.lastFinish, r.Finish)
 		a.release(r.ID, r.Finish)
 		if a.setup.Remote[r.ID] {
 			out = append(out, r.ID)
@@ -203,16 +215,18 @@ func (a *agent) progress() {
 // once a stop is requested, so Ctrl-C ends even a run that is far behind within a step.
 func (a *agent) catchUp() error {
 	for {
+		a.pollLock()
+		lim := a.limit()
 		next, ok := a.clk.Next()
 		wall := a.clk.Wall()
 		if a.stop.Load() {
 			return nil
 		}
-		if !ok || next > wall || next+a.step >= wall || next > a.end {
-			a.clk.RunDueUntil(a.end)
+		if !ok || next > wall || next+a.step >= wall || next > lim {
+			a.clk.RunDueUntil(lim)
 			return nil
 		}
-		t := min(next+a.step, a.end)
+		t := min(next+a.step, lim)
 		a.clk.RunDueUntil(t)
 		a.clk.AdvanceTo(t)
 		a.fid.CatchUpSteps++
@@ -232,6 +246,7 @@ func (a *agent) catchUp() error {
 		}
 		a.collect()
 		a.progress()
+		a.report(false)
 	}
 }
 
@@ -265,6 +280,13 @@ func (a *agent) receive(p *port, sync bool) error {
 		if p.pcap != nil {
 			p.pcap.WriteAt(a.clk.Wall(), frame)
 		}
+		var due clock.Time
+		if p.cfg.RxChan != 0 {
+			var ok bool
+			if frame, due, ok = a.crossFrame(p, frame); !ok {
+				return
+			}
+		}
 		pk := new(pkt.Packet)
 		if err := wire.Decode(frame, pk); err != nil {
 			p.dev.malformed++
@@ -280,6 +302,10 @@ func (a *agent) receive(p *port, sync bool) error {
 		if pk.Route != nil {
 			pk.Route = bytes.Clone(pk.Route)
 		}
+		if p.cfg.RxChan != 0 {
+			a.deliverAt(p, pk, due)
+			return
+		}
 		if at, ok := p.arrival(frame); ok {
 			if at > a.end {
 				return // due after the run's end: it never arrives within the run
@@ -289,15 +315,15 @@ func (a *agent) receive(p *port, sync bool) error {
 			f := &a.fid
 			f.Arrivals++
 			if e := a.clk.AdvanceTo(at) - at; e > 0 {
-				f.SumArrivalErr += e
+				f.SumArrivalErr += float64(e)
 				f.MaxArrivalErr = max(f.MaxArrivalErr, e)
 				if e > p.yard {
 					f.LateArrivals++
 				}
 			}
 		} else if sync {
-			// Taken at the wall time, but never past the run's end: nothing happens after it.
-			a.clk.AdvanceTo(a.end)
+			// Taken at the wall time, but never past the run's end (or the lockstep grant).
+			a.clk.AdvanceTo(a.limit())
 		}
 		if p.cfg.IngressDelay > 0 {
 			// From a kernel host (live lab): the cable's delay, which the kernel's side cannot apply.

@@ -1,0 +1,257 @@
+package netns
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/monitor"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/records"
+)
+
+// coordination is the backend's side of a run with several agents: the lockstep coordinator, the
+// merged deadlock monitor, and stop-when-done across agents.
+type coordination struct {
+	lock *Coordinator
+	// mon watches the agents' stalled queues merged by tick time (pending, until every agent has
+	// reached past the tick).
+	mon     *monitor.Monitor
+	pending map[clock.Time][]monitor.QueueState
+	// done[i]: agent i's flows have all completed, the last at finish[i].
+	done   []bool
+	finish []clock.Time
+	halted bool
+	// late is each agent's count of cross-agent frames read after their due time (from reached).
+	late []uint64
+}
+
+// newCoordination numbers the cut links' channels (already set on the setups' ports by splitAgents)
+// and starts the coordinator.
+func newCoordination(l *lab.Lab, dl *Dilated, setups []*AgentSetup) *coordination {
+	agentOf := map[int]int{}
+	for i, s := range setups {
+		for _, d := range s.Devices {
+			agentOf[d.Node] = i
+		}
+	}
+	var chans []LockChan
+	for i, s := range setups {
+		for _, d := range s.Devices {
+			for _, p := range d.Ports {
+				if p.TxChan != 0 {
+					chans = append(chans, LockChan{ID: p.TxChan, From: i, To: agentOf[p.PeerNode], Delay: p.Delay})
+				}
+			}
+		}
+	}
+	slices.SortFunc(chans, func(a, b LockChan) int { return a.ID - b.ID })
+	c := &coordination{lock: NewCoordinator(len(setups), chans, dl.End), done: make([]bool, len(setups)),
+		finish: make([]clock.Time, len(setups)), late: make([]uint64, len(setups)), pending: map[clock.Time][]monitor.QueueState{}}
+	if setups[0].Sample != nil {
+		m := setups[0].Sample
+		c.mon = monitor.New(m.Graph, m.Config)
+	}
+	return c
+}
+
+// describe is the progress note's account of the split.
+func (c *coordination) describe() string {
+	if c == nil {
+		return ""
+	}
+	return fmt.Sprintf(", in lockstep over %d cut-link channels (lookahead %v)", len(c.lock.chans), c.lock.Lookahead())
+}
+
+// send hands each grant to its agent. An agent that cannot be written to has died: its exit ends the run.
+func (c *coordination) send(procs []*agentProc, gs []Grant) {
+	for _, g := range gs {
+		procs[g.Agent].send(AgentMsg{Type: "grant", Until: g.Until, Counts: g.Counts})
+	}
+}
+
+// halt ends the run at t in every agent (every flow done, or a deadlock found).
+func (c *coordination) halt(procs []*agentProc, t clock.Time) {
+	if c.halted {
+		return
+	}
+	c.halted = true
+	for _, p := range procs {
+		p.send(AgentMsg{Type: "halt", End: t})
+	}
+	c.send(procs, c.lock.End(t))
+}
+
+// reached takes an agent's report: new grants, and every monitor tick all agents have passed.
+func (c *coordination) reached(procs []*agentProc, i int, m AgentMsg) error {
+	gs, err := c.lock.Reached(i, m.Now, m.Counts)
+	if err != nil {
+		return fmt.Errorf("%s: %w", procs[i].name(), err)
+	}
+	c.late[i] = m.Late
+	c.send(procs, gs)
+	if c.mon == nil || len(c.pending) == 0 {
+		return nil
+	}
+	slowest := slices.Min(c.lock.reached)
+	var ticks []clock.Time
+	for at := range c.pending {
+		if at < slowest {
+			ticks = append(ticks, at)
+		}
+	}
+	slices.Sort(ticks)
+	for _, at := range ticks {
+		qs := c.pending[at]
+		delete(c.pending, at)
+		if !c.mon.Detected() && c.mon.Observe(monitor.Snapshot{At: at, Queues: qs}) {
+			c.halt(procs, at) // a deadlock never resolves: the run ends where it is found, as on one agent
+		}
+	}
+	return nil
+}
+
+// stalled buffers an agent's paused queues at a monitor tick until every agent has passed the tick.
+func (c *coordination) stalled(s *monitor.Snapshot) {
+	if c.mon == nil || s == nil || c.mon.Detected() {
+		return
+	}
+	c.pending[s.At] = append(c.pending[s.At], s.Queues...)
+}
+
+// agentDone notes that agent i's flows have all completed; once every agent's have, a run that stops
+// when done ends at the last completion.
+func (c *coordination) agentDone(procs []*agentProc, i int, m AgentMsg, stopWhenDone bool) {
+	if m.Done < procs[i].flows {
+		return // it reached the end with flows still running
+	}
+	c.done[i], c.finish[i] = true, m.Now
+	if stopWhenDone && !slices.Contains(c.done, false) {
+		c.halt(procs, slices.Max(c.finish))
+	}
+}
+
+// stallLimit is how long (wall time) the slowest agent's clock may stand still before the run is
+// declared hung. Lockstep waits for a lagging agent however slow it is; only an agent that stopped
+// moving altogether ends the run.
+const stallLimit = 60 * time.Second
+
+// wait runs the run to its end: every agent's "end" (its clock reached the run's end, or the end the
+// coordinator set), or, with one agent that stops when done, its "done"; Ctrl-C or an agent's death
+// end it early. It relays completions between agents and, in lockstep, grants time.
+func (r *netnsRun) wait(ctx context.Context, kernelDone chan kernelOut) ([]records.Flow, error) {
+	var deadline <-chan time.Time
+	if r.coord == nil || len(r.dl.Kernel) > 0 {
+		// One agent keeps the schedule even when it runs behind the wall clock (agent catchUp), so its
+		// run may take longer than its length: up to 10 times, then it counts as timed out. (Lockstep
+		// waits for a lagging agent instead; only a hang ends it, see stallLimit.)
+		lead := max(r.opts.StartLead, 100*time.Millisecond)
+		endWall := lead + r.dl.End.Duration() + 2*time.Second
+		if len(r.dl.Kernel) > 0 {
+			endWall += 10 * time.Second // connection setup and the kernel's own retransmission timers
+		} else {
+			endWall += 9*r.dl.End.Duration() + 30*time.Second
+		}
+		t := time.NewTimer(endWall)
+		defer t.Stop()
+		deadline = t.C
+	}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	stopWhenDone := r.l.Spec.StopWhenDone()
+	n := len(r.procs)
+	doneCount, endCount := 0, 0
+	clocks, dones := make([]clock.Time, n), make([]int, n)
+	var kernelRecs []records.Flow
+	kernelPending := kernelDone != nil
+	slowest, moved := clock.Time(-1), time.Now()
+	for kernelPending || endCount < n && (r.coord != nil || doneCount < n || !stopWhenDone) {
+		select {
+		case k := <-kernelDone:
+			kernelPending = false
+			if k.err != nil {
+				return nil, fmt.Errorf("kernel hosts: %w", k.err)
+			}
+			kernelRecs = k.flows
+		case ev := <-r.cases:
+			p := r.procs[ev.i]
+			switch {
+			case ev.exit:
+				return nil, fmt.Errorf("%s died mid-run: %v", p.name(), ev.err)
+			case ev.m.Type == "error":
+				return nil, fmt.Errorf("%s: %s", p.name(), ev.m.Err)
+			case ev.m.Type == "done":
+				doneCount++
+				if r.coord != nil {
+					r.coord.agentDone(r.procs, ev.i, ev.m, stopWhenDone && !kernelPending)
+				}
+			case ev.m.Type == "end":
+				endCount++
+			case ev.m.Type == "completed":
+				if err := r.relay(ev.i, ev.m); err != nil {
+					return nil, err
+				}
+			case ev.m.Type == "reached" && r.coord != nil:
+				if err := r.coord.reached(r.procs, ev.i, ev.m); err != nil {
+					return nil, err
+				}
+			case ev.m.Type == "stalled" && r.coord != nil:
+				r.coord.stalled(ev.m.Snapshot)
+			case ev.m.Type == "progress":
+				clocks[ev.i], dones[ev.i] = ev.m.Now, ev.m.Done
+				r.onClock(clocks, dones, len(kernelRecs))
+			}
+		case <-tick.C:
+			if s := slices.Min(clocks); s > slowest {
+				slowest, moved = s, time.Now()
+			} else if r.coord != nil && time.Since(moved) > stallLimit {
+				return nil, fmt.Errorf("agents hung: the slowest clock has stood at %v for %v", s, stallLimit)
+			}
+		case <-deadline:
+			r.res.TimedOut = true
+			return r.kernelRest(kernelPending, kernelDone, kernelRecs), nil
+		case <-ctx.Done():
+			r.res.Cancelled = true
+			return r.kernelRest(kernelPending, kernelDone, kernelRecs), nil
+		}
+	}
+	return r.kernelRest(kernelPending, kernelDone, kernelRecs), nil
+}
+
+// kernelRest cancels the kernel hosts after the run was cut short and waits for what they recorded.
+func (r *netnsRun) kernelRest(pending bool, ch chan kernelOut, recs []records.Flow) []records.Flow {
+	r.kcancel()
+	if pending {
+		if k := <-ch; k.err == nil {
+			recs = k.flows
+		}
+	}
+	return recs
+}
+
+// relay hands the completions one agent reports to every other: flows there may wait for them.
+func (r *netnsRun) relay(from int, m AgentMsg) error {
+	for j, q := range r.procs {
+		if j != from {
+			if err := q.send(AgentMsg{Type: "completed", Flows: m.Flows, Finish: m.Finish}); err != nil {
+				return fmt.Errorf("%s: relaying completions: %w", q.name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// onClock reports the slowest agent's clock (paper units) and the completed flows.
+func (r *netnsRun) onClock(clocks []clock.Time, dones []int, kernel int) {
+	if r.opts.OnClock == nil {
+		return
+	}
+	now, n := clocks[0], kernel
+	for j := range clocks {
+		now = min(now, clocks[j])
+		n += dones[j]
+	}
+	r.opts.OnClock(clock.Time(float64(now)/r.res.Dilation), n, len(r.l.Flows))
+}

@@ -1,0 +1,370 @@
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/records"
+)
+
+// agentProc is one agent process and its control channel.
+type agentProc struct {
+	cmd     *exec.Cmd
+	devices []string
+	ctl     Control
+	msgs    chan AgentMsg
+	exited  chan error // receives Wait's result once
+	flows   int
+}
+
+func (p *agentProc) name() string {
+	return fmt.Sprintf("agent pid %d (devices %s)", p.cmd.Process.Pid, strings.Join(p.devices, ","))
+}
+
+func (p *agentProc) send(m AgentMsg) error { return p.ctl.Send(&m) }
+
+var runSeq int
+
+// netnsRun is one run in progress: what Run's steps hand each other.
+type netnsRun struct {
+	l           *lab.Lab
+	opts        RunOptions
+	res         RunResult
+	dl          *Dilated
+	pcaps       map[PcapPort]bool
+	progress    func(string)
+	kernelFlows []lab.FlowPlan
+	kernelLead  time.Duration
+	nl          *Lab
+	setups      []*AgentSetup
+	procs       []*agentProc
+	cases       chan agentEvent
+	epoch       int64
+	wall        time.Time
+	// coord is the lockstep coordinator (several agents); nil with one.
+	coord   *coordination
+	kcancel context.CancelFunc
+}
+
+// Run brings l up as a namespace lab, runs its engines in agent processes on real frames, and always
+// tears the lab down before returning (also on ctx cancellation; a crash of this process is cleaned by
+// `lab down`, which kills the agents the state directory lists). The records are in dilated time.
+func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunResult, error) {
+	r, err := prepareRun(l, opts)
+	if err != nil {
+		return nil, r.res, err
+	}
+	r.nl, err = Up(ctx, r.res.Lab, l.Graph, Options{MTU: labMTU(l)})
+	if err != nil {
+		return nil, r.res, err
+	}
+	defer func() {
+		if derr := Down(r.res.Lab); derr != nil {
+			r.progress("teardown: " + derr.Error())
+		}
+	}()
+	defer func() {
+		for _, p := range r.procs {
+			p.kill()
+		}
+	}()
+	if err := r.startAgents(ctx); err != nil {
+		return nil, r.res, err
+	}
+	kctx, kcancel := context.WithCancel(ctx)
+	defer kcancel()
+	r.kcancel = kcancel
+	kernelDone := r.start(kctx)
+	kernelRecs, err := r.wait(ctx, kernelDone)
+	if err != nil {
+		return nil, r.res, err
+	}
+	log, err := r.collect(kernelRecs)
+	if err != nil {
+		return nil, r.res, err
+	}
+	r.judge(ctx, log)
+	if opts.Save != nil {
+		if err := opts.Save(log, r.res); err != nil {
+			return log, r.res, err
+		}
+	}
+	return log, r.res, nil
+}
+
+// prepareRun checks everything that can be refused before a namespace exists and plans the run.
+func prepareRun(l *lab.Lab, opts RunOptions) (*netnsRun, error) {
+	r := &netnsRun{l: l, opts: opts, res: RunResult{Dilation: l.Spec.EffectiveDilation()}, progress: opts.Progress}
+	if r.progress == nil {
+		r.progress = func(string) {}
+	}
+	if err := checkRoot(); err != nil {
+		return r, err
+	}
+	if !AgentLinked {
+		return r, errors.New("netns backend: this binary does not contain the agent; import _ \"github.com/fabriclab/fabriclab/harness/netns/agent\"")
+	}
+	if err := Preflight(l); err != nil {
+		return r, err
+	}
+	var err error
+	if r.dl, err = Dilate(l, r.res.Dilation); err != nil {
+		return r, err
+	}
+	if r.pcaps, err = parsePcap(opts.Pcap, l); err != nil {
+		return r, err
+	}
+	if len(r.pcaps) > 0 && opts.PcapDir == "" {
+		return r, errors.New("pcap: a capture directory is needed (PcapDir)")
+	}
+	r.res.Lab = opts.Name
+	if r.res.Lab == "" {
+		runSeq++
+		r.res.Lab = fmt.Sprintf("r%d-%d", os.Getpid()%100000, runSeq)
+	}
+	if len(r.dl.Kernel) == 0 {
+		return r, nil
+	}
+	if opts.Kernel == nil {
+		return r, errors.New("host.transport: kernel-tcp hosts need a kernel-host runner (RunOptions.Kernel, from package kernelhost)")
+	}
+	r.kernelLead = opts.KernelLead
+	if r.kernelLead <= 0 {
+		r.kernelLead = time.Second
+	}
+	// Every flow, NIC or kernel, starts kernelLead late on the agents' clock, so the handshakes happen
+	// on a running fabric and a mixed lab keeps its schedule's relative timing.
+	shift := clock.Time(r.kernelLead.Nanoseconds()) * clock.Nanosecond
+	kernel := map[int]bool{}
+	for _, h := range r.dl.Kernel {
+		kernel[h.Node] = true
+	}
+	var nic []lab.FlowPlan
+	for _, f := range r.dl.Flows {
+		if kernel[f.SrcNode] {
+			r.kernelFlows = append(r.kernelFlows, f)
+		} else {
+			f.At += shift
+			nic = append(nic, f)
+		}
+	}
+	r.dl.Flows = nic
+	r.dl.End += shift
+	return r, nil
+}
+
+// startAgents sets the kernel hosts up, splits the devices, starts the agent processes and waits until
+// each is ready.
+func (r *netnsRun) startAgents(ctx context.Context) error {
+	if len(r.dl.Kernel) > 0 {
+		if err := r.opts.Kernel.Setup(r.nl, r.dl.Kernel); err != nil {
+			return err
+		}
+	}
+	r.setups = splitAgents(r.l, r.dl, r.nl, r.opts.Agents, r.pcaps, r.opts.PcapDir)
+	addFaults(r.setups, r.l, r.res.Dilation) // live.go
+	rt := r.opts.Realtime
+	if rt == 0 {
+		rt = DefaultRealtime
+	}
+	for _, s := range r.setups {
+		s.Realtime = max(rt, 0)
+		s.MinCatchUpStep = r.opts.MinCatchUpStep
+	}
+	r.res.Agents = len(r.setups)
+	if len(r.setups) > 1 {
+		r.coord = newCoordination(r.l, r.dl, r.setups)
+	}
+	r.progress(fmt.Sprintf("lab %s up: %d devices in %d agents, dilation %g%s", r.res.Lab, len(r.l.Graph.Nodes),
+		len(r.setups), r.res.Dilation, r.coord.describe()))
+	for _, s := range r.setups {
+		p, err := startAgent(r.res.Lab, s)
+		if err != nil {
+			return err
+		}
+		r.procs = append(r.procs, p)
+	}
+	for _, p := range r.procs {
+		if _, err := p.expect(ctx, "ready", 30*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type kernelOut struct {
+	flows []records.Flow
+	err   error
+}
+
+// start sets the common epoch a little in the future, starts every agent (and, in lockstep, sends the
+// first grants) and the kernel hosts' flows; the channel it returns has their records (nil: none).
+func (r *netnsRun) start(kctx context.Context) chan kernelOut {
+	lead := r.opts.StartLead
+	if lead <= 0 {
+		lead = 100 * time.Millisecond
+	}
+	r.epoch = clock.MonotonicNanos() + lead.Nanoseconds()
+	for _, p := range r.procs {
+		if err := p.send(AgentMsg{Type: "start", Epoch: r.epoch, End: r.dl.End}); err != nil {
+			r.progress(fmt.Sprintf("%s: start: %v", p.name(), err)) // its exit ends the wait
+		}
+	}
+	if r.coord != nil {
+		r.coord.send(r.procs, r.coord.lock.Start())
+	}
+	r.wall = time.Now()
+	r.progress("running")
+	if r.opts.OnAgents != nil {
+		m := map[int][]string{}
+		for _, p := range r.procs {
+			m[p.cmd.Process.Pid] = p.devices
+		}
+		r.opts.OnAgents(m)
+	}
+	r.cases = mergeMsgs(r.procs)
+	if len(r.dl.Kernel) == 0 {
+		return nil
+	}
+	done := make(chan kernelOut, 1)
+	go func() {
+		fl, err := r.opts.Kernel.Run(kctx, r.nl, r.kernelFlows, r.epoch+r.kernelLead.Nanoseconds(), clock.Time(r.kernelLead.Nanoseconds())*clock.Nanosecond)
+		done <- kernelOut{fl, err}
+	}()
+	return done
+}
+
+// collect stops the agents, gathers their records and merges them (with the kernel hosts') into one log.
+func (r *netnsRun) collect(kernelRecs []records.Flow) (*records.Log, error) {
+	for _, p := range r.procs {
+		p.send(AgentMsg{Type: "stop"})
+	}
+	got, err := collectRecords(r.cases, r.procs, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	res := &r.res
+	log := &records.Log{}
+	var fids []AgentFidelity
+	for _, m := range got {
+		if m.Deadlock != nil {
+			res.DeadlockWatched = true
+			if m.Deadlock.Detected && !res.Deadlock.Detected {
+				res.Deadlock = *m.Deadlock
+			}
+		}
+		log.Merge(m.Log)
+		if m.Fidelity != nil {
+			fids = append(fids, *m.Fidelity)
+		}
+		res.End = max(res.End, m.Now)
+	}
+	if c := r.coord; c != nil && c.mon != nil {
+		res.DeadlockWatched = true
+		res.Deadlock = c.mon.Verdict()
+	}
+	log.Flows = append(log.Flows, kernelRecs...)
+	res.Wall = time.Since(r.wall)
+	completed := 0
+	for _, f := range log.Flows {
+		if f.Completed {
+			completed++
+		}
+	}
+	res.AllDone = completed == len(r.l.Flows)
+	if res.End >= r.dl.End && !res.AllDone {
+		res.TimedOut = true
+	}
+	res.Monitor = sumFidelity(fids)
+	sort.SliceStable(log.Flows, func(i, j int) bool { return log.Flows[i].ID < log.Flows[j].ID })
+	return log, nil
+}
+
+// judge sets the fidelity verdict: frame timing, stalls, the cross-agent protocol, and the cross-check
+// against a schedule-keeping run.
+func (r *netnsRun) judge(ctx context.Context, log *records.Log) {
+	res := &r.res
+	bound := r.opts.FidelityBound
+	if bound <= 0 {
+		bound = DefaultFidelityBound
+	}
+	res.Fidelity = Verdict(res.Monitor, bound)
+	res.Fidelity = stallVerdict(res.Fidelity, res.Monitor, log, stallBudget(r.dl))
+	if len(r.dl.Kernel) == 0 && r.opts.CrossCheck >= 0 {
+		res.Fidelity = crossCheck(ctx, r.l, log, *res, r.opts.CrossCheck)
+	}
+	if res.Monitor.KernelFull > 0 {
+		log.Violations = append(log.Violations, fmt.Sprintf("netns: the kernel refused %d frames (an agent fell behind reading)", res.Monitor.KernelFull))
+	}
+	for i, v := range log.Violations {
+		log.Violations[i] = paperTimes(v, res.Dilation)
+	}
+}
+
+func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("agent: cannot find this binary to re-execute: %w", err)
+	}
+	cmd := exec.Command(exe)
+	token, tokenEnv := ProcessToken(labName)
+	cmd.Env = append(os.Environ(), AgentEnv+"=1", tokenEnv)
+	cmd.Stderr = os.Stderr
+	// The agent dies with us even if we are SIGKILLed (no deferred cleanup runs then).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	p := &agentProc{cmd: cmd, ctl: NewStreamControl(out, in, in), msgs: make(chan AgentMsg, 16), exited: make(chan error, 1), flows: len(s.Flows)}
+	for _, d := range s.Devices {
+		p.devices = append(p.devices, d.Name)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if err := recordAgent(labName, cmd.Process.Pid, token); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, err
+	}
+	go func() {
+		for {
+			var m AgentMsg
+			if err := p.ctl.Recv(&m); err != nil {
+				if !errors.Is(err, io.EOF) {
+					fmt.Fprintf(os.Stderr, "netns: %s: unreadable message: %v\n", p.name(), err)
+				}
+				close(p.msgs)
+				p.exited <- cmd.Wait()
+				return
+			}
+			p.msgs <- m
+		}
+	}()
+	if err := p.send(AgentMsg{Type: "setup", Setup: s}); err != nil {
+		return p, fmt.Errorf("%s: setup: %w", p.name(), err)
+	}
+	return p, nil
+}
+
+func (p *agentProc) kill() {
+	if p.cmd.ProcessState == nil {
+		p.ctl.Close()
+		p.cmd.Process.Kill()
+	}
+}

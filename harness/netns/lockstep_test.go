@@ -1,0 +1,143 @@
+package netns
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/fabriclab/fabriclab/clock"
+)
+
+func TestStampRoundTrip(t *testing.T) {
+	frame := bytes.Repeat([]byte{0xab}, 60)
+	b := AppendStamp(append([]byte(nil), frame...), 123456789*clock.Nanosecond, 42)
+	if len(b) != len(frame)+StampLen {
+		t.Fatalf("stamped frame is %d bytes, want %d", len(b), len(frame)+StampLen)
+	}
+	got, due, seq, err := ParseStamp(b)
+	if err != nil || !bytes.Equal(got, frame) || due != 123456789*clock.Nanosecond || seq != 42 {
+		t.Fatalf("ParseStamp = %d bytes, %v, %d, %v", len(got), due, seq, err)
+	}
+}
+
+func TestStampMalformed(t *testing.T) {
+	good := AppendStamp(make([]byte, 60), clock.Millisecond, 1)
+	cases := map[string][]byte{
+		"empty":           nil,
+		"truncated":       good[:len(good)-1][:20],
+		"no stamp":        make([]byte, 80),
+		"stamp cut short": good[:len(good)-3],
+		"zero sequence":   AppendStamp(make([]byte, 60), clock.Millisecond, 0),
+		"negative time":   AppendStamp(make([]byte, 60), -1, 1),
+	}
+	for name, b := range cases {
+		if _, _, _, err := ParseStamp(b); !errors.Is(err, ErrStamp) {
+			t.Errorf("%s: err = %v, want ErrStamp", name, err)
+		}
+	}
+}
+
+// Two agents joined by one cut link in each direction (delay 10): grants follow reached + delay, carry
+// the sender's counts, never exceed the end, and never move back.
+func TestCoordinatorGrants(t *testing.T) {
+	chans := []LockChan{{ID: 1, From: 0, To: 1, Delay: 10}, {ID: 2, From: 1, To: 0, Delay: 10}}
+	c := NewCoordinator(2, chans, 100)
+	if c.Lookahead() != 10 {
+		t.Fatalf("lookahead %v", c.Lookahead())
+	}
+	gs := c.Start()
+	if len(gs) != 2 || gs[0].Until != 10 || gs[1].Until != 10 {
+		t.Fatalf("start grants %+v", gs)
+	}
+	gs, err := c.Reached(0, 7, map[int]uint64{1: 3})
+	if err != nil || len(gs) != 1 || gs[0].Agent != 1 || gs[0].Until != 17 || gs[0].Counts[1] != 3 {
+		t.Fatalf("after agent 0 reached 7: %+v %v", gs, err)
+	}
+	if gs, _ := c.Reached(0, 5, map[int]uint64{1: 3}); len(gs) != 0 {
+		t.Fatalf("an older report moved grants: %+v", gs)
+	}
+	if _, err := c.Reached(0, 8, map[int]uint64{1: 2}); err == nil {
+		t.Fatal("a count that went back was accepted")
+	}
+	if _, err := c.Reached(1, 8, nil); err == nil {
+		t.Fatal("a report without the channel's count was accepted")
+	}
+	gs, _ = c.Reached(0, 95, map[int]uint64{1: 9})
+	if len(gs) != 1 || gs[0].Until != 101 {
+		t.Fatalf("grant past the end: %+v (want the end + 1)", gs)
+	}
+	gs = c.End(50)
+	if len(gs) != 0 || c.Limit(1) != 101 {
+		t.Fatalf("End lowered a grant already given: %+v", gs)
+	}
+	gs, _ = c.Reached(1, 45, map[int]uint64{2: 4})
+	if len(gs) != 1 || gs[0].Agent != 0 || gs[0].Until != 51 {
+		t.Fatalf("after End(50), agent 0's grant: %+v (want 51)", gs)
+	}
+}
+
+// An agent no channel reaches may run to the end at once.
+func TestCoordinatorUnreached(t *testing.T) {
+	c := NewCoordinator(2, []LockChan{{ID: 1, From: 0, To: 1, Delay: 4}}, 20)
+	gs := c.Start()
+	if len(gs) != 2 || gs[0].Agent != 0 || gs[0].Until != 21 || gs[1].Until != 4 {
+		t.Fatalf("start grants %+v", gs)
+	}
+	if _, err := c.Reached(5, 1, nil); err == nil {
+		t.Fatal("a report from an unknown agent was accepted")
+	}
+}
+
+// A grant applies only once its counted frames are read; a gap is lost frames, a repeat stale, and a
+// grant waited on too long applies with the missing frames counted lost.
+func TestWindow(t *testing.T) {
+	w := NewWindow()
+	if w.Limit() != 0 || w.Advance() {
+		t.Fatal("a new window may run")
+	}
+	w.Grant(10, map[int]uint64{1: 0})
+	if !w.Advance() || w.Limit() != 10 {
+		t.Fatalf("a grant counting nothing did not apply: %v", w.Limit())
+	}
+	w.Grant(20, map[int]uint64{1: 2})
+	w.Grant(30, map[int]uint64{1: 3})
+	if w.Advance() || !w.Waiting() {
+		t.Fatal("a grant applied before its frames were read")
+	}
+	if !w.Read(1, 1) || w.Advance() {
+		t.Fatal("one of two frames applied the grant")
+	}
+	if !w.Read(1, 2) || !w.Advance() || w.Limit() != 20 {
+		t.Fatalf("limit %v after both frames, want 20", w.Limit())
+	}
+	if w.Read(1, 2) || w.Stale != 1 {
+		t.Fatal("a repeated sequence number was not stale")
+	}
+	if !w.Read(1, 5) || w.Lost != 2 || !w.Advance() || w.Limit() != 30 {
+		t.Fatalf("gap: lost %d, limit %v", w.Lost, w.Limit())
+	}
+	w.Grant(40, map[int]uint64{1: 8})
+	w.GiveUp()
+	if w.Limit() != 40 || w.Lost != 5 || w.Waiting() {
+		t.Fatalf("give up: limit %v lost %d", w.Limit(), w.Lost)
+	}
+	if w.Read(1, 7) {
+		t.Fatal("a frame given up on was taken")
+	}
+}
+
+func TestStreamControl(t *testing.T) {
+	var buf bytes.Buffer
+	c := NewStreamControl(&buf, &buf, nil)
+	if err := c.Send(&AgentMsg{Type: "grant", Until: 5, Counts: map[int]uint64{3: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	var m AgentMsg
+	if err := c.Recv(&m); err != nil || m.Type != "grant" || m.Until != 5 || m.Counts[3] != 7 {
+		t.Fatalf("Recv = %+v, %v", m, err)
+	}
+	buf.WriteString(`{"type":"bogus"}` + "\n")
+	if err := c.Recv(&m); err == nil {
+		t.Fatal("an unknown message type was accepted")
+	}
+}
