@@ -121,7 +121,6 @@ func familySpec(cfg Config) (*spec.Spec, error) {
 	if len(link) > 0 {
 		fmt.Fprintf(&b, "  link: {%s}\n", strings.Join(link, ", "))
 	}
-	b.WriteString("workload: []\n")
 	s, err := spec.Parse([]byte(b.String()))
 	if err != nil {
 		return nil, fmt.Errorf("lab up %s: %w", cfg.Family, err)
