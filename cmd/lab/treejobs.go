@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/fabriclab/fabriclab/report"
@@ -30,6 +31,9 @@ func runTreeCommand(ctx context.Context, w io.Writer, files []string, out string
 	}
 	if sweepFlags.list && sweepFlags.index != "" {
 		return fmt.Errorf("--list and --index: give one of them")
+	}
+	if sweepFlags.index != "" && sweepFlags.jobs > 1 {
+		return fmt.Errorf("-j %d: --index runs one run; run more processes for more at once", sweepFlags.jobs)
 	}
 	if sweepFlags.list || sweepFlags.index != "" {
 		p, err := planTree(files)
@@ -254,6 +258,13 @@ func runOne(ctx context.Context, p *treePlan, out string, i int64) (plannedRun, 
 	r := p.at(i)
 	host, _ := os.Hostname()
 	st := &report.RunStatus{Index: i, Dir: r.dir, Status: "running", Host: host, PID: os.Getpid(), Started: time.Now().UTC()}
+	unlock, err := lockRun(out, r.dir)
+	if err != nil {
+		// Another process has this run: its status file is its own.
+		st.Status, st.Error = "failed", err.Error()
+		return r, st, nil, err
+	}
+	defer unlock()
 	if err := writeStatus(out, st); err != nil {
 		st.Status, st.Error = "failed", err.Error()
 		return r, st, nil, err
@@ -286,6 +297,29 @@ func runOne(ctx context.Context, p *treePlan, out string, i int64) (plannedRun, 
 		err = werr
 	}
 	return r, st, sum, err
+}
+
+// lockRun takes run dir's lock, a hidden file beside it (.NAME.lock), so that no two processes run the
+// same run at once (a Kubernetes Indexed Job can start a replacement pod for an index before the old one
+// is gone; a user can submit an index twice): the second is refused, leaving the first's run and
+// status alone. flock locks are seen by every client of NFSv4 and CephFS, where shared trees live.
+func lockRun(out, dir string) (unlock func(), err error) {
+	path := filepath.Join(out, filepath.Dir(dir), "."+filepath.Base(dir)+".lock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s is being run by another process (%s is locked); not run twice at once", dir, path)
+		}
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // writeStatus writes a run's status file (atomically).

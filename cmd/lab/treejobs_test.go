@@ -124,7 +124,9 @@ func TestIndexedTreeMatchesOneProcess(t *testing.T) {
 func TestIndexRefusals(t *testing.T) {
 	dir := t.TempDir()
 	a := writeTreeSpec(t, dir, "a", "virtual", "")
-	defer func() { sweepFlags.seeds, sweepFlags.sets, sweepFlags.index, sweepFlags.json = 0, nil, "", false }()
+	defer func() {
+		sweepFlags.seeds, sweepFlags.sets, sweepFlags.index, sweepFlags.json, sweepFlags.jobs = 0, nil, "", false, 0
+	}()
 	sweepFlags.seeds, sweepFlags.sets = 2, []string{"workload.0.load=0.3,0.5"}
 	out := filepath.Join(dir, "tree")
 	t.Setenv("JOB_COMPLETION_INDEX", "")
@@ -141,6 +143,11 @@ func TestIndexRefusals(t *testing.T) {
 			t.Errorf("--index %s: %v, want %q", c.index, err, c.want)
 		}
 	}
+	sweepFlags.index, sweepFlags.jobs = "0", 2
+	if err := runTreeCommand(context.Background(), &bytes.Buffer{}, []string{a}, out, true, noProfiles); err == nil || !strings.Contains(err.Error(), "-j 2: --index runs one run") {
+		t.Errorf("-j 2 --index 0: %v", err)
+	}
+	sweepFlags.jobs = 0
 	sweepFlags.index, sweepFlags.json = "", true
 	if err := runTreeCommand(context.Background(), &bytes.Buffer{}, []string{a}, out, true, noProfiles); err == nil || !strings.Contains(err.Error(), "--json: only with --list") {
 		t.Errorf("--json: %v", err)
@@ -153,6 +160,19 @@ func TestIndexRefusals(t *testing.T) {
 	if err := runTreeCommand(context.Background(), &bytes.Buffer{}, []string{a}, out, true, noProfiles); err != nil {
 		t.Fatal(err)
 	}
+	// A run another process holds is not run twice: refused, its status left to the holder.
+	unlock, err := lockRun(out, filepath.Join("workload.0.load=0.3", "seed-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweepFlags.index = "1"
+	if err := runTreeCommand(context.Background(), &bytes.Buffer{}, []string{a}, out, true, noProfiles); err == nil || !strings.Contains(err.Error(), "is being run by another process") {
+		t.Errorf("a run held by another process: %v", err)
+	}
+	if st, err := report.ReadRunStatus(out, filepath.Join("workload.0.load=0.3", "seed-2")); st != nil || err != nil {
+		t.Errorf("status written for a run another process holds: %+v %v", st, err)
+	}
+	unlock()
 	sweepFlags.seeds, sweepFlags.index = 3, "1"
 	if err := runTreeCommand(context.Background(), &bytes.Buffer{}, []string{a}, out, true, noProfiles); err == nil || !strings.Contains(err.Error(), "holds a tree of 4 runs, this one has 6") {
 		t.Errorf("another plan into the same tree: %v", err)
