@@ -33,7 +33,13 @@ func markIncomplete(dir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, incompleteOwner), []byte(fmt.Sprintf("%d %s %s\n", os.Getpid(), st, host)), 0o644)
+	// By rename: an owner file is never seen half written (read as unmarked).
+	path := filepath.Join(dir, incompleteOwner)
+	tmp, err := writeTemp(path, []byte(fmt.Sprintf("%d %s %s\n", os.Getpid(), st, host)))
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // procStart is field 22 of /proc/PID/stat: when the process started, in clock ticks since boot.

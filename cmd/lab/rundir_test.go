@@ -84,7 +84,17 @@ func TestKilledRunLeavesNothingForever(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		for end := time.Now().Add(20 * time.Second); len(incomplete()) == 0 && time.Now().Before(end); {
+		// Killed once its directory is marked: on a loaded machine the 50 ms below did not always cover
+		// the instant between making the directory and writing its owner file (left "unmarked").
+		marked := func() bool {
+			m := incomplete()
+			if len(m) == 0 {
+				return false
+			}
+			_, err := os.Stat(filepath.Join(m[0], incompleteOwner))
+			return err == nil
+		}
+		for end := time.Now().Add(20 * time.Second); !marked() && time.Now().Before(end); {
 			time.Sleep(5 * time.Millisecond)
 		}
 		time.Sleep(50 * time.Millisecond)
