@@ -62,6 +62,7 @@ func SetLabel(set []Setting) string {
 
 // Group is the runs of one spec at one sweep point: its seeds.
 type Group struct {
+	Tree  string    // the run tree it came from, when lab report keeps trees apart ("" otherwise)
 	Name  string    // the spec's name
 	Set   []Setting // the sweep point ("" label without a sweep)
 	Runs  []*Run    // by seed
@@ -70,10 +71,14 @@ type Group struct {
 
 // Label names a group in tables and legends: the spec name, and the sweep point if any.
 func (g *Group) Label() string {
-	if l := SetLabel(g.Set); l != "" {
-		return g.Name + " " + l
+	l := g.Name
+	if s := SetLabel(g.Set); s != "" {
+		l += " " + s
 	}
-	return g.Name
+	if g.Tree != "" {
+		l += " [" + g.Tree + "]"
+	}
+	return l
 }
 
 // Value returns the group's setting for path ("" if it has none).
@@ -105,21 +110,31 @@ func (t *Tree) Runs() []*Run {
 
 // LoadTrees reads run trees (directories with manifest.json) and plain run directories into one Tree.
 // Runs of the same spec name and sweep point from different arguments join one group.
-func LoadTrees(dirs []string) (*Tree, error) {
+func LoadTrees(dirs []string) (*Tree, error) { return loadTrees(dirs, false) }
+
+// LoadTreesApart is LoadTrees keeping each argument's runs in groups of their own, labelled by the
+// argument (a baseline and a changed build of the same specs side by side: lab report --apart).
+func LoadTreesApart(dirs []string) (*Tree, error) { return loadTrees(dirs, true) }
+
+func loadTrees(dirs []string, apart bool) (*Tree, error) {
 	t := &Tree{}
 	byKey := map[string]*Group{}
+	var tree string // the argument the runs come from, when apart
 	add := func(r *Run, set []Setting) {
-		r.Set = set
-		key := r.Name + "\x00" + SetLabel(set)
+		r.Set, r.Tree = set, tree
+		key := r.Name + "\x00" + SetLabel(set) + "\x00" + tree
 		g, ok := byKey[key]
 		if !ok {
-			g = &Group{Name: r.Name, Set: set}
+			g = &Group{Name: r.Name, Set: set, Tree: tree}
 			byKey[key] = g
 			t.Groups = append(t.Groups, g)
 		}
 		g.Runs = append(g.Runs, r)
 	}
 	for _, d := range dirs {
+		if apart {
+			tree = filepath.Clean(d)
+		}
 		b, err := os.ReadFile(filepath.Join(d, ManifestFile))
 		if os.IsNotExist(err) {
 			r, err := LoadRun(d)
@@ -344,7 +359,7 @@ func MetricDefinition(name string) string {
 func pairedRun(all []*Run, r *Run, other string) (*Run, error) {
 	var cands []*Run
 	for _, x := range all {
-		if x.Name == other && x.Seed == r.Seed {
+		if x.Name == other && x.Seed == r.Seed && x.Tree == r.Tree {
 			cands = append(cands, x)
 		}
 	}

@@ -177,3 +177,24 @@ func TestZeroClaimIsACount(t *testing.T) {
 		t.Error("IsZeroClaim")
 	}
 }
+
+// Two trees of the same specs kept apart (lab report --apart): each tree's cross-run forms pair within
+// the tree, and the groups are labelled by it.
+func TestApartTreesPairWithinTheirTree(t *testing.T) {
+	pub := map[string]Expected{"reduction:fct_avg_s:irn": {Value: 50, Source: "paper"}}
+	var groups []*Group
+	for _, c := range []struct {
+		tree     string
+		portfc   float64
+		irn      float64
+		wantMean float64
+	}{{"base", 10, 20, 50}, {"new", 15, 20, 25}} {
+		p, i := seedRun("portfc", 1, c.portfc), seedRun("irn", 1, c.irn)
+		p.Tree, i.Tree, p.Expect = c.tree, c.tree, pub
+		groups = append(groups, &Group{Name: "portfc", Tree: c.tree, Runs: []*Run{p}}, &Group{Name: "irn", Tree: c.tree, Runs: []*Run{i}})
+	}
+	es := AggregateExpectations(&Tree{Groups: groups})
+	if len(es) != 2 || es[0].Group != "portfc [base]" || es[0].Mean != 50 || es[1].Group != "portfc [new]" || es[1].Mean != 25 {
+		t.Fatalf("%+v", es)
+	}
+}

@@ -94,6 +94,7 @@ type Run struct {
 	// Seed and Set place a run of a tree (manifest.json): cross-run expect: forms pair runs by them.
 	Seed int64
 	Set  []Setting
+	Tree string // the run tree it was read from, when lab report keeps trees apart
 
 	metersLoaded bool // LoadMeters has run (Links, FlowRx, Graph, Ports)
 }

@@ -26,7 +26,8 @@ measured next to published. Writes report.txt, comparison.csv and plots (fct_cdf
 queue_depth when the run sampled queues, pauses; PNG and SVG) into -o (default: the run directory
 for one run, DIR/../comparison for several).
 
-A run tree (lab run with several specs, --seeds or --set; DIR/manifest.json) is aggregated instead:
+A run tree (lab run with several specs, --seeds or --set; DIR/manifest.json) is aggregated instead
+(several trees merge runs of the same spec and sweep point; --apart keeps each tree's own):
 every metric's mean and 95% confidence interval (Student t) over seeds per spec and sweep point, the
 published numbers (expect:) against that interval, cross-run forms paired by seed, the definition of
 every metric, aggregate.csv and aggregate.json, and plots of --metric against the swept value (or per
@@ -108,6 +109,7 @@ spec) with error bars.`,
 	cmd.Flags().StringVarP(&out, "out", "o", "", "where to write report.txt, comparison.csv and the plots")
 	cmd.Flags().BoolVar(&noPlots, "no-plots", false, "tables only")
 	cmd.Flags().UintSliceVar(&plotFlows, "flows", nil, "flow ids for the flow_rate plot (default: each run's four largest completed flows)")
+	cmd.Flags().BoolVar(&reportFlags.apart, "apart", false, "run trees: keep each DIR's runs apart, labelled by DIR, instead of merging runs of the same spec (a baseline next to a change; lab compare BASE NEW gives the verdict)")
 	cmd.Flags().BoolVar(&reportFlags.strict, "strict", false, "run trees: exit 1 when a zero-tolerance claim (expect: drops_lossless, retransmissions, deadlocks or violations = 0) is non-zero in any seed")
 	cmd.Flags().StringArrayVar(&reportFlags.metrics, "metric", nil, "run trees: plot this metric against the swept value (repeat; default fct_avg_s, fct_p99_s, goodput_per_flow_all_bps, goodput_aggregate_bps)")
 	root.AddCommand(cmd)

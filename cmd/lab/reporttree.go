@@ -16,6 +16,7 @@ import (
 var reportFlags struct {
 	metrics []string
 	strict  bool // exit 1 when a zero-tolerance claim is broken
+	apart   bool // keep each argument's runs in groups of their own
 }
 
 // isTreeReport says whether lab report's arguments hold a run tree (a manifest.json) or several runs of
@@ -38,7 +39,11 @@ func reportTree(w io.Writer, dirs []string, out string, noPlots bool) error {
 			return fmt.Errorf("--metric %s: not a metric the report can plot (%v)", m, report.CheckMetricName(m))
 		}
 	}
-	t, err := report.LoadTrees(dirs)
+	load := report.LoadTrees
+	if reportFlags.apart {
+		load = report.LoadTreesApart
+	}
+	t, err := load(dirs)
 	if err != nil {
 		return err
 	}
