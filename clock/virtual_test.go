@@ -236,3 +236,25 @@ func TestWheelBurstsReuseArrays(t *testing.T) {
 		t.Fatalf("wheel holds room for %d events after bursts of %d", held, burst)
 	}
 }
+
+// BenchmarkVirtualFar keeps 4096 events pending up to 100 us ahead, beyond the wheel's 4.19 us span, so
+// nearly every event goes through the heap (transport timers do).
+func BenchmarkVirtualFar(b *testing.B) {
+	v := NewVirtual()
+	x := uint64(88172645463325252)
+	var tick func()
+	tick = func() {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		v.Schedule(Time(x%uint64(100*Microsecond)), tick)
+	}
+	for i := 0; i < 4096; i++ {
+		v.Schedule(Time(i)*25*Nanosecond, tick)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v.Step()
+	}
+}
