@@ -297,8 +297,7 @@ func (v *Virtual) pop() ventry {
 // Real keeps the same heap over *event (real.go). One generic heap for both was tried (a type parameter
 // with a before method): Go calls a type parameter's method through the instantiation's dictionary, not
 // inlined, and BenchmarkVirtualFar (every event through the heap) ran 1.2-1.9x slower (12 interleaved
-// runs, loaded 2-core machine), so each clock
-// keeps its own copy of these twenty lines.
+// runs, loaded 2-core machine), so each clock keeps its own copy of these twenty lines.
 func (v *Virtual) heapPush(e ventry) {
 	h := v.events
 	if len(h) == cap(h) {
