@@ -110,10 +110,11 @@ type Counters struct {
 	// at once, in packets.
 	ReorderHeld, ReorderPeak uint64
 
-	Malformed uint64 // frames that failed to decode (netns)
-	RxFrames  uint64
-	TxFrames  uint64
-	MaxQueue  []int // per port: max bytes over all its queues at once
+	Malformed      uint64   // frames that failed to decode (netns)
+	MalformedPorts []uint64 // the same per port (netns; nil when none)
+	RxFrames       uint64
+	TxFrames       uint64
+	MaxQueue       []int // per port: max bytes over all its queues at once
 	// NIC memory (hosts with a finite buffer): its size, the most data its egress queues held at once,
 	// how often its guard paused the node's upstream, and relayed frames it dropped for lack of room.
 	NICMemBytes, NICMemPeak   int64

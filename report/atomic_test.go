@@ -13,6 +13,8 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+
+	"github.com/fabriclab/fabriclab/records"
 )
 
 // TestPlotSurvivesSIGKILL: a process writing a plot over and over is SIGKILLed at several moments; the
@@ -80,5 +82,22 @@ func TestPlotSurvivesSIGKILL(t *testing.T) {
 		if strings.Contains(e.Name(), PlotFCTCDF) {
 			t.Errorf("clearPlots left %s", e.Name())
 		}
+	}
+}
+
+// TestPortsCSVMalformed: a netns run's malformed frames reach the run directory per port
+// (ports.csv malformed_frames; issue 23, defect 8), also for a device with no queue counters.
+func TestPortsCSVMalformed(t *testing.T) {
+	log := &records.Log{Counters: []records.Counters{
+		{Device: 0, MaxQueue: []int{100, 200}, Malformed: 7, MalformedPorts: []uint64{0, 7}},
+		{Device: 1, Malformed: 3, MalformedPorts: []uint64{3}},
+	}}
+	var b bytes.Buffer
+	if err := WritePortsCSV(&b, log, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "device,name,port,max_queue_bytes,malformed_frames\n0,,0,100,0\n0,,1,200,7\n1,,0,0,3\n"
+	if b.String() != want {
+		t.Errorf("ports.csv:\n%s\nwant\n%s", b.String(), want)
 	}
 }

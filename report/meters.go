@@ -95,15 +95,23 @@ func WriteFlowRateCSV(w io.Writer, log *records.Log, meta Meta) error {
 	return nil
 }
 
-// WritePortsCSV writes ports.csv: device,name,port,max_queue_bytes from the devices' counters.
+// WritePortsCSV writes ports.csv: device,name,port,max_queue_bytes,malformed_frames from the devices'
+// counters (malformed_frames: frames read from the port that did not decode, netns runs).
 func WritePortsCSV(w io.Writer, log *records.Log, meta Meta) error {
 	cs := append([]records.Counters(nil), log.Counters...)
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Device < cs[j].Device })
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"device", "name", "port", "max_queue_bytes"})
+	cw.Write([]string{"device", "name", "port", "max_queue_bytes", "malformed_frames"})
 	for _, c := range cs {
-		for p, q := range c.MaxQueue {
-			cw.Write([]string{strconv.Itoa(int(c.Device)), meta.deviceName(int(c.Device)), strconv.Itoa(p), strconv.Itoa(q)})
+		for p := range max(len(c.MaxQueue), len(c.MalformedPorts)) {
+			q, bad := 0, uint64(0)
+			if p < len(c.MaxQueue) {
+				q = c.MaxQueue[p]
+			}
+			if p < len(c.MalformedPorts) {
+				bad = c.MalformedPorts[p]
+			}
+			cw.Write([]string{strconv.Itoa(int(c.Device)), meta.deviceName(int(c.Device)), strconv.Itoa(p), strconv.Itoa(q), strconv.FormatUint(bad, 10)})
 		}
 	}
 	cw.Flush()

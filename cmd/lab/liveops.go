@@ -284,6 +284,9 @@ func printInspect(w io.Writer, in *live.Inspect, prev *live.Inspect, dt float64)
 			for _, r := range reasons {
 				drops = append(drops, fmt.Sprintf("%s=%d", r, p.Drops[r]))
 			}
+			if p.Malformed > 0 { // read and dropped before any engine: frames that did not decode
+				drops = append(drops, fmt.Sprintf("malformed=%d", p.Malformed))
+			}
 			ds := strings.Join(drops, ",")
 			if ds == "" {
 				ds = "0"

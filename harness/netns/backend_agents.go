@@ -112,7 +112,11 @@ func ourProcess(fs []string) (pid int, foreign string) {
 	if st, err := procStartTime(pid); err != nil || st != fs[1] {
 		return 0, "" // gone, or the PID now belongs to a later process
 	}
-	if exe, err := procExe(pid); err != nil || exe != strings.Join(fs[3:], " ") {
+	exe, err := procExe(pid)
+	if err != nil {
+		return 0, "" // exiting (a zombie has no executable): it holds nothing and needs no signal
+	}
+	if exe != strings.Join(fs[3:], " ") {
 		return 0, "runs another binary"
 	}
 	if !procHasEnv(pid, TokenEnv+"="+fs[2]) {

@@ -54,20 +54,23 @@ type LiveDevice struct {
 // LivePort is one port's live counters. Tx counts what the engine sent onto the link, Rx what the agent
 // read from the port's socket (including frames it then dropped).
 type LivePort struct {
-	Port       int               `json:"port"`
-	Peer       string            `json:"peer"` // device:p<port> at the other end of the cable
-	TxFrames   uint64            `json:"tx_frames"`
-	TxBytes    uint64            `json:"tx_bytes"`
-	RxFrames   uint64            `json:"rx_frames"`
-	RxBytes    uint64            `json:"rx_bytes"`
-	Drops      map[string]uint64 `json:"drops,omitempty"` // by reason: buffer, headroom, no-route, link-down, link-loss, ...
-	PausesSent uint64            `json:"pauses_sent"`
-	PausesRecv uint64            `json:"pauses_received"`
-	ECNMarked  uint64            `json:"ecn_marked"`
-	QueueBytes int               `json:"queue_bytes"`      // data bytes queued now, all queues
-	QueuePeak  int64             `json:"queue_peak_bytes"` // most data bytes queued at once so far
-	Fault      string            `json:"fault,omitempty"`  // the link fault on this port's egress, if any
-	Capture    string            `json:"capture,omitempty"`
+	Port     int               `json:"port"`
+	Peer     string            `json:"peer"` // device:p<port> at the other end of the cable
+	TxFrames uint64            `json:"tx_frames"`
+	TxBytes  uint64            `json:"tx_bytes"`
+	RxFrames uint64            `json:"rx_frames"`
+	RxBytes  uint64            `json:"rx_bytes"`
+	Drops    map[string]uint64 `json:"drops,omitempty"` // by reason: buffer, headroom, no-route, link-down, link-loss, ...
+	// Malformed counts frames read from the port that did not decode (garbage written into the lab's
+	// wire): dropped before any engine, included in RxFrames, not in Drops.
+	Malformed  uint64 `json:"malformed_frames"`
+	PausesSent uint64 `json:"pauses_sent"`
+	PausesRecv uint64 `json:"pauses_received"`
+	ECNMarked  uint64 `json:"ecn_marked"`
+	QueueBytes int    `json:"queue_bytes"`      // data bytes queued now, all queues
+	QueuePeak  int64  `json:"queue_peak_bytes"` // most data bytes queued at once so far
+	Fault      string `json:"fault,omitempty"`  // the link fault on this port's egress, if any
+	Capture    string `json:"capture,omitempty"`
 }
 
 // Live is the running agent of a live lab.

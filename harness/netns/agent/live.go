@@ -156,7 +156,7 @@ func (a *agent) liveCounters() []netns.LiveDevice {
 		}
 		for i, p := range d.ports {
 			lp := netns.LivePort{Port: i, Peer: fmt.Sprintf("node%d:p%d", p.cfg.PeerNode, p.cfg.PeerPort),
-				RxFrames: p.rxFrames, RxBytes: p.rxBytes, Drops: lq.drops[[2]int{d.node, i}]}
+				RxFrames: p.rxFrames, RxBytes: p.rxBytes, Drops: lq.drops[[2]int{d.node, i}], Malformed: p.malformed}
 			if sc != nil {
 				pc := sc.Ports[i]
 				lp.TxBytes, lp.PausesSent, lp.PausesRecv, lp.QueuePeak = pc.SentBytes, pc.PausesSent, pc.PausesReceived, pc.MaxBytes

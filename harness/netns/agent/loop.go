@@ -49,6 +49,7 @@ type port struct {
 	// Live labs: frames read (Rx counters of lab inspect), the capture's file name, and the link fault
 	// applied to frames arriving here from a kernel host (nil: none; see liveDo).
 	rxFrames, rxBytes uint64
+	malformed         uint64 // frames read that did not decode
 	capPath           string
 	inFault           *egress.Fault
 	nicFault          *egress.FaultLink // a NIC port's spec fault, in front of link

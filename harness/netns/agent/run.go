@@ -290,6 +290,7 @@ func (a *agent) receive(p *port, sync bool) error {
 		pk := new(pkt.Packet)
 		if err := wire.Decode(frame, pk); err != nil {
 			p.dev.malformed++
+			p.malformed++
 			a.fid.Malformed++
 			return
 		}
@@ -348,13 +349,18 @@ func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
 	for _, d := range a.devs {
 		n := len(a.log.Counters)
 		d.eng.Flush()
-		for i := n; i < len(a.log.Counters); i++ {
-			if a.log.Counters[i].Device == int32(d.node) {
-				a.log.Counters[i].Malformed += d.malformed
-			}
-		}
 		if len(a.log.Counters) == n && d.malformed > 0 {
-			a.log.Counters = append(a.log.Counters, records.Counters{Device: int32(d.node), Malformed: d.malformed})
+			a.log.Counters = append(a.log.Counters, records.Counters{Device: int32(d.node)})
+		}
+		for i := n; i < len(a.log.Counters); i++ {
+			if c := &a.log.Counters[i]; c.Device == int32(d.node) && d.malformed > 0 {
+				c.Malformed += d.malformed
+				c.MalformedPorts = make([]uint64, len(d.ports))
+				for j, p := range d.ports {
+					c.MalformedPorts[j] = p.malformed
+				}
+				break
+			}
 		}
 	}
 	lag := a.clk.Lag()
