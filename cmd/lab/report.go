@@ -31,7 +31,8 @@ A run tree (lab run with several specs, --seeds or --set; DIR/manifest.json) is 
 every metric's mean and 95% confidence interval (Student t) over seeds per spec and sweep point, the
 published numbers (expect:) against that interval, cross-run forms paired by seed, the definition of
 every metric, aggregate.csv and aggregate.json, and plots of --metric against the swept value (or per
-spec) with error bars.`,
+spec) with error bars. A run of a tree counts when its status file (DIR.status.json, written by the
+process that ran it, e.g. one of many lab run --index processes) says done; the others are listed.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if isTreeReport(args) {
