@@ -106,7 +106,9 @@ type RunResult struct {
 	DeadlockWatched bool
 	Lab             string
 	Agents          int
-	Wall            time.Duration
+	// Cut is how the devices were split across agents (several agents).
+	Cut  CutReport
+	Wall time.Duration
 }
 
 // Scheduled reports whether every frame the agents read was one they wrote themselves (one agent, no
@@ -292,9 +294,9 @@ func dataFrameBytes(l *lab.Lab) int {
 	return pkt.DataSize(m, 0)
 }
 
-// splitAgents deals devices to n agents, each a connected part of the fabric (connectedParts): most
-// frames then stay inside one agent, where they are taken at their scheduled arrival.
-func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]bool, pcapDir string) []*AgentSetup {
+// splitAgents deals devices to n agents so that few of the frames the workload will send cross between
+// agents, balanced by expected frame rate (trafficParts), and says what the split cuts.
+func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]bool, pcapDir string) ([]*AgentSetup, CutReport) {
 	g := l.Graph
 	devs := len(dl.Switches) + len(dl.Hosts)
 	if n <= 0 {
@@ -305,7 +307,7 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 	for i := range setups {
 		setups[i] = &AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: dataFrameBytes(l)}
 	}
-	agentOf := connectedParts(g, dl, n)
+	agentOf, cut := trafficParts(l, dl, n)
 	parts := map[int]bool{}
 	for _, a := range agentOf {
 		parts[a] = true
@@ -377,7 +379,7 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 		}
 	}
 	// An agent that got no device (fewer connected parts than agents) is not started.
-	return slices.DeleteFunc(setups, func(s *AgentSetup) bool { return len(s.Devices) == 0 })
+	return slices.DeleteFunc(setups, func(s *AgentSetup) bool { return len(s.Devices) == 0 }), cut
 }
 
 // cutChans numbers the two directions of cut link li: 2li+1 from the end with the smaller (node, port),

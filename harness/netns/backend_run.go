@@ -171,7 +171,7 @@ func (r *netnsRun) startAgents(ctx context.Context) error {
 			return err
 		}
 	}
-	r.setups = splitAgents(r.l, r.dl, r.nl, r.opts.Agents, r.pcaps, r.opts.PcapDir)
+	r.setups, r.res.Cut = splitAgents(r.l, r.dl, r.nl, r.opts.Agents, r.pcaps, r.opts.PcapDir)
 	addFaults(r.setups, r.l, r.res.Dilation) // live.go
 	rt := r.opts.Realtime
 	if rt == 0 {
@@ -187,6 +187,9 @@ func (r *netnsRun) startAgents(ctx context.Context) error {
 	}
 	r.progress(fmt.Sprintf("lab %s up: %d devices in %d agents, dilation %g%s", r.res.Lab, len(r.l.Graph.Nodes),
 		len(r.setups), r.res.Dilation, r.coord.describe()))
+	if len(r.setups) > 1 {
+		r.progress("split: " + r.res.Cut.String())
+	}
 	for _, s := range r.setups {
 		p, err := startAgent(r.res.Lab, s)
 		if err != nil {

@@ -1,6 +1,13 @@
 package netns
 
-import "testing"
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/records"
+)
 
 func TestPaperTimes(t *testing.T) {
 	for _, c := range []struct {
@@ -16,5 +23,32 @@ func TestPaperTimes(t *testing.T) {
 		if got := paperTimes(c.in, c.d); got != c.want {
 			t.Errorf("paperTimes(%q, %g) = %q, want %q", c.in, c.d, got, c.want)
 		}
+	}
+}
+
+// Flows are paired by id: the averages cover only flows both runs completed, and the others are named.
+func TestPairFlows(t *testing.T) {
+	us := clock.Microsecond
+	netns := []records.Flow{
+		{ID: 1, Completed: true, Start: 0, Finish: 1000 * 10 * us}, // D=1000: 10 us
+		{ID: 2, Completed: true, Start: 0, Finish: 1000 * 30 * us},
+		{ID: 4, Completed: true, Start: 0, Finish: 1000 * 500 * us},
+		{ID: 5},
+	}
+	virt := []records.Flow{
+		{ID: 1, Completed: true, Start: 0, Finish: 10 * us},
+		{ID: 2, Completed: true, Start: 0, Finish: 20 * us},
+		{ID: 3, Completed: true, Start: 0, Finish: 90 * us},
+		{ID: 5},
+	}
+	p := pairFlows(netns, virt, 1000)
+	if p.both != 2 || math.Abs(p.netns-20e-6) > 1e-12 || math.Abs(p.virtual-15e-6) > 1e-12 {
+		t.Fatalf("pairs %+v", p)
+	}
+	if d := p.setDiff(); !strings.Contains(d, "only on netns [4]") || !strings.Contains(d, "schedule-keeping run [3]") {
+		t.Fatalf("setDiff = %q", d)
+	}
+	if d := pairFlows(virt, virt, 1).setDiff(); d != "" {
+		t.Fatalf("identical runs: %q", d)
 	}
 }

@@ -1,8 +1,13 @@
 package netns
 
 import (
+	"slices"
 	"testing"
 
+	"gonum.org/v1/gonum/floats"
+
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
@@ -60,6 +65,66 @@ func TestConnectedParts(t *testing.T) {
 			if share := (len(g.Nodes) + n - 1) / n; len(vs) > share+share/2 {
 				t.Errorf("n=%d: part %d has %d devices, share %d", n, a, len(vs), share)
 			}
+		}
+	}
+}
+
+// The traffic split cuts no more expected frames than the equal-size connected parts it starts from, and
+// keeps every agent's expected frame-hops within 10% of an equal share.
+func TestTrafficParts(t *testing.T) {
+	for _, topoLine := range []string{"topology: {family: fattree, k: 4}", "topology: {family: ndc, n: 4, k: 1}"} {
+		y := "name: tp\nbackend: netns\ndilation: 1000\nduration: 2ms\nseed: 3\nhost: {transport: lossless}\n" + topoLine +
+			"\nworkload: [{kind: poisson, cdf: websearch, load: 0.5, duration: 2ms}]\n"
+		s, err := spec.Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := lab.Build(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl, err := Dilate(l, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := linkFrames(l)
+		cutOf := func(part map[int]int) float64 {
+			c := 0.0
+			for li, lk := range l.Graph.Links {
+				if part[lk.A.Node] != part[lk.B.Node] {
+					c += w[li]
+				}
+			}
+			return c
+		}
+		for _, n := range []int{2, 3} {
+			part, cut := trafficParts(l, dl, n)
+			if len(part) != len(l.Graph.Nodes) || cut.Agents != n {
+				t.Fatalf("%s n=%d: %d of %d devices in %d agents", topoLine, n, len(part), len(l.Graph.Nodes), cut.Agents)
+			}
+			conn := connectedParts(l.Graph, dl, n)
+			before := cutOf(conn)
+			// Balance comes first: only where the connected parts were within the share must the cut not grow.
+			connLoad := make([]float64, n)
+			for v, a := range conn {
+				connLoad[a]++
+				for _, li := range l.Graph.Nodes[v].Ports {
+					connLoad[a] += w[li]
+				}
+			}
+			balanced := slices.Max(connLoad) <= 1.1*floats.Sum(connLoad)/float64(n)
+			if cut.Frames != cutOf(part) || balanced && cut.Frames > before {
+				t.Errorf("%s n=%d: cut %.0f expected frames (reported %.0f), connected parts cut %.0f", topoLine, n, cutOf(part), cut.Frames, before)
+			}
+			sum, most := 0.0, 0.0
+			for _, x := range cut.Load {
+				sum += x
+				most = max(most, x)
+			}
+			if most > 1.1*sum/float64(n)+1 {
+				t.Errorf("%s n=%d: loads %v, the largest over 1.1 x the mean", topoLine, n, cut.Load)
+			}
+			t.Logf("%s n=%d: %s (connected parts: %.0f)", topoLine, n, cut, before)
 		}
 	}
 }
