@@ -3,6 +3,7 @@ package netns
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 
@@ -142,6 +143,10 @@ const stallLimit = 60 * time.Second
 // coordinator set), or, with one agent that stops when done, its "done"; Ctrl-C or an agent's death
 // end it early. It relays completions between agents and, in lockstep, grants time.
 func (r *netnsRun) wait(ctx context.Context, kernelDone chan kernelOut) ([]records.Flow, error) {
+	if r.coord != nil && r.setups[0].Realtime > 0 {
+		// The coordinator is on the path of every grant: see realtimeThread.
+		defer realtimeThread(r.setups[0].Realtime)()
+	}
 	var deadline <-chan time.Time
 	if r.coord == nil || len(r.dl.Kernel) > 0 {
 		// One agent keeps the schedule even when it runs behind the wall clock (agent catchUp), so its
@@ -254,4 +259,18 @@ func (r *netnsRun) onClock(clocks []clock.Time, dones []int, kernel int) {
 		n += dones[j]
 	}
 	r.opts.OnClock(clock.Time(float64(now)/r.res.Dilation), n, len(r.l.Flows))
+}
+
+// realtimeThread locks the calling goroutine to its thread and moves the thread to SCHED_FIFO at prio,
+// for the goroutines that pass lockstep messages: on a loaded machine (load average 20 on 2 cores) an
+// ordinary thread waits a scheduler slice before it reads a grant, and every agent waiting for it idles.
+// Failing to get the priority is not fatal (the run is only slower). The returned func undoes the lock.
+func realtimeThread(prio int) func() {
+	runtime.LockOSThread()
+	if err := clock.RealtimeThread(prio); err != nil {
+		return runtime.UnlockOSThread // still an ordinary thread: it may be reused
+	}
+	// A thread left real-time must not be handed to other goroutines: Go discards a thread whose
+	// goroutine exits locked, so the lock is never undone.
+	return func() {}
 }

@@ -346,6 +346,9 @@ func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
 		return nil, err
 	}
 	go func() {
+		if s.Lockstep && s.Realtime > 0 {
+			defer realtimeThread(s.Realtime)()
+		}
 		for {
 			var m AgentMsg
 			if err := p.ctl.Recv(&m); err != nil {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 
@@ -106,6 +107,12 @@ func Serve(ctl netns.Control) int {
 // the eventfd: stop (or the channel closing: the backend went away), completed (flows other agents
 // finished), grant and halt (lockstep), live requests.
 func (a *agent) control(ctl netns.Control) {
+	if a.lock.on && a.setup.Realtime > 0 {
+		// In lockstep a grant is on the critical path of every agent waiting for it: read it on a
+		// real-time thread too, or a busy machine delays it by a scheduler slice.
+		runtime.LockOSThread()
+		_ = clock.RealtimeThread(a.setup.Realtime)
+	}
 	var m netns.AgentMsg
 	for {
 		err := ctl.Recv(&m)
