@@ -343,3 +343,46 @@ func TestSbatchExample(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusFilesAreAuthoritative: lab report counts a tree's run by its status file, whatever the
+// manifest says (processes filling a tree never rewrite the manifest); a tree without status files
+// (written before them) is read by its manifest.
+func TestStatusFilesAreAuthoritative(t *testing.T) {
+	dir := t.TempDir()
+	a := writeTreeSpec(t, dir, "a", "virtual", "")
+	defer func() { sweepFlags.seeds = 0 }()
+	sweepFlags.seeds = 2
+	out := filepath.Join(dir, "tree")
+	if err := runTreeCommand(context.Background(), &bytes.Buffer{}, []string{a}, out, true, noProfiles); err != nil {
+		t.Fatal(err)
+	}
+	skipped := func() []string {
+		tr, err := report.LoadTrees([]string{out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Skipped
+	}
+	if s := skipped(); len(s) != 0 {
+		t.Fatalf("skipped %v", s)
+	}
+	st, err := report.ReadRunStatus(out, "seed-2")
+	if err != nil || st == nil {
+		t.Fatal(st, err)
+	}
+	st.Status, st.Ended = "running", time.Time{}
+	if err := writeStatus(out, st); err != nil {
+		t.Fatal(err)
+	}
+	if s := skipped(); len(s) != 1 || !strings.Contains(s[0], "seed-2: running (on "+st.Host) {
+		t.Errorf("a run whose status says running (manifest: done): skipped %v", s)
+	}
+	for _, d := range []string{"seed-1", "seed-2"} {
+		if err := os.Remove(report.StatusPath(out, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s := skipped(); len(s) != 0 {
+		t.Errorf("without status files the manifest (all done) stands: skipped %v", s)
+	}
+}
