@@ -393,10 +393,12 @@ type AggExpectation struct {
 	Half       float64 // NaN for one seed
 	Values     []float64
 	Error      string // why some seeds could not be measured
-	// Verdict: "within CI" when the published value lies in [Mean-Half, Mean+Half], else "above CI" or
-	// "below CI" (the published number is above/below the interval); "one seed" without an interval.
-	// A zero-tolerance claim (IsZeroClaim) is judged as a count instead: "0 in every seed", or
-	// "BROKEN: ..." naming the seeds that were not 0 (ZeroClaimBroken).
+	// Verdict says where the published number lies against the measured interval: "paper within CI"
+	// when in [Mean-Half, Mean+Half], "paper above CI (measured lower)" or "paper below CI (measured
+	// higher)" otherwise; "one seed" without an interval. (Plain "above CI" read as "we measured
+	// above", the opposite.) A zero-tolerance claim (IsZeroClaim) is judged as a count instead: "0 in
+	// every seed", or "BROKEN: ..." naming the seeds that were not 0 (ZeroClaimBroken). The strict
+	// reproduction verdict of a paper's claim is the claims package's (docs/claims.md).
 	Verdict string
 }
 
@@ -473,16 +475,38 @@ func AggregateExpectations(t *Tree) []AggExpectation {
 			case c.N < 2:
 				a.Verdict = "one seed"
 			case p < c.Lo:
-				a.Verdict = "below CI"
+				a.Verdict = "paper below CI (measured higher)"
 			case p > c.Hi:
-				a.Verdict = "above CI"
+				a.Verdict = "paper above CI (measured lower)"
 			default:
-				a.Verdict = "within CI"
+				a.Verdict = "paper within CI"
 			}
 			out = append(out, a)
 		}
 	}
 	return out
+}
+
+// GroupMeasure is a metric of g over its seeds, the cross-run forms (reduction:<m>:<run>,
+// ratio:<m>:<run>) paired by seed and sweep point as in AggregateExpectations.
+func (t *Tree) GroupMeasure(g *Group, name string) CI {
+	all := t.Runs()
+	var xs []float64
+	bad, first := 0, ""
+	for _, r := range g.Runs {
+		v, err := measurePaired(all, r, name)
+		if err != nil || math.IsNaN(v) {
+			bad++
+			if first == "" && err != nil {
+				first = err.Error()
+			}
+			continue
+		}
+		xs = append(xs, v)
+	}
+	c := MeanCI(xs, Level)
+	c.Undefined, c.FirstError = bad, first
+	return c
 }
 
 // measurePaired is Measure with cross-run forms paired by seed and sweep point.

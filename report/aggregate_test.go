@@ -70,7 +70,7 @@ func TestExpectationsPairBySeed(t *testing.T) {
 	if red.N != 3 || math.Abs(red.Mean-want.Mean) > 1e-9 || math.Abs(red.Half-want.Half) > 1e-9 {
 		t.Errorf("paired reduction %+v, want mean %g ± %g", red, want.Mean, want.Half)
 	}
-	if red.Verdict != "within CI" {
+	if red.Verdict != "paper within CI" {
 		t.Errorf("verdict %q", red.Verdict)
 	}
 	// Reduction of the means would be 1-20/33.3 = 40%: not what is reported.

@@ -26,6 +26,11 @@ type analysis struct {
 		Min int     `json:"min"`
 		Avg float64 `json:"avg"`
 		Max int     `json:"max"`
+		// Hops is the mean number of switch-to-switch links over every path of every pair (FC+ Fig. 6's
+		// average path length).
+		Hops float64 `json:"switch_hops_avg"`
+		// Classes is the number of lossless classes the paths use (1 + the highest per-hop class).
+		Classes int `json:"classes"`
 	} `json:"paths_per_pair"`
 	CBDCycles     map[string]int `json:"cbd_cycles"`
 	CBDTruncated  bool           `json:"cbd_truncated,omitempty"`
@@ -217,8 +222,15 @@ func analyzePaths(l *lab.Lab, a *analysis) error {
 		return fmt.Errorf("routing %s: %w", l.Router.Name(), err)
 	}
 	var all []route.Path
-	total := 0
+	total, hops := 0, 0
+	a.PathsPerPair.Classes = 1
 	for i, ps := range pairs {
+		for _, p := range ps {
+			hops += len(p.Nodes) - 3 // n nodes, n-1 links, minus the two host links
+			for _, c := range p.Prio {
+				a.PathsPerPair.Classes = max(a.PathsPerPair.Classes, int(c)+1)
+			}
+		}
 		if i == 0 || len(ps) < a.PathsPerPair.Min {
 			a.PathsPerPair.Min = len(ps)
 		}
@@ -228,6 +240,9 @@ func analyzePaths(l *lab.Lab, a *analysis) error {
 	}
 	if len(pairs) > 0 {
 		a.PathsPerPair.Avg = float64(total) / float64(len(pairs))
+	}
+	if total > 0 {
+		a.PathsPerPair.Hops = float64(hops) / float64(total)
 	}
 	rep := deadlock.Analyze(l.Graph, all, deadlock.ByPriority(HopClass))
 	for p, cs := range rep.ByPriority {
@@ -259,7 +274,8 @@ func writeAnalysis(w io.Writer, l *lab.Lab, a *analysis) {
 		writeLP(w, a)
 		return
 	}
-	fmt.Fprintf(w, "paths per pair   min %d  avg %.2f  max %d\n", a.PathsPerPair.Min, a.PathsPerPair.Avg, a.PathsPerPair.Max)
+	fmt.Fprintf(w, "paths per pair   min %d  avg %.2f  max %d; %.3f switch-to-switch links per path; %d lossless class(es)\n",
+		a.PathsPerPair.Min, a.PathsPerPair.Avg, a.PathsPerPair.Max, a.PathsPerPair.Hops, a.PathsPerPair.Classes)
 	keys := make([]string, 0, len(a.CBDCycles))
 	for k := range a.CBDCycles {
 		keys = append(keys, k)

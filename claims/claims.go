@@ -1,0 +1,219 @@
+// Package claims is the table of every claim of the five papers fabriclab reproduces
+// (docs/claims.json): what each paper says, what we measured, and the verdict the strict rule (rule.go)
+// gives from those stored numbers. cmd/lab's `lab claims` refreshes measured numbers from run trees,
+// re-judges every row and writes the generated Markdown tables into docs/.
+package claims
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+// Papers are the five papers, in the order the tables list them.
+var Papers = []string{"portfc", "fcplus", "fibre-channel", "dragonfly", "expander"}
+
+// PaperTitle names each paper in the generated tables.
+var PaperTitle = map[string]string{
+	"portfc":        "PortFC (Cao et al., node-centric flow control)",
+	"fcplus":        "FC+ (near-optimal deadlock-free expander networks)",
+	"fibre-channel": "Fibre Channel fabrics (evaluation and design)",
+	"dragonfly":     "Non-shortest-path routing in lossy Dragonflies (TelemetryLERP)",
+	"expander":      "Expander fabrics (Kassing thesis)",
+}
+
+// Kinds of published value, which decide how the rule reads Band.
+const (
+	KindBand  = "band"  // the paper gives a range [lo, hi]; an open end is null
+	KindPoint = "point" // one value; the band is ±10% of it
+	KindCount = "count" // zero tolerance: the measured value counts violations, any nonzero fails
+	KindNone  = "none"  // not a claim we can judge (say why in Why)
+)
+
+// Claim is one row of docs/claims.json.
+type Claim struct {
+	ID    string `json:"id"`    // paper-claim[.part], the claim numbers of the digests' claim lists
+	Paper string `json:"paper"` // one of Papers
+	Claim string `json:"claim"` // one line, our words
+	// Published is the paper's number as it prints it, with units; Kind and Band are how the rule reads
+	// it (Band in Unit; a point value is [v, v]).
+	Published string     `json:"published"`
+	Kind      string     `json:"kind"`
+	Band      []*float64 `json:"band,omitempty"`
+	Unit      string     `json:"unit,omitempty"`
+	// Direction is the ordering the claim asserts, as "<op><ref>" on the measured value (">0" a
+	// reduction, ">1" a ratio above one): O needs the whole interval on that side.
+	Direction string `json:"direction,omitempty"`
+	// Metric names what is measured; Definition is the paper's definition of it, or says that the paper
+	// leaves it undefined and which reading we took.
+	Metric     string `json:"metric"`
+	Definition string `json:"definition"`
+	// MeasuredMean and CI95 are over Seeds runs (traffic seeds) and TopologySeeds topology instances
+	// (1: one fixed or deterministic topology). Deterministic says the measurement has no randomness
+	// at all (a fixed scenario, an LP on a fixed graph): its interval is [mean, mean].
+	MeasuredMean  *float64  `json:"measured_mean"`
+	CI95          []float64 `json:"ci95"`
+	Seeds         int       `json:"seeds"`
+	TopologySeeds int       `json:"topology_seeds"`
+	Deterministic bool      `json:"deterministic,omitempty"`
+	Measured      string    `json:"measured,omitempty"` // the numbers around it, in words
+	Command       string    `json:"command"`
+	Source        *Source   `json:"source,omitempty"`
+	Provenance    string    `json:"provenance,omitempty"` // "stored: ..." or "re-run: ..."
+	Verdict       string    `json:"verdict"`              // R, O, N or -, from Judge
+	Rule          string    `json:"rule"`                 // why Judge gave it, mechanically
+	Why           string    `json:"why"`                  // where it differs; for non-R, what was tried
+}
+
+// Source says where `lab claims TREE...` reads a row's number: the experiment, the run tree group
+// (spec name and sweep point, as `lab report` labels it) and the metric (a report metric or reduction:/ratio: form),
+// plus Offset, times Scale, into the row's Unit (scale 100 for a fraction as %, 1e-9 for bit/s as
+// Gb/s; offset -1 and scale 100 for a ratio as a % gain).
+type Source struct {
+	Experiment string  `json:"experiment,omitempty"` // lab/experiments/<this>/ (spec names repeat across experiments)
+	Group      string  `json:"group"`
+	Metric     string  `json:"metric"`
+	Offset     float64 `json:"offset,omitempty"`
+	Scale      float64 `json:"scale,omitempty"`
+}
+
+// Load reads a claims file.
+func Load(path string) ([]Claim, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cs []Claim
+	if err := json.Unmarshal(b, &cs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cs, Check(cs)
+}
+
+// Check refuses a table the rule cannot read: duplicate ids, unknown papers or kinds, bands of the
+// wrong length, intervals that are not [lo, hi].
+func Check(cs []Claim) error {
+	seen := map[string]bool{}
+	known := map[string]bool{}
+	for _, p := range Papers {
+		known[p] = true
+	}
+	for i, c := range cs {
+		at := fmt.Sprintf("claim %d (%s)", i, c.ID)
+		switch {
+		case c.ID == "":
+			return fmt.Errorf("%s: no id", at)
+		case seen[c.ID]:
+			return fmt.Errorf("%s: duplicate id", at)
+		case !known[c.Paper]:
+			return fmt.Errorf("%s: paper %q is not one of %v", at, c.Paper, Papers)
+		}
+		seen[c.ID] = true
+		switch c.Kind {
+		case KindBand, KindPoint:
+			if len(c.Band) != 2 || (c.Kind == KindPoint && (c.Band[0] == nil || c.Band[1] == nil || *c.Band[0] != *c.Band[1])) {
+				return fmt.Errorf("%s: kind %s needs band [lo, hi] (a point [v, v])", at, c.Kind)
+			}
+			if c.Band[0] != nil && c.Band[1] != nil && *c.Band[0] > *c.Band[1] {
+				return fmt.Errorf("%s: band [%g, %g] is reversed", at, *c.Band[0], *c.Band[1])
+			}
+		case KindCount, KindNone:
+		default:
+			return fmt.Errorf("%s: kind %q is not band, point, count or none", at, c.Kind)
+		}
+		if c.CI95 != nil && (len(c.CI95) != 2 || c.CI95[0] > c.CI95[1]) {
+			return fmt.Errorf("%s: ci95 must be [lo, hi], got %v", at, c.CI95)
+		}
+		if c.Direction != "" {
+			if _, _, err := parseDirection(c.Direction); err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Save writes the table, one claim per object, in paper order then id order, re-judged.
+func Save(path string, cs []Claim) error {
+	Rejudge(cs)
+	Sort(cs)
+	b, err := json.MarshalIndent(cs, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Rejudge sets every row's Verdict and Rule from its stored numbers.
+func Rejudge(cs []Claim) {
+	for i := range cs {
+		cs[i].Verdict, cs[i].Rule = Judge(cs[i])
+	}
+}
+
+// Sort orders rows by paper (Papers' order) and then by claim number, part by part.
+func Sort(cs []Claim) {
+	rank := map[string]int{}
+	for i, p := range Papers {
+		rank[p] = i
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].Paper != cs[j].Paper {
+			return rank[cs[i].Paper] < rank[cs[j].Paper]
+		}
+		return idLess(cs[i].ID, cs[j].ID)
+	})
+}
+
+// idLess compares ids like "portfc-6.10" numerically part by part after the paper prefix.
+func idLess(a, b string) bool {
+	pa, pb := idParts(a), idParts(b)
+	for k := 0; k < len(pa) && k < len(pb); k++ {
+		if pa[k] == pb[k] {
+			continue
+		}
+		var x, y int
+		_, ex := fmt.Sscanf(pa[k], "%d", &x)
+		_, ey := fmt.Sscanf(pb[k], "%d", &y)
+		if ex == nil && ey == nil && x != y {
+			return x < y
+		}
+		return pa[k] < pb[k]
+	}
+	return len(pa) < len(pb)
+}
+
+func idParts(id string) []string {
+	if i := strings.LastIndex(id, "-"); i >= 0 {
+		id = id[i+1:]
+	}
+	return strings.Split(id, ".")
+}
+
+// Counts is the number of rows per verdict for one paper.
+type Counts struct{ R, O, N, Dash int }
+
+func (c Counts) String() string { return fmt.Sprintf("%d/%d/%d/%d", c.R, c.O, c.N, c.Dash) }
+
+// Count tallies the verdicts of one paper's rows.
+func Count(cs []Claim, paper string) Counts {
+	var n Counts
+	for _, c := range cs {
+		if c.Paper != paper {
+			continue
+		}
+		switch c.Verdict {
+		case "R":
+			n.R++
+		case "O":
+			n.O++
+		case "N":
+			n.N++
+		default:
+			n.Dash++
+		}
+	}
+	return n
+}

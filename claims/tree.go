@@ -1,0 +1,69 @@
+package claims
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"github.com/fabriclab/fabriclab/report"
+)
+
+// Update refreshes every row whose Source names a group of t (and, if it names an experiment, whose
+// experiment directory is among specs, the tree's spec files): its mean, 95% interval and seed count
+// come from the group's runs (cross-run forms paired by seed). It returns the ids it refreshed; a
+// named group without the metric is an error, so a stale source cannot pass silently.
+func Update(cs []Claim, t *report.Tree, specs []string, provenance string) ([]string, error) {
+	groups := map[string]*report.Group{}
+	for _, g := range t.Groups {
+		groups[g.Label()] = g
+	}
+	var done []string
+	for i := range cs {
+		c := &cs[i]
+		if c.Source == nil {
+			continue
+		}
+		g, ok := groups[c.Source.Group]
+		if !ok || !fromExperiment(specs, c.Source.Experiment) {
+			continue
+		}
+		ci := t.GroupMeasure(g, c.Source.Metric)
+		if ci.N == 0 {
+			return done, fmt.Errorf("claim %s: group %q has no %s: %s", c.ID, c.Source.Group, c.Source.Metric, ci.FirstError)
+		}
+		s := c.Source.Scale
+		if s == 0 {
+			s = 1
+		}
+		o := c.Source.Offset
+		m := (ci.Mean + o) * s
+		c.MeasuredMean = &m
+		c.CI95 = nil
+		if ci.N >= 2 {
+			lo, hi := (ci.Lo+o)*s, (ci.Hi+o)*s
+			c.CI95 = []float64{math.Min(lo, hi), math.Max(lo, hi)}
+		}
+		c.Seeds = ci.N
+		if c.TopologySeeds == 0 {
+			c.TopologySeeds = 1
+		}
+		c.Provenance = provenance
+		done = append(done, c.ID)
+	}
+	return done, nil
+}
+
+// fromExperiment says whether one of the spec paths lies in lab/experiments/<exp>/ (or is the file
+// <exp> itself); an empty exp matches any tree.
+func fromExperiment(specs []string, exp string) bool {
+	if exp == "" {
+		return true
+	}
+	for _, s := range specs {
+		if strings.Contains(filepath.ToSlash(s), "/"+exp+"/") || filepath.Base(s) == exp {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fabriclab/fabriclab/claims"
+)
+
+// lab claims on a small tree: two specs, two seeds. The row whose source names the tree's group gets
+// the tree's paired numbers (a and b are the same fabric and flows, so the reduction is exactly 0 with a
+// [0, 0] interval) and the verdict the rule gives them; a row of another experiment keeps its stored
+// numbers; the pages get the generated tables between their markers.
+func TestClaimsFromTree(t *testing.T) {
+	dir := t.TempDir()
+	a := writeTreeSpec(t, dir, "a", "virtual", "")
+	b := writeTreeSpec(t, dir, "b", "virtual", "")
+	sweepFlags.seeds, sweepFlags.sets, sweepFlags.jobs = 2, nil, 0
+	defer func() { sweepFlags.seeds = 0 }()
+	files := []string{a, b}
+	runs, err := planRuns(context.Background(), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(dir, "tree")
+	if err := runTree(context.Background(), io.Discard, runs, tree, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	// The tree's specs live in dir, so the experiment a row names is dir's base name.
+	exp := filepath.Base(dir)
+	table := `[
+ {"id": "portfc-6.1", "paper": "portfc", "claim": "same fabric, same flows", "published": "0%", "kind": "band", "band": [-1, 1], "unit": "%",
+  "metric": "avg FCT reduction", "definition": "paired by seed", "measured_mean": 42, "ci95": [40, 44], "seeds": 5, "topology_seeds": 1,
+  "command": "lab run", "source": {"experiment": "` + exp + `", "group": "a", "metric": "reduction:fct_avg_s:b", "scale": 100}, "verdict": "", "rule": "", "why": ""},
+ {"id": "portfc-6.2", "paper": "portfc", "claim": "stored elsewhere", "published": "1x", "kind": "point", "band": [1, 1], "unit": "x", "direction": ">0",
+  "metric": "m", "definition": "d", "measured_mean": 3, "ci95": [2, 4], "seeds": 5, "topology_seeds": 1,
+  "command": "lab run", "source": {"experiment": "another-experiment", "group": "a", "metric": "reduction:fct_avg_s:b"}, "verdict": "R", "rule": "", "why": ""}
+]`
+	docs := filepath.Join(dir, "docs")
+	if err := os.MkdirAll(docs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	in := filepath.Join(docs, "claims.json")
+	begin, end := claims.Markers("portfc")
+	page := filepath.Join(docs, "portfc.md")
+	for p, text := range map[string]string{in: table, page: "# PortFC\n\n" + begin + "\nold table\n" + end + "\nafter\n"} {
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out strings.Builder
+	if err := runClaims(&out, in, in, docs, []string{tree}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "refreshed 1 rows portfc-6.1") {
+		t.Errorf("output: %s", out.String())
+	}
+	var cs []claims.Claim
+	bs, _ := os.ReadFile(in)
+	if err := json.Unmarshal(bs, &cs); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]claims.Claim{}
+	for _, c := range cs {
+		got[c.ID] = c
+	}
+	r := got["portfc-6.1"]
+	if r.MeasuredMean == nil || *r.MeasuredMean != 0 || len(r.CI95) != 2 || r.CI95[0] != 0 || r.CI95[1] != 0 || r.Seeds != 2 || r.Verdict != "R" {
+		t.Errorf("refreshed row: mean %v ci %v seeds %d verdict %s (%s)", r.MeasuredMean, r.CI95, r.Seeds, r.Verdict, r.Rule)
+	}
+	// Stored numbers stay; the stored verdict is replaced by the rule's (3 is outside 1 ±10%, the
+	// direction holds).
+	if s := got["portfc-6.2"]; *s.MeasuredMean != 3 || s.Verdict != "O" {
+		t.Errorf("stored row: mean %v verdict %s", *s.MeasuredMean, s.Verdict)
+	}
+	pb, _ := os.ReadFile(page)
+	if p := string(pb); strings.Contains(p, "old table") || !strings.Contains(p, "| portfc-6.1 |") || !strings.HasSuffix(p, end+"\nafter\n") {
+		t.Errorf("page not regenerated:\n%s", p)
+	}
+}
