@@ -179,7 +179,11 @@ func (s *Spec) ApplyDefaults() {
 		h.RTOThreshold = DefaultRTOThreshold
 	}
 	if h.BDPCap == nil {
-		h.BDPCap = Bool(true) // IRN'18: BDP-FC is part of IRN
+		// IRN'18's BDP-FC (one BDP in flight per flow) is part of IRN, which runs DCQCN. A DCTCP-
+		// controlled lossy transport is another paper's scheme: the Dragonfly paper's TelemetryLERP and
+		// the expander thesis' DCTCP have no such cap, and on D1 the cap kept two LERP flows on one
+		// global link (98.4 Gb/s, the standing queue below the 75-MTU reroute margin; uncapped 196.7).
+		h.BDPCap = Bool(h.Transport == "irn" && h.CC != "dctcp")
 	}
 	if h.NACKInterval == 0 {
 		h.NACKInterval = DefaultNACKInterval

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -501,4 +502,23 @@ func TestAliasBomb(t *testing.T) {
 		t.Fatalf("alias bomb (%d bytes): %v", b.Len(), err)
 	}
 	t.Logf("%d-byte alias bomb refused in %v", b.Len(), time.Since(start))
+}
+
+// IRN's BDP cap is IRN's: on by default for irn with DCQCN, off for a DCTCP-controlled irn (the
+// Dragonfly paper's TelemetryLERP), and a spec's own setting wins.
+func TestBDPCapDefaultPerScheme(t *testing.T) {
+	base := "name: x\ntopology: {family: fattree, k: 4}\nswitch: {flow_control: lossy}\nhost: {transport: irn%s}\n" +
+		"workload:\n  - {kind: poisson, cdf: websearch, load: 0.3, duration: 100us}\nduration: 1ms\n"
+	for _, c := range []struct {
+		host string
+		want bool
+	}{{"", true}, {", cc: dcqcn", true}, {", cc: dctcp", false}, {", cc: dctcp, bdp_cap: true", true}, {", bdp_cap: false", false}} {
+		s, err := Parse([]byte(fmt.Sprintf(base, c.host)))
+		if err != nil {
+			t.Fatalf("%q: %v", c.host, err)
+		}
+		if got := s.Host.BDPCapEnabled(); got != c.want {
+			t.Errorf("host {transport: irn%s}: bdp_cap %v, want %v", c.host, got, c.want)
+		}
+	}
 }

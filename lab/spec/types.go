@@ -120,7 +120,8 @@ type Host struct {
 	RTOLow       Time `yaml:"rto_low,omitempty"`
 	RTOHigh      Time `yaml:"rto_high,omitempty"`
 	RTOThreshold int  `yaml:"rto_threshold,omitempty"`
-	// BDPCap is IRN's BDP-FC: at most one BDP in flight per flow.
+	// BDPCap is IRN's BDP-FC: at most one BDP in flight per flow. Default: on for irn with any
+	// congestion control but dctcp (IRN as its paper builds it), off otherwise (docs/dragonfly.md).
 	BDPCap *bool `yaml:"bdp_cap,omitempty"`
 	// NACKInterval is the least time between two NACKs of one go-back-N flow.
 	NACKInterval Time `yaml:"nack_interval,omitempty"`
@@ -324,7 +325,7 @@ func (s *Spec) StopWhenDone() bool { return s.Stop == nil || *s.Stop }
 // ECNEnabled reports whether switches mark ECN (the default).
 func (e ECN) ECNEnabled() bool { return e.Enabled == nil || *e.Enabled }
 
-// BDPCapEnabled reports whether IRN's BDP-FC is on (the default).
+// BDPCapEnabled reports whether IRN's BDP-FC is on (unset: on; Defaults sets it per scheme).
 func (h Host) BDPCapEnabled() bool { return h.BDPCap == nil || *h.BDPCap }
 
 // Bool returns a pointer to b, for the optional booleans of a spec built in Go.

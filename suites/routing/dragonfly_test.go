@@ -210,3 +210,65 @@ var _ = Describe("Dragonfly ADV1 on D1 (non-shortest-path lossy Dragonfly paper,
 		Expect(res["ugal"].goodput).To(BeNumerically("<=", 1.001*bound))
 	})
 })
+
+// lerpPairSpec is TelemetryLERP as the paper builds it (selective repeat with DCTCP, no PFC, no IRN
+// BDP cap: host.bdp_cap defaults off for DCTCP) on D1, step ECN at K = 400 KB above the 75-MTU reroute
+// margin (300 KB at 4 KB packets) as lab/experiments/dragonfly-d1. Two connections Group1 -> Group2
+// start on MIN, the one global link between the groups. %s: the host's extra settings.
+const lerpPairSpec = `
+name: lerp-pair
+backend: virtual
+seed: 1
+topology: {family: dragonfly, p: 2, a: 4, h: 2, link: {rate: 100Gbps, delay: 1us}}
+switch: {flow_control: lossy, buffer: 5MB, ecn: {kmin: 399KB, kmax: 400KB, pmax: 1}}
+host: {transport: irn, cc: dctcp, mtu: 4096%s}
+routing: {algorithm: telemetry}
+workload:
+  - kind: flows
+    name: two
+    list:
+      - {src: h16, dst: h40, size: 1000MB, at: 0us}
+      - {src: h17, dst: h41, size: 1000MB, at: 2us}
+duration: 8ms
+stop: false
+`
+
+// dfLinkPayload is one 100 Gb/s link's application rate at 4096 B payload in 4166 B frames.
+const dfLinkPayload = dfRate * 4096 / 4166
+
+var _ = Describe("TelemetryLERP without IRN's BDP cap (Dragonfly paper §IV)", Label("routing", "smoke"), func() {
+	run := func(host string) dfResult {
+		y := fmt.Sprintf(lerpPairSpec, host)
+		l, f := fabric(y)
+		f.Monitor = nil
+		from, last := 4*clock.Millisecond, 8*clock.Millisecond-clock.Nanosecond
+		acked := map[clock.Time]int64{}
+		paths := map[int]int{}
+		for _, t := range []clock.Time{from, last} {
+			f.Clock.AfterFunc(t, func() {
+				for _, fp := range l.Flows {
+					st, ok := f.NICs[fp.SrcNode].FlowState(fp.ID)
+					Expect(ok).To(BeTrue())
+					acked[t] += int64(st.SndUna) * int64(f.NICs[fp.SrcNode].Config().MTU)
+					if t == last {
+						paths[st.Path]++
+					}
+				}
+			})
+		}
+		f.Run(context.Background())
+		Expect(acked).To(HaveKey(last))
+		return dfResult{goodput: float64(acked[last]-acked[from]) * 8 / (last - from).Seconds(), paths: paths}
+	}
+	It("moves one of two connections sharing a global link off MIN: more than 1.5 links' throughput", func() {
+		free, capped := run(""), run(", bdp_cap: true")
+		AddReportEntry("D1 two LERP connections", fmt.Sprintf("uncapped %.1f Gb/s (flows per candidate %s); with IRN's BDP cap %.1f Gb/s (%s); one link's payload %.1f Gb/s",
+			free.goodput/1e9, free.pathsString(), capped.goodput/1e9, capped.pathsString(), dfLinkPayload/1e9))
+		Expect(free.paths[0]).To(BeNumerically("<", 2), "both flows still on MIN: %s", free.pathsString())
+		Expect(free.goodput).To(BeNumerically(">", 1.5*dfLinkPayload))
+		// The cause the default removes: two capped flows leave a standing queue below the 75-MTU
+		// margin, so the BETTER rule never fires and both stay on the one link.
+		Expect(capped.paths[0]).To(Equal(2), "capped: %s", capped.pathsString())
+		Expect(capped.goodput).To(BeNumerically("<=", 1.02*dfLinkPayload))
+	})
+})
