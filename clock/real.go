@@ -15,8 +15,8 @@ import (
 // Now is a logical time that never goes backwards: inside a timer callback it is the timer's deadline
 // (not the moment the loop got to it), after Sync it is the wall time. So an egress port that chains
 // "serialize the next frame" timers keeps its schedule when the loop wakes a few microseconds late,
-// instead of losing that time on every frame (the naive token bucket's 35 Mb/s of 100 in DESIGN §4).
-// How late the loop ran is measured, not hidden: see Lag.
+// instead of losing that time on every frame (the naive token bucket's 35 Mb/s of 100: docs/architecture.md
+// §Measured choices). How late the loop ran is measured, not hidden: see Lag.
 type Real struct {
 	epoch  int64 // CLOCK_MONOTONIC nanoseconds at Time 0
 	now    Time

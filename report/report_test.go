@@ -288,7 +288,7 @@ func TestRunDirRoundTrip(t *testing.T) {
 			t.Errorf("missing %s", f)
 		}
 	}
-	// summary.json carries DESIGN §8's keys.
+	// summary.json carries the contract's keys (docs/architecture.md §Contracts).
 	raw, _ := os.ReadFile(filepath.Join(dir, SummaryFile))
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {

@@ -19,7 +19,7 @@ import (
 	"github.com/fabriclab/fabriclab/records"
 )
 
-// File names inside a run directory (DESIGN §8).
+// File names inside a run directory (docs/architecture.md §Contracts).
 const (
 	SummaryFile    = "summary.json"
 	FCTFile        = "fct.txt"

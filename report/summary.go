@@ -1,12 +1,13 @@
-// Package report turns what a run measured (records.Log) into the run directory of DESIGN §8:
-// summary.json, fct.txt and pfc.txt in the HPCC simulator's formats, flows.csv, drops.csv, pfc.csv,
-// violations.txt and the HPCC slowdown-per-size-bin table; and reads summary.json and flows.csv back.
+// Package report turns what a run measured (records.Log) into the run directory of docs/architecture.md
+// §Contracts: summary.json, fct.txt and pfc.txt in the HPCC simulator's formats, flows.csv, drops.csv,
+// pfc.csv, violations.txt and the HPCC slowdown-per-size-bin table; and reads summary.json and flows.csv
+// back.
 //
 // Conventions (they are the contract suites assert on):
 //
-//   - Units: every time is in paper units, i.e. engine time divided by the lab's dilation D (DESIGN §4).
-//     Seconds in JSON and CSV, integer nanoseconds (rounded) in the HPCC text files. Byte counts are not
-//     dilated. Rates are bit/s in paper units (bytes*8 / paper seconds).
+//   - Units: every time is in paper units, i.e. engine time divided by the lab's dilation D
+//     (docs/architecture.md §Time dilation). Seconds in JSON and CSV, integer nanoseconds (rounded) in the
+//     HPCC text files. Byte counts are not dilated. Rates are bit/s in paper units (bytes*8 / paper seconds).
 //   - FCT = Finish - Start of a completed flow. Incomplete flows count in flows.total only.
 //   - Slowdown = FCT / Ideal, floored at 1 (HPCC analysis/fct_analysis.py). Ideal is the engine's
 //     standalone FCT along the flow's path; flows without one (Ideal <= 0) have no slowdown and are left
@@ -67,7 +68,7 @@ type DeadlockVerdict struct {
 	At       clock.Time // when it was detected (engine time)
 }
 
-// Fidelity says whether the emulation kept up (DESIGN §4, fidelity monitor).
+// Fidelity says whether the emulation kept up (docs/architecture.md §Fidelity).
 type Fidelity struct {
 	Faithful bool   `json:"faithful"`
 	Reason   string `json:"reason"`
@@ -112,7 +113,8 @@ func (m Meta) hostIP(i int) netip.Addr {
 	return HostIP(i)
 }
 
-// Summary is summary.json. Field names are part of DESIGN §8's contract; add, never rename.
+// Summary is summary.json. Field names are part of the contract (docs/architecture.md §Contracts); add, never
+// rename.
 type Summary struct {
 	Flows             FlowCounts `json:"flows"`
 	FCT               Stats      `json:"fct_s"`

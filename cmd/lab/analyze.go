@@ -20,7 +20,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
-// analysis is the DESIGN §8 `lab analyze --json` object.
+// analysis is the `lab analyze --json` object (docs/architecture.md §Contracts).
 type analysis struct {
 	PathsPerPair struct {
 		Min int     `json:"min"`
@@ -128,7 +128,7 @@ func init() {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the DESIGN §8 JSON object")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the JSON object (docs/architecture.md §Contracts)")
 	cmd.Flags().StringVar(&o.tm, "tm", "uniform", "traffic matrix: uniform (all-to-all), permutation (random hosts), random (each switch to --frac of the others), near-worst (longest matching), workload (the spec's flows)")
 	cmd.Flags().Uint64Var(&o.seed, "tm-seed", 1, "seed of the random matrices")
 	cmd.Flags().Float64Var(&o.frac, "frac", 0.125, "random: share of the other switches each sends to (the FC+ paper's 12.5%)")

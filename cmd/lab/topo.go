@@ -16,7 +16,7 @@ func init() {
 		Use:   "topo FAMILY [key=value ...]",
 		Short: "Describe a topology without creating anything",
 		Long: "Build a topology from its family and parameters and print a summary, the JSON description " +
-			"(--json, the contract in DESIGN.md §8) or Graphviz DOT (--dot).\n\nFamilies and keys:\n" + familyHelp(),
+			"(--json, the contract in docs/architecture.md §Contracts) or Graphviz DOT (--dot).\n\nFamilies and keys:\n" + familyHelp(),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if btoi(asJSON)+btoi(asDOT)+btoi(asHPCC) > 1 {

@@ -97,7 +97,8 @@ func StartForwarder(sws []Switch, mtu int) (*Forwarder, error) {
 }
 
 // transmit encodes a frame leaving port gi; the link's propagation delay is applied here, at the
-// sender, by holding the frame on the clock (DESIGN §3: the link model lives at the sender's egress).
+// sender, by holding the frame on the clock (docs/architecture.md §Engines see a clock and links: the link
+// model lives at the sender's egress).
 func (f *Forwarder) transmit(gi int, p *pkt.Packet, delay clock.Time) {
 	b, err := wire.Encode(p, nil)
 	if err != nil {

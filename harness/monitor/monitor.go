@@ -1,7 +1,7 @@
-// Package monitor is the run-time deadlock detector both backends share (DESIGN §5): it is fed periodic
-// snapshots of every egress queue and looks for a wait-for cycle of queues that are paused, hold data,
-// and have sent nothing for a stated time. Such a cycle never resolves on its own — every queue on it
-// waits for the next to drain, and none can — so the verdict is final and a run may stop there.
+// Package monitor is the run-time deadlock detector both backends share (docs/architecture.md §Deadlock): it
+// is fed periodic snapshots of every egress queue and looks for a wait-for cycle of queues that are paused,
+// hold data, and have sent nothing for a stated time. Such a cycle never resolves on its own — every queue on
+// it waits for the next to drain, and none can — so the verdict is final and a run may stop there.
 //
 // Wait-for edges. A queue q1 at device D1 leaving by port p1 is paused only by the device at the far end
 // of p1, D2 (a PFC or PortFC frame that D2 sent). D2 pauses q1 because frames from D1 pile up in D2's own

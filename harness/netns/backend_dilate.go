@@ -11,10 +11,10 @@ import (
 	"github.com/fabriclab/fabriclab/nodes"
 )
 
-// Dilated is a lab's device configs and schedule in dilated units (DESIGN §4, time dilation): every
-// rate divided by D, every delay, timer and start time multiplied by D, every byte quantity unchanged,
-// so BDPs (rate x delay) and thresholds in BDPs stay what the paper had. The agents run these; records
-// come back in dilated time and the report divides by D (report.Meta.Dilation).
+// Dilated is a lab's device configs and schedule in dilated units (docs/architecture.md §Time dilation):
+// every rate divided by D, every delay, timer and start time multiplied by D, every byte quantity unchanged,
+// so BDPs (rate x delay) and thresholds in BDPs stay what the paper had. The agents run these; records come
+// back in dilated time and the report divides by D (report.Meta.Dilation).
 type Dilated struct {
 	D        float64
 	Switches []lab.SwitchDev

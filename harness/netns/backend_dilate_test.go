@@ -32,7 +32,7 @@ workload: [{kind: flows, list: [{src: h0, dst: h3, size: 1MB, at: 2us}]}]
 duration: 5ms`
 
 // Dilation divides rates by D, multiplies times by D and leaves bytes alone, so BDP in bytes, and every
-// threshold counted in BDPs, is what the paper had (DESIGN §4).
+// threshold counted in BDPs, is what the paper had (docs/architecture.md §Time dilation).
 func TestDilateScalesRatesTimesNotBytes(t *testing.T) {
 	l := dilateLab(t, dilateSpec)
 	const d = 1000

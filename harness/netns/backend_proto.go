@@ -153,8 +153,8 @@ type PcapPort struct {
 	Port   int    `json:"port"`
 }
 
-// AgentFidelity is one agent's fidelity monitor (DESIGN §4): how late frames left relative to their
-// scheduled departure, and how late the event loop ran timers.
+// AgentFidelity is one agent's fidelity monitor (docs/architecture.md §Fidelity): how late frames left
+// relative to their scheduled departure, and how late the event loop ran timers.
 type AgentFidelity struct {
 	Frames      uint64     `json:"frames"`       // frames written
 	LateFrames  uint64     `json:"late_frames"`  // written more than one data-frame serialization time (dilated rate) late

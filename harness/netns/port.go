@@ -13,8 +13,8 @@ import (
 // PacketPort is one lab port as an AF_PACKET socket: raw Ethernet frames in and out of interface p<i>
 // of a device's namespace. The socket is opened inside the namespace and stays bound to it, so the
 // process using it can live anywhere. It is non-blocking; the owner polls Fd (ppoll/epoll) and moves
-// frames in batches with recvmmsg/sendmmsg (DESIGN §4: the best all-rounder measured here; TPACKET_V3
-// rings added ~1 ms per hop).
+// frames in batches with recvmmsg/sendmmsg (docs/architecture.md §Measured choices: the best all-rounder
+// measured; TPACKET_V3 rings added ~1 ms per hop).
 //
 // Offload policy: labs are created with offloads off (see setOffloadsOff), so every frame read is one
 // MTU-sized frame with a valid checksum, and no PACKET_VNET_HDR is needed. PACKET_IGNORE_OUTGOING keeps

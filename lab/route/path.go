@@ -1,6 +1,6 @@
 // Package route computes paths and forwarding tables from a topology graph: plain data that the harness
 // hands to the engines (switch FIBs, NIC source routes). It never touches a device; a backend never
-// computes routes (DESIGN §1).
+// computes routes (docs/architecture.md §The path of a spec).
 //
 // Index conventions, used throughout: src, dst and relays are HOST indices (h<i>, i.e. positions in
 // Graph.Hosts), because that is how flows, records and FIBs name endpoints; Path.Nodes and Explicit take

@@ -8,9 +8,9 @@ import (
 // portfc.md §6.1 is the PortFC paper's common NS-3 setup (§V-A); [HPCC] is the HPCC ns-3 simulator the
 // PortFC authors most likely used (portfc.md §5).
 var (
-	DefaultBackend  = "virtual" // DESIGN §8: the deterministic in-process backend
-	DefaultSeed     = int64(1)  // DESIGN §8 example
-	DefaultDilation = 1.0       // DESIGN §4: the virtual backend runs at D = 1
+	DefaultBackend  = "virtual" // the deterministic in-process backend
+	DefaultSeed     = int64(1)  // [I]
+	DefaultDilation = 1.0       // docs/architecture.md §Time dilation: the virtual backend runs at D = 1
 
 	DefaultLinkRate  = Gbps(100)               // portfc.md §6.1: 100 Gbps links
 	DefaultLinkDelay = Time(clock.Microsecond) // portfc.md §6.1: 1 us link delay

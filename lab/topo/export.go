@@ -13,11 +13,11 @@ import (
 	"github.com/fabriclab/fabriclab/units"
 )
 
-// The JSON form is DESIGN.md §8's `lab topo --json` object. Beyond the contract's fields it carries
-// what an import needs to rebuild the same graph: node coordinates (addr, layer, group, vlayer), link
-// ports (a_port, b_port) and link class. Links name nodes, not indices, so files can be written by
-// hand; a hand-written file may leave out ports (they are then assigned in link order), rates and
-// delays (the file family's rate and delay apply).
+// The JSON form is the `lab topo --json` object (docs/architecture.md §Contracts). Beyond the contract's
+// fields it carries what an import needs to rebuild the same graph: node coordinates (addr, layer, group,
+// vlayer), link ports (a_port, b_port) and link class. Links name nodes, not indices, so files can be written
+// by hand; a hand-written file may leave out ports (they are then assigned in link order), rates and delays
+// (the file family's rate and delay apply).
 
 type jsonGraph struct {
 	Family string            `json:"family"`
@@ -210,7 +210,8 @@ func decodeGraph(data []byte, rateBps float64, delay clock.Time) (*Graph, error)
 const MaxPort = 255
 
 func init() {
-	// format=json (DESIGN §8, links may omit rate and delay) or hpcc (HPCC's topology.txt, ReadHPCC).
+	// format=json (docs/architecture.md §Contracts; links may omit rate and delay) or hpcc (HPCC's
+	// topology.txt, ReadHPCC).
 	register("file", []paramSpec{{name: "path", required: true}, {name: "format", def: "json"}}, func(p *params) (*Graph, error) {
 		format := p.m["format"]
 		if format != "json" && format != "hpcc" {

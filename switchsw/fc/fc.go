@@ -3,10 +3,11 @@
 // egress queues to detect congestion, sends link-local pause/resume frames upstream, and consumes the
 // flow-control frames that arrive from downstream by pausing egress queues.
 //
-// Modes are registered by name: "lossy" and "pfc" live here; PFC* ("pfcstar": per-hop priority increase,
-// a Classify that rewrites Prio and otherwise PFC) and PortFC ("portfc": per-egress-queue detection on
-// Enqueued/Dequeued, (queue, port) frames sent out of every other port with SendControl, and Receive
-// pausing Port(in).Pause(queue)) are meant to be added as further Factories without touching the switch.
+// Modes are registered by name, one file each, without touching the switch: "lossy" (fc.go), "pfc"
+// (pfc.go), PFC* ("pfcstar": per-hop priority increase, a Classify that rewrites Prio and otherwise PFC)
+// and PortFC ("portfc": per-egress-queue detection on Enqueued/Dequeued, (queue, port) frames sent out of
+// every other port with SendControl, and Receive pausing Port(in).Pause(queue)). How to add one:
+// docs/architecture.md §Adding a flow-control mode.
 package fc
 
 import (
