@@ -74,7 +74,7 @@ func planTree(files []string) (*treePlan, error) {
 	}
 	axes, err := spec.ParseSets(sweepFlags.sets)
 	if err != nil {
-		return nil, err
+		return nil, usage(err) // a malformed --set, or a path or value given twice
 	}
 	b, err := workBudget()
 	if err != nil {

@@ -210,8 +210,8 @@ func TestRepeatedSetRefused(t *testing.T) {
 		{[]string{"workload.0.load=0.3,0.3"}, `value "0.3" given twice`},
 	} {
 		sweepFlags.seeds, sweepFlags.sets = 1, c.sets
-		if _, err := planRuns(context.Background(), []string{a}); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("--set %v: %v, want %q", c.sets, err, c.want)
+		if _, err := planRuns(context.Background(), []string{a}); err == nil || !strings.Contains(err.Error(), c.want) || exitCode(err) != exitUsage {
+			t.Errorf("--set %v: %v, want %q (a usage error)", c.sets, err, c.want)
 		}
 	}
 }

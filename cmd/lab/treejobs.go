@@ -23,17 +23,18 @@ import (
 // itself written elsewhere and renamed into place. lab report reads the status files.
 
 // runTreeCommand is lab run on a tree: --list prints its runs, --index I runs one of them, and
-// otherwise every run goes, jobs at a time. profiles starts --cpuprofile and --memprofile (once the
+// otherwise every run goes, jobs at a time. Flags that do not go together and an index the tree does not
+// have are usage errors (exit 2). profiles starts --cpuprofile and --memprofile (once the
 // runs are checked) and returns what stops them.
 func runTreeCommand(ctx context.Context, w io.Writer, files []string, out string, quiet bool, profiles func() (func(), error)) error {
 	if sweepFlags.json && !sweepFlags.list {
-		return fmt.Errorf("--json: only with --list (a run's results are its directory's summary.json)")
+		return usage(fmt.Errorf("--json: only with --list (a run's results are its directory's summary.json)"))
 	}
 	if sweepFlags.list && sweepFlags.index != "" {
-		return fmt.Errorf("--list and --index: give one of them")
+		return usage(fmt.Errorf("--list and --index: give one of them"))
 	}
 	if sweepFlags.index != "" && sweepFlags.jobs > 1 {
-		return fmt.Errorf("-j %d: --index runs one run; run more processes for more at once", sweepFlags.jobs)
+		return usage(fmt.Errorf("-j %d: --index runs one run; run more processes for more at once", sweepFlags.jobs))
 	}
 	if sweepFlags.list || sweepFlags.index != "" {
 		p, err := planTree(files)
@@ -45,7 +46,7 @@ func runTreeCommand(ctx context.Context, w io.Writer, files []string, out string
 		}
 		i, err := runIndex(sweepFlags.index, p.n)
 		if err != nil {
-			return err
+			return usage(err)
 		}
 		if out == "" {
 			out = filepath.Join("results", p.exps[0].Base.Name)

@@ -139,8 +139,9 @@ func TestIndexRefusals(t *testing.T) {
 		{"env", "--index env: none of [JOB_COMPLETION_INDEX SLURM_ARRAY_TASK_ID] is set"},
 	} {
 		sweepFlags.index = c.index
-		if err := runTreeCommand(context.Background(), &bytes.Buffer{}, []string{a}, out, true, noProfiles); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("--index %s: %v, want %q", c.index, err, c.want)
+		err := runTreeCommand(context.Background(), &bytes.Buffer{}, []string{a}, out, true, noProfiles)
+		if err == nil || !strings.Contains(err.Error(), c.want) || exitCode(err) != exitUsage {
+			t.Errorf("--index %s: %v (exit %d), want %q (exit %d)", c.index, err, exitCode(err), c.want, exitUsage)
 		}
 	}
 	sweepFlags.index, sweepFlags.jobs = "0", 2
