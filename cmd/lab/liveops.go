@@ -145,7 +145,8 @@ func linkCommand() *cobra.Command {
 		Long: "down drops every frame on the cable both ways and recomputes the switches' ECMP tables without it " +
 			"(hosts behind it become unreachable only if no other path exists); up repairs it and recomputes; set " +
 			"impairs it where switches send onto it: loss=1% drops that share of frames, delay=5us adds one-way " +
-			"delay (engine time: the agent applies it dilated). up also clears what set did. Each change is logged " +
+			"delay in the fabric's time, like a spec's link delays: the agent applies it dilated (at D=1000, 5 ms of " +
+			"wall time; lab inspect's fault column shows the dilated value). up also clears what set did. Each change is logged " +
 			"with its wall and engine time in the lab's events (lab inspect shows them).",
 		Args: cobra.MinimumNArgs(4),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -305,6 +306,7 @@ func printInspect(w io.Writer, in *live.Inspect, prev *live.Inspect, dt float64)
 		}
 	}
 	tw.Flush()
+	printHosts(w, in.Hosts)
 	for _, e := range in.Events {
 		fmt.Fprintf(w, "event %s (engine %v): link %s %s %s  %s\n", e.Wall.Format("15:04:05.000"), clock.Time(e.Engine), e.Link[0], e.Link[1], e.State, e.Routes)
 	}

@@ -163,3 +163,30 @@ func TestProfilesOnTrees(t *testing.T) {
 		}
 	}
 }
+
+// TestTopoTakesSpecAndJSON: lab topo describes the topology of a spec file lab up accepts, and a
+// topology JSON file, not only FAMILY key=value (issue 23).
+func TestTopoTakesSpecAndJSON(t *testing.T) {
+	dir := t.TempDir()
+	p := writeTreeSpec(t, dir, "tp", "virtual", "")
+	g, err := topoArg([]string{p})
+	if err != nil || g.Family != "ndc" || len(g.Hosts) != 4 {
+		t.Fatalf("spec: %v %v", g, err)
+	}
+	j := filepath.Join(dir, "t.json")
+	f, err := os.Create(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WriteJSON(f); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	g2, err := topoArg([]string{j})
+	if err != nil || len(g2.Nodes) != len(g.Nodes) || len(g2.Links) != len(g.Links) {
+		t.Fatalf("json: %v %v", g2, err)
+	}
+	if _, err := topoArg([]string{p, "n=3"}); err == nil {
+		t.Error("a spec with key=value accepted")
+	}
+}

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"text/tabwriter"
 
+	"github.com/fabriclab/fabriclab/harness/live"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/spf13/cobra"
 )
@@ -38,23 +41,10 @@ func init() {
 				return err
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "LAB\tFAMILY\tSTATE\tNAMESPACES\tLINKS\tPID")
+			fmt.Fprintln(tw, "LAB\tFAMILY\tSTATE\tNAMESPACES\tLINKS\tPROCESSES")
 			for _, s := range sts {
-				state := "up"
-				switch {
-				case !s.Complete && s.PIDAlive:
-					state = "coming up"
-				case !s.Complete:
-					state = "incomplete (crashed bring-up: lab down " + s.Lab + ")"
-				case s.NamespacesPresent < s.Namespaces || s.LinksPresent < s.Links:
-					state = "damaged"
-				}
-				pid := fmt.Sprint(s.PID)
-				if !s.PIDAlive {
-					pid += " (exited)"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d/%d\t%s\n", s.Lab, s.Family, state,
-					s.NamespacesPresent, s.Namespaces, s.LinksPresent, s.Links, pid)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%d/%d\t%s\n", s.Lab, s.Family, labState(s),
+					s.NamespacesPresent, s.Namespaces, s.LinksPresent, s.Links, labProcesses(s))
 			}
 			if ferr := tw.Flush(); ferr != nil {
 				return ferr
@@ -64,4 +54,42 @@ func init() {
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the status as JSON")
 	root.AddCommand(cmd)
+}
+
+// labState is a lab's state in words. A live lab (lab up, not --bare) is up only while its supervisor
+// runs: the process that brought it up has exited by design, so its PID says nothing.
+func labState(s netns.LabStatus) string {
+	_, err := os.Stat(live.SocketPath(s.Lab))
+	isLive := err == nil
+	switch {
+	case !s.Complete && s.PIDAlive:
+		return "coming up"
+	case !s.Complete:
+		return "incomplete (crashed bring-up: lab down " + s.Lab + ")"
+	case s.NamespacesPresent < s.Namespaces || s.LinksPresent < s.Links:
+		return "damaged"
+	case isLive && len(s.Processes) == 0:
+		return "damaged (its supervisor is gone: nothing forwards; lab down " + s.Lab + ")"
+	case isLive:
+		return "up (live)"
+	case s.PIDAlive:
+		return "up (running)" // a lab run's namespaces, while it runs
+	}
+	return "up"
+}
+
+// labProcesses lists the lab's running processes: the verified supervisor and agents, or the process
+// bringing it up; "-" when none runs (a bare lab needs none).
+func labProcesses(s netns.LabStatus) string {
+	var ps []string
+	for _, p := range s.Processes {
+		ps = append(ps, fmt.Sprint(p))
+	}
+	switch {
+	case len(ps) > 0:
+		return strings.Join(ps, ",")
+	case s.PIDAlive:
+		return fmt.Sprint(s.PID)
+	}
+	return "-"
 }

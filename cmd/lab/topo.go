@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -13,20 +14,17 @@ import (
 func init() {
 	var asJSON, asDOT, asHPCC, allPairs bool
 	cmd := &cobra.Command{
-		Use:   "topo FAMILY [key=value ...]",
+		Use:   "topo (FAMILY [key=value ...] | SPEC.yaml | TOPOLOGY.json)",
 		Short: "Describe a topology without creating anything",
-		Long: "Build a topology from its family and parameters and print a summary, the JSON description " +
-			"(--json, the contract in docs/architecture.md §Contracts) or Graphviz DOT (--dot).\n\nFamilies and keys:\n" + familyHelp(),
+		Long: "Build a topology from its family and parameters, from an experiment spec (its topology, as lab up " +
+			"takes it) or from a topology JSON file (what --json prints), and print a summary, the JSON " +
+			"description (--json, the contract in docs/architecture.md §Contracts) or Graphviz DOT (--dot).\n\nFamilies and keys:\n" + familyHelp(),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if btoi(asJSON)+btoi(asDOT)+btoi(asHPCC) > 1 {
 				return fmt.Errorf("--json, --dot and --hpcc are exclusive")
 			}
-			params, err := topo.ParseParams(args[1:])
-			if err != nil {
-				return err
-			}
-			g, err := topo.Build(args[0], params)
+			g, err := topoArg(args)
 			if err != nil {
 				return err
 			}
@@ -94,4 +92,26 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// topoArg builds the topology lab topo's arguments name: FAMILY key=value..., a spec file (.yaml/.yml:
+// its whole lab is built, as lab up does, so a spec lab up accepts is described the same) or a
+// topology JSON file (.json: the file family's format=json).
+func topoArg(args []string) (*topo.Graph, error) {
+	switch ext := filepath.Ext(args[0]); ext {
+	case ".yaml", ".yml", ".json":
+		if len(args) > 1 {
+			return nil, fmt.Errorf("lab topo %s takes no key=value arguments", args[0])
+		}
+		if ext == ".json" {
+			return topo.Build("file", map[string]string{"path": args[0], "format": "json"})
+		}
+		g, _, err := loadSpecGraph(args[0])
+		return g, err
+	}
+	params, err := topo.ParseParams(args[1:])
+	if err != nil {
+		return nil, err
+	}
+	return topo.Build(args[0], params)
 }

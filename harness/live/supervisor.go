@@ -24,6 +24,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/route"
 	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/fabriclab/fabriclab/wire"
 )
 
 func init() {
@@ -69,6 +70,28 @@ type Inspect struct {
 	Uptime  float64            `json:"uptime_s"`
 	Devices []netns.LiveDevice `json:"devices"`
 	Events  []Event            `json:"events,omitempty"`
+	Hosts   []HostAddr         `json:"hosts"`
+}
+
+// HostAddr is a kernel host of the lab: its name (which resolves inside the lab), its IPv4 address and
+// the interface that has it.
+type HostAddr struct {
+	Name      string `json:"name"`
+	Address   string `json:"address"`
+	Interface string `json:"interface"`
+}
+
+// hostAddrs lists the lab's kernel hosts, as kernelHosts set them up.
+func hostAddrs(l *lab.Lab) []HostAddr {
+	var out []HostAddr
+	for _, n := range l.Graph.Hosts {
+		ifname := "p0"
+		if l.Tables.HostTransit {
+			ifname = netns.KernelIf
+		}
+		out = append(out, HostAddr{Name: l.Graph.Nodes[n].Name, Address: wire.HostIP(l.Graph.Nodes[n].Index).String(), Interface: ifname})
+	}
+	return out
 }
 
 // Event is a fault applied while the lab ran, with when (wall time, and the lab's engine time).
@@ -185,7 +208,7 @@ func (s *supervisor) do(req Request) (Reply, error) {
 			}
 		}
 		return Reply{Inspect: &Inspect{Lab: s.name, Dilation: s.lv.Dilation, Now: clock.Time(float64(m.Now) / s.lv.Dilation),
-			Uptime: time.Since(s.start).Seconds(), Devices: m.Devices, Events: s.events}}, nil
+			Uptime: time.Since(s.start).Seconds(), Devices: m.Devices, Events: s.events, Hosts: hostAddrs(s.l)}}, nil
 	case "link":
 		return s.link(req)
 	case "capture":
@@ -263,6 +286,9 @@ func (s *supervisor) link(req Request) (Reply, error) {
 				continue // a kernel host: its switch fails the frames where they arrive
 			}
 			ff := f
+			// The delay is given in the fabric's time, as the spec's link delays: the agent's engines run
+			// dilated, so 5us at D=1000 is 5 ms of their time (undilated it added a thousandth of that).
+			ff.Delay = clock.Time(float64(f.Delay) * max(s.lv.Dilation, 1))
 			if _, err := s.lv.Request(netns.LiveMsg{Op: "fault", Device: g.Nodes[e.Node].Name, Port: e.Port, Fault: &ff}); err != nil {
 				return Reply{}, err
 			}
@@ -279,11 +305,14 @@ func (s *supervisor) link(req Request) (Reply, error) {
 	}
 	var notes []string
 	if req.State != "set" {
-		changed, err := s.reroute()
+		switches, relays, err := s.reroute()
 		if err != nil {
 			return Reply{}, err
 		}
-		ev.Routes = fmt.Sprintf("ECMP recomputed: %d switches changed tables", changed)
+		ev.Routes = fmt.Sprintf("ECMP recomputed: %d of %d switches changed tables", switches, len(s.l.Switches))
+		if relays > 0 {
+			ev.Routes += fmt.Sprintf(" (and %d relay hosts)", relays)
+		}
 		notes = append(notes, ev.Routes)
 	}
 	s.events = append(s.events, ev)
@@ -297,8 +326,9 @@ func (s *supervisor) link(req Request) (Reply, error) {
 }
 
 // reroute recomputes the switches' shortest-path ECMP tables without the links that are down and
-// installs those that changed. It returns how many switches got a new table.
-func (s *supervisor) reroute() (int, error) {
+// installs those that changed. It returns how many switches, and how many relay hosts (server-centric
+// fabrics), got a new table.
+func (s *supervisor) reroute() (switches, relays int, err error) {
 	down := map[int]bool{}
 	for li, f := range s.faults {
 		if f.Down {
@@ -307,7 +337,7 @@ func (s *supervisor) reroute() (int, error) {
 	}
 	t, err := route.ShortestWith(route.WithoutLinks(s.l.Graph, down), s.l.Tables.HostTransit)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	g := s.l.Graph
 	if s.fibs == nil {
@@ -318,12 +348,11 @@ func (s *supervisor) reroute() (int, error) {
 		if s.l.Tables.HostTransit {
 			for _, n := range g.Hosts {
 				if s.fibs[n], err = netns.RelayFIB(s.l.Tables.FIB[n], g.Nodes[n].Index, len(g.Nodes[n].Ports)); err != nil {
-					return 0, err
+					return 0, 0, err
 				}
 			}
 		}
 	}
-	changed := 0
 	for n := range g.Nodes {
 		old, ok := s.fibs[n]
 		if !ok {
@@ -332,7 +361,7 @@ func (s *supervisor) reroute() (int, error) {
 		table := t.FIB[n]
 		if g.Nodes[n].Kind != topo.Switch {
 			if table, err = netns.RelayFIB(table, g.Nodes[n].Index, len(g.Nodes[n].Ports)); err != nil {
-				return changed, err
+				return switches, relays, err
 			}
 		}
 		if table.Equal(old) {
@@ -341,12 +370,16 @@ func (s *supervisor) reroute() (int, error) {
 		// A copy of this node's index, so that the supervisor does not keep every node's.
 		table = table.Clone()
 		if _, err := s.lv.Request(netns.LiveMsg{Op: "fib", Device: g.Nodes[n].Name, FIB: table}); err != nil {
-			return changed, err
+			return switches, relays, err
 		}
 		s.fibs[n] = table
-		changed++
+		if g.Nodes[n].Kind == topo.Switch {
+			switches++
+		} else {
+			relays++
+		}
 	}
-	return changed, nil
+	return switches, relays, nil
 }
 
 // engine says whether node n runs in the agent: a switch, or a relay host of a server-centric fabric.

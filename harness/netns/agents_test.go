@@ -1,6 +1,8 @@
 package netns
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -88,4 +90,31 @@ func TestKillAgentsOnlyOurs(t *testing.T) {
 func zombie(pid int) bool {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	return len(b) == 0 || strings.Contains(string(b), ") Z ")
+}
+
+// TestStatusJSONSnakeCase: lab status --json has snake_case keys like every other --json output (it
+// had Go's field names: PIDAlive), and a lab that does not exist is reported as such, not in down's
+// words (issue 23).
+func TestStatusJSONSnakeCase(t *testing.T) {
+	b, err := json.Marshal(LabStatus{Missing: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	for k := range m {
+		if k != strings.ToLower(k) {
+			t.Errorf("key %q is not snake_case", k)
+		}
+	}
+	if _, ok := m["pid_alive"]; !ok {
+		t.Errorf("no pid_alive in %s", b)
+	}
+	old := StateRoot
+	StateRoot = t.TempDir()
+	defer func() { StateRoot = old }()
+	_, err = ReadState("nosuch")
+	if !errors.Is(err, ErrNoLab) || strings.Contains(err.Error(), "remove") {
+		t.Errorf("ReadState of no lab: %v", err)
+	}
 }

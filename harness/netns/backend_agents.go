@@ -125,6 +125,27 @@ func ourProcess(fs []string) (pid int, foreign string) {
 	return pid, ""
 }
 
+// LabProcesses are the PIDs of the lab's recorded processes that are running now and verifiably the
+// lab's (ourProcess), in the order recorded (a live lab: its supervisor first).
+func LabProcesses(lab string) []int {
+	b, err := os.ReadFile(agentsPath(lab))
+	if err != nil {
+		return []int{}
+	}
+	pids := []int{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if pid, _ := ourProcess(strings.Fields(l)); pid != 0 && !procZombie(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func procZombie(pid int) bool {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return strings.Contains(string(b), ") Z ")
+}
+
 // KillAgents kills the agent processes recorded for lab that are still running (and still the same
 // processes: ourProcess), waiting briefly for them to go. It returns how many it signalled. A line
 // naming a running process that is not ours is reported on stderr and left alone.

@@ -566,6 +566,9 @@ func DownNotes(name string) ([]string, error) {
 		return nil, err
 	}
 	if _, err := ReadState(name); err != nil {
+		if errors.Is(err, ErrNoLab) {
+			err = fmt.Errorf("%w: nothing of it is ours to remove", err) // so down removes nothing
+		}
 		return nil, err
 	}
 	lk, err := lockLab(name, false)
@@ -651,16 +654,20 @@ func newToken() (string, error) {
 
 // LabStatus says whether a lab's objects exist.
 type LabStatus struct {
-	Lab               string
-	Family            string
-	PID               int
-	PIDAlive          bool // the process that brought it up still runs
-	Complete          bool // bring-up finished
-	Namespaces        int
-	NamespacesPresent int
-	Links             int
-	LinksPresent      int // both ends exist
-	Missing           []string
+	Lab               string   `json:"lab"`
+	Family            string   `json:"family"`
+	PID               int      `json:"pid"`       // the process that brought it up (lab up, or a run)
+	PIDAlive          bool     `json:"pid_alive"` // ... still runs (a finished lab up has exited: normal)
+	Complete          bool     `json:"complete"`  // bring-up finished
+	Namespaces        int      `json:"namespaces"`
+	NamespacesPresent int      `json:"namespaces_present"`
+	Links             int      `json:"links"`
+	LinksPresent      int      `json:"links_present"` // both ends exist
+	Missing           []string `json:"missing,omitempty"`
+	// Processes are the lab's recorded processes running now (a live lab's supervisor and agents, a
+	// run's agents), each verified as the lab's (KillAgents' check). A live lab whose list is empty has
+	// lost its supervisor: nothing forwards.
+	Processes []int `json:"processes"`
 }
 
 // Status reports every lab with a valid state file and how much of it exists; bad state files come back
@@ -683,6 +690,7 @@ func labStatus(st *State) LabStatus {
 	if st.PID > 0 && unix.Kill(st.PID, 0) == nil {
 		s.PIDAlive = true
 	}
+	s.Processes = LabProcesses(st.Lab)
 	l := newLab(st, nil)
 	handles := map[string]*netlink.Handle{}
 	defer func() {

@@ -154,12 +154,22 @@ func writeState(st *State) error {
 	return d.Sync()
 }
 
+// ErrNoLab is ReadState's error (errors.Is) for a lab without a state file.
+var ErrNoLab = errors.New("no such lab")
+
+type noLabError struct{ lab string }
+
+func (e noLabError) Error() string {
+	return fmt.Sprintf("no lab %q (no state file %s; lab status lists the labs)", e.lab, statePath(e.lab))
+}
+func (e noLabError) Is(target error) bool { return target == ErrNoLab }
+
 // ReadState reads a lab's state file.
 func ReadState(lab string) (*State, error) {
 	b, err := bounded.ReadFile(statePath(lab), bounded.State)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("lab %q has no state file (%s): nothing of it is ours to remove", lab, statePath(lab))
+			return nil, noLabError{lab}
 		}
 		return nil, err
 	}
