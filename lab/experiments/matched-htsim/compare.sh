@@ -32,9 +32,10 @@ for s in "${scenarios[@]}"; do
 	for i in $(seq 1 "$reps"); do
 		rm -rf "$work/$s"
 		/usr/bin/time -f "%U %S %M" -o "$work/lab-$s-$i.time" bin/lab run "$spec" -o "$work/$s" -q "${extra[@]}" >/dev/null
-		/usr/bin/time -f "%U %S %M" -o "$work/htsim-$s-$i.time" "$htsim" -tm "$work/$s/flow.cm" -nodes "$nodes" \
+		# htsim writes logout.dat and idmap.txt into its working directory: run it in the scratch one.
+		(cd "$work" && /usr/bin/time -f "%U %S %M" -o "htsim-$s-$i.time" "$htsim" -tm "$s/flow.cm" -nodes "$nodes" \
 			-strat ecmp_host -paths 64 -q "$q" -pfc_thresholds 47 70 -hop_latency 1 -linkspeed 100000 \
-			-mtu 1000 -end 1000000 >"$work/htsim-$s-$i.out"
+			-mtu 1000 -end 1000000 >"htsim-$s-$i.out")
 	done
 	cp "$work/$s/summary.json" "$work/summary-$s.json"
 done
