@@ -44,7 +44,7 @@ func TestCompareTreesIdenticalIsEquivalent(t *testing.T) {
 
 func TestCompareTreesPairedShiftIsChanged(t *testing.T) {
 	a := regressTree([]int64{1, 2, 3}, []float64{1, 1.2, 0.9}, []int{0, 0, 0})
-	b := regressTree([]int64{1, 2, 3}, []float64{1.2, 1.45, 1.07}, []int{0, 0, 0})
+	b := regressTree([]int64{1, 2, 3}, []float64{1.2, 1.4, 1.1}, []int{0, 0, 0})
 	rg, _ := CompareTrees(a, b, RegressOptions{})
 	c := change(t, rg, "fct_avg_s")
 	if c.Verdict != VerdictChanged || !rg.Failed {
@@ -112,5 +112,21 @@ func TestParseRegressFlags(t *testing.T) {
 	}
 	if o := (RegressOptions{Margins: m}); o.MarginOf("class.x.fct_p99_s") != 0.2 || o.MarginOf("fct_avg_s") != 0.05 {
 		t.Errorf("margins %v %v", o.MarginOf("class.x.fct_p99_s"), o.MarginOf("fct_avg_s"))
+	}
+}
+
+// The verdicts use intervals that are 95% together (Bonferroni over the metrics with an interval);
+// PerMetric gives each its own 95%, narrower.
+func TestCompareTreesFamilywise(t *testing.T) {
+	a := regressTree([]int64{1, 2, 3, 4, 5}, []float64{1, 1.3, 0.8, 1.1, 0.9}, []int{0, 0, 0, 0, 0})
+	b := regressTree([]int64{1, 2, 3, 4, 5}, []float64{1.2, 1.4, 1.1, 1.2, 1.0}, []int{0, 0, 0, 0, 0})
+	fw, _ := CompareTrees(a, b, RegressOptions{})
+	pm, _ := CompareTrees(a, b, RegressOptions{PerMetric: true})
+	if fw.Metrics < 2 || fw.Each != 1-0.05/float64(fw.Metrics) || pm.Each != 0.95 {
+		t.Fatalf("levels: family-wise m=%d each %v; per metric %v", fw.Metrics, fw.Each, pm.Each)
+	}
+	f, p := change(t, fw, "fct_avg_s"), change(t, pm, "fct_avg_s")
+	if !(*f.RatioLo < *p.RatioLo && *f.RatioHi > *p.RatioHi) {
+		t.Fatalf("family-wise CI [%v, %v] not wider than per-metric [%v, %v]", *f.RatioLo, *f.RatioHi, *p.RatioLo, *p.RatioHi)
 	}
 }

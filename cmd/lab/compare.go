@@ -35,15 +35,18 @@ func usage(err error) error { return exitCodeError{code: exitUsage, err: err} }
 
 func init() {
 	var out string
-	var asJSON, noPlots bool
+	var asJSON, noPlots, perMetric bool
 	var margins, expects []string
 	cmd := &cobra.Command{
 		Use:   "compare BASE NEW",
 		Short: "regression test: compare two run trees of the same specs, metric by metric, with a verdict",
 		Long: `Compare two run trees (lab run -o DIR with --seeds; or two run directories) of the same specs: a
 baseline BASE (e.g. from main) and NEW (from a changed build). Runs pair by spec, sweep point and seed.
-For every metric it prints the base and new means, new/base with its 95% CI (from the per-seed
-differences when both ran the same seeds, else Welch's interval) and a verdict:
+For every metric it prints the base and new means, new/base with its CI (from the per-seed
+differences when both ran the same seeds, else Welch's interval) and a verdict. The CIs are 95%
+family-wise: all of them together cover the truth with 95% (Bonferroni over the m metrics with an
+interval), so unchanged code does not fail one comparison in a few by chance; --per-metric makes each
+a 95% CI of its own (more power, more false alarms). Verdicts:
 
   changed     the whole CI lies beyond ±margin (either direction: any change of behaviour)
   expected    changed, in the direction --expect declared for that metric
@@ -79,12 +82,13 @@ Exit status: 0 nothing changed beyond its margin, 3 something did (or a zero cou
 			if out == "" {
 				out = filepath.Join(args[1], "compare")
 			}
-			return runCompare(cmd.OutOrStdout(), args[0], args[1], out, report.RegressOptions{Margins: m, Expected: e}, asJSON, noPlots)
+			return runCompare(cmd.OutOrStdout(), args[0], args[1], out, report.RegressOptions{Margins: m, Expected: e, PerMetric: perMetric}, asJSON, noPlots)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "where to write the plots and compare.json (default NEW/compare)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON instead of the table")
 	cmd.Flags().BoolVar(&noPlots, "no-plots", false, "no plots, no files")
+	cmd.Flags().BoolVar(&perMetric, "per-metric", false, "each CI at 95% on its own instead of 95% family-wise")
 	cmd.Flags().StringArrayVar(&margins, "margin", nil, "a metric's equivalence margin, relative to the base mean: fct_p99_s=20% (repeat; class.<c>.<m> or <m>)")
 	cmd.Flags().StringArrayVar(&expects, "expect", nil, "a direction of change that is intended for a metric: fct_avg_s=down (repeat; up or down)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usage(err) })
