@@ -138,8 +138,8 @@ func (c MetricChange) Fails() bool {
 
 // Regression is lab compare's result.
 type Regression struct {
-	Level   float64        `json:"level"`            // family-wise (or per metric with PerMetric)
-	Each    float64        `json:"level_each"`       // each interval's own level
+	Level   float64        `json:"level"`           // family-wise (or per metric with PerMetric)
+	Each    float64        `json:"level_each"`      // each interval's own level
 	Metrics int            `json:"metrics_with_ci"` // m, the intervals the family-wise level covers
 	Changes []MetricChange `json:"metrics"`
 	OnlyIn  []string       `json:"unmatched,omitempty"` // groups in one tree only
