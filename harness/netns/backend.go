@@ -165,8 +165,8 @@ func loopDetail(m AgentFidelity) string {
 		m.LagOver[0], m.LagOver[1], m.LagOver[2], m.LagOver[3], m.Timers, m.Loops, m.CatchUpSteps,
 		100*float64(m.PollTime)/float64(max(m.PollTime+m.BusyTime, 1)))
 	if m.CrossFrames > 0 || m.BadStamps > 0 {
-		d += fmt.Sprintf("; lockstep: %d cross-agent frames, %d late, %d lost, %d stale, %d without a valid stamp",
-			m.CrossFrames, m.LateCross, m.LostCross, m.StaleCross, m.BadStamps)
+		d += fmt.Sprintf("; lockstep: %d cross-agent frames, %d late, %d lost, %d stale, %d without a valid stamp; %d flows started late after a completion in another agent",
+			m.CrossFrames, m.LateCross, m.LostCross, m.StaleCross, m.BadStamps, m.LateStarts)
 	}
 	if m.RealtimeErr != "" {
 		d += "; loop not real-time: " + m.RealtimeErr
@@ -245,6 +245,7 @@ func sumFidelity(fs []AgentFidelity) AgentFidelity {
 		s.BadStamps += f.BadStamps
 		s.LostCross += f.LostCross
 		s.StaleCross += f.StaleCross
+		s.LateStarts += f.LateStarts
 		s.Realtime = s.Realtime || f.Realtime
 		if f.RealtimeErr != "" {
 			s.RealtimeErr = f.RealtimeErr

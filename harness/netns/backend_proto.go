@@ -198,6 +198,9 @@ type AgentFidelity struct {
 	BadStamps    uint64     `json:"bad_stamps,omitempty"`
 	LostCross    uint64     `json:"lost_cross,omitempty"`
 	StaleCross   uint64     `json:"stale_cross,omitempty"`
+	// LateStarts are flows that waited for a flow in another agent and started after their due time:
+	// the completion was heard of after this agent's clock had passed it (at most a lookahead).
+	LateStarts uint64 `json:"late_starts,omitempty"`
 }
 
 // agentMsgTypes are the protocol's message types.

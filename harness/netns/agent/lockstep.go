@@ -76,6 +76,10 @@ func (a *agent) pollLock() {
 	if !l.on {
 		return
 	}
+	// Completions other agents reported come first: the backend relays them before the grant that
+	// lets this agent run past them, and a flow waiting for one starts on time only if it is released
+	// before the clock moves on.
+	a.releaseRemote()
 	if l.has.Load() {
 		l.mu.Lock()
 		msgs := l.posted

@@ -162,15 +162,21 @@ func (a *agent) collect() {
 	if len(out) > 0 && a.completedFn != nil {
 		a.completedFn(out, outAt)
 	}
-	if a.remotePending.Load() {
-		a.remoteMu.Lock()
-		ids, at := a.remote, a.remoteAt
-		a.remote, a.remoteAt = nil, nil
-		a.remotePending.Store(false)
-		a.remoteMu.Unlock()
-		for i, id := range ids {
-			a.release(id, at[i])
-		}
+	a.releaseRemote()
+}
+
+// releaseRemote starts what waited for the completions other agents reported.
+func (a *agent) releaseRemote() {
+	if !a.remotePending.Load() {
+		return
+	}
+	a.remoteMu.Lock()
+	ids, at := a.remote, a.remoteAt
+	a.remote, a.remoteAt = nil, nil
+	a.remotePending.Store(false)
+	a.remoteMu.Unlock()
+	for i, id := range ids {
+		a.release(id, at[i])
 	}
 }
 
@@ -182,7 +188,13 @@ func (a *agent) release(id uint32, finish clock.Time) {
 	for _, i := range a.deps[id] {
 		a.after[i] = max(a.after[i], finish)
 		if a.waiting[i]--; a.waiting[i] == 0 {
-			a.clk.AfterFunc(max(a.setup.Flows[i].At, a.after[i])-a.clk.Now(), a.starts[i])
+			at := max(a.setup.Flows[i].At, a.after[i])
+			if at < a.clk.Now() {
+				// A completion in another agent heard of after this agent's clock passed it (lockstep
+				// lets agents run a lookahead apart): the flow starts late, and the verdict says so.
+				a.fid.LateStarts++
+			}
+			a.clk.AfterFunc(at-a.clk.Now(), a.starts[i])
 		}
 	}
 	delete(a.deps, id)
