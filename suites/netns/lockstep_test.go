@@ -23,18 +23,20 @@ func completedIDs(r *nsRun) []uint32 {
 	return ids
 }
 
-// near reports whether a is within 1% of b (and, for counts, within one of it: 1% of 42 pauses is
-// less than one pause).
-func near(a, b float64, count bool) bool {
-	d := math.Abs(a - b)
-	if count {
-		return d <= math.Max(0.01*b, 1)
-	}
-	return d <= 0.01*b
-}
+// near reports whether count a is within 1% of b, or within one of it (1% of 42 pauses is less than one
+// pause).
+func near(a, b float64) bool { return math.Abs(a-b) <= math.Max(0.01*b, 1) }
+
+// fctSpread bounds the two runs' average FCT apart. Cross-agent frames are taken exactly when due, but a
+// frame between two devices of one agent is taken up to one serialization time after its scheduled
+// arrival (harness/netns/agent: port.arrival, catch-up steps), and that error differs from run to run:
+// the one-agent PortFC incast measured 7.999e-05 s and 8.162e-05 s (2.0% apart) in faithful runs; two
+// agents were 0.2-1.4% from one.
+const fctSpread = 0.025
 
 // twoAgentsAsOne runs spec on one agent and on two in lockstep and holds the two to each other: both
-// faithful, the same completed flows, FCT, pauses and drops within 1%, and no cross-agent frame late.
+// faithful, the same completed flows, pauses and drops within 1%, FCT within fctSpread, and no
+// cross-agent frame late.
 func twoAgentsAsOne(spec string) (one, two *nsRun) {
 	one = runFaithful(spec, netns.RunOptions{Agents: 1})
 	two = runFaithful(spec, netns.RunOptions{Agents: 2})
@@ -47,10 +49,10 @@ func twoAgentsAsOne(spec string) (one, two *nsRun) {
 	Expect(m.LateCross).To(BeZero(), "cross-agent frames read after their due time")
 	Expect(m.LostCross + m.BadStamps).To(BeZero())
 	Expect(completedIDs(two)).To(Equal(completedIDs(one)))
-	Expect(near(two.sum.FCT.Avg, one.sum.FCT.Avg, false)).To(BeTrue(), "FCT %.5g vs %.5g s", two.sum.FCT.Avg, one.sum.FCT.Avg)
-	Expect(near(float64(two.sum.Pauses.Sent), float64(one.sum.Pauses.Sent), true)).To(BeTrue(), "pauses %d vs %d", two.sum.Pauses.Sent, one.sum.Pauses.Sent)
+	Expect(within(two.sum.FCT.Avg, one.sum.FCT.Avg)).To(BeNumerically("<=", fctSpread), "FCT %.5g vs %.5g s", two.sum.FCT.Avg, one.sum.FCT.Avg)
+	Expect(near(float64(two.sum.Pauses.Sent), float64(one.sum.Pauses.Sent))).To(BeTrue(), "pauses %d vs %d", two.sum.Pauses.Sent, one.sum.Pauses.Sent)
 	for _, d := range [][2]int{{two.sum.Drops.Lossy, one.sum.Drops.Lossy}, {two.sum.Drops.Lossless, one.sum.Drops.Lossless}} {
-		Expect(near(float64(d[0]), float64(d[1]), true)).To(BeTrue(), "drops %d vs %d", d[0], d[1])
+		Expect(near(float64(d[0]), float64(d[1]))).To(BeTrue(), "drops %d vs %d", d[0], d[1])
 	}
 	return one, two
 }
