@@ -135,6 +135,11 @@ func prepareRun(l *lab.Lab, opts RunOptions) (*netnsRun, error) {
 	if len(r.dl.Kernel) == 0 {
 		return r, nil
 	}
+	if opts.Agents > 1 {
+		// Every veth of a lab has one MTU, a kernel host's; its full-size frames leave no room for the
+		// lockstep stamp on a link between two agents.
+		return r, fmt.Errorf("--agents %d: a lab with kernel-tcp hosts runs in one agent (frames between agents carry a %d-byte stamp that a kernel host's full-size frames leave no room for)", opts.Agents, StampLen)
+	}
 	if opts.Kernel == nil {
 		return r, errors.New("host.transport: kernel-tcp hosts need a kernel-host runner (RunOptions.Kernel, from package kernelhost)")
 	}
