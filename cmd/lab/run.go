@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
@@ -153,6 +154,8 @@ type backendResult struct {
 	AllDone, TimedOut, Cancelled bool
 	Deadlock                     report.DeadlockVerdict
 	Fidelity                     *report.Fidelity
+	// Split is how a netns run with several agents split the devices (nil: one agent).
+	Split *netns.CutReport
 }
 
 var backends = map[string]backend{"virtual": runVirtual}
@@ -261,6 +264,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 			"all_done": res.AllDone, "timed_out": res.TimedOut, "cancelled": res.Cancelled,
 			// partial: stopped (Ctrl-C) before its end; what was measured up to then is all here.
 			"partial": res.Cancelled,
+		}
+		if res.Split != nil {
+			info["split"] = res.Split
 		}
 		if res.Fidelity != nil {
 			info["faithful"] = res.Fidelity.Faithful

@@ -44,8 +44,12 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 		Save: func(log *records.Log, res netns.RunResult) error {
 			bar.finish()
 			fid := res.Fidelity
+			var split *netns.CutReport
+			if res.Agents > 1 {
+				split = &res.Cut
+			}
 			return save(log, backendResult{End: res.End, Dilation: res.Dilation, Events: res.Monitor.Timers, AllDone: res.AllDone,
-				TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid, Deadlock: res.Deadlock})
+				TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid, Deadlock: res.Deadlock, Split: split})
 		}}
 	if opts.Pcap != "" {
 		opts.PcapDir = dir + "/pcap"
