@@ -90,11 +90,14 @@ func (s *Spec) applyProfile() {
 	if h.NACKInterval == 0 {
 		h.NACKInterval = p.NACKInterval
 	}
-	if h.RTOLow == 0 {
-		h.RTOLow = p.RTOLow
-	}
 	if h.RTOHigh == 0 {
 		h.RTOHigh = p.RTOHigh
+	}
+	if h.RTOLow == 0 {
+		h.RTOLow = p.RTOLow
+		if h.oneTimeout() {
+			h.RTOLow = h.RTOHigh
+		}
 	}
 	bw := float64(s.Topology.Link.Rate)
 	d := &h.DCQCN

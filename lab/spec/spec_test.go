@@ -504,8 +504,8 @@ func TestAliasBomb(t *testing.T) {
 	t.Logf("%d-byte alias bomb refused in %v", b.Len(), time.Since(start))
 }
 
-// IRN's BDP cap is IRN's: on by default for irn with DCQCN, off for a DCTCP-controlled irn (the
-// Dragonfly paper's TelemetryLERP), and a spec's own setting wins.
+// IRN's BDP cap and low timeout are IRN's: on by default for irn with DCQCN, off for a DCTCP-controlled
+// irn (the Dragonfly paper's TelemetryLERP), and a spec's own setting wins.
 func TestBDPCapDefaultPerScheme(t *testing.T) {
 	base := "name: x\ntopology: {family: fattree, k: 4}\nswitch: {flow_control: lossy}\nhost: {transport: irn%s}\n" +
 		"workload:\n  - {kind: poisson, cdf: websearch, load: 0.3, duration: 100us}\nduration: 1ms\n"
@@ -519,6 +519,11 @@ func TestBDPCapDefaultPerScheme(t *testing.T) {
 		}
 		if got := s.Host.BDPCapEnabled(); got != c.want {
 			t.Errorf("host {transport: irn%s}: bdp_cap %v, want %v", c.host, got, c.want)
+		}
+		// IRN's low timeout is IRN's too: a DCTCP-controlled irn has one timeout, RTO_high.
+		dctcp := strings.Contains(c.host, "dctcp")
+		if lowIsHigh := s.Host.RTOLow == s.Host.RTOHigh; lowIsHigh != dctcp || s.Host.RTOHigh != DefaultRTOHigh {
+			t.Errorf("host {transport: irn%s}: rto_low %v, rto_high %v", c.host, s.Host.RTOLow, s.Host.RTOHigh)
 		}
 	}
 }
