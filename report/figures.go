@@ -101,7 +101,11 @@ func savePlotSize(p *plot.Plot, side *plot.Plot, path string, h vg.Length) error
 	lg := p.Legend
 	p.Legend = plot.NewLegend()
 	right := vg.Length(0)
-	if w := lg.Rectangle(dc).Size().X; w > 1 {
+	if w := lg.Rectangle(dc).Size().X; w > figureW*0.3 && side == nil {
+		// Long entries (a run tree's runs: spec, sweep point and seed) would squeeze the axes to a
+		// sliver beside them: the legend goes below the plot instead, the figure taller by its height.
+		return savePlotLegendBelow(p, lg, path, format, h)
+	} else if w > 1 {
 		right = w + vg.Points(12)
 	}
 	if side != nil {
@@ -118,6 +122,29 @@ func savePlotSize(p *plot.Plot, side *plot.Plot, path string, h vg.Length) error
 		lg.YOffs = -vg.Points(24)
 		lg.Draw(area)
 	}
+	return WriteFileAtomic(path, func(w io.Writer) error {
+		_, err := c.WriteTo(w)
+		return err
+	})
+}
+
+// savePlotLegendBelow draws p with its legend lg under the plot area, on a figure as much taller as
+// the legend needs.
+func savePlotLegendBelow(p *plot.Plot, lg plot.Legend, path, format string, h vg.Length) error {
+	probe, err := draw.NewFormattedCanvas(figureW, h, format)
+	if err != nil {
+		return err
+	}
+	lh := lg.Rectangle(draw.New(probe)).Size().Y + vg.Points(16)
+	c, err := draw.NewFormattedCanvas(figureW, h+lh, format)
+	if err != nil {
+		return err
+	}
+	dc := draw.New(c)
+	p.Draw(draw.Crop(dc, 0, 0, lh, 0))
+	lg.Top, lg.Left = true, true
+	lg.XOffs, lg.YOffs = vg.Points(40), 0
+	lg.Draw(draw.Crop(dc, 0, 0, 0, -(h + vg.Points(4))))
 	return WriteFileAtomic(path, func(w io.Writer) error {
 		_, err := c.WriteTo(w)
 		return err

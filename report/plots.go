@@ -2,9 +2,11 @@ package report
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -109,11 +111,37 @@ func fctCDF(runs []*Run) (*plot.Plot, error) {
 	if !any {
 		return nil, nil
 	}
+	if w := cdfWarning(runs); w != "" {
+		p.Title.Text += "\n" + w
+		p.Title.TextStyle.Color = color.RGBA{R: 0xc0, A: 0xff}
+	}
 	p.Legend.Top, p.Legend.Left = false, false
 	p.Legend.XOffs = -vg.Points(4)
 	p.Y.Min, p.Y.Max = 0, 1
 	p.Add(plotter.NewGrid())
 	return p, nil
+}
+
+// cdfWarning says which runs' CDFs leave flows out (unfinished, deadlocked): such a curve covers only
+// the flows that finished and so looks as good as or better than a run that finished them all.
+func cdfWarning(runs []*Run) string {
+	var bad []string
+	for _, r := range runs {
+		f := r.Summary.Flows
+		switch {
+		case r.Summary.Deadlock.Detected:
+			bad = append(bad, fmt.Sprintf("%s: DEADLOCK at %.3g ms, %d/%d flows done", r.Name, r.Summary.Deadlock.AtS*1e3, f.Completed, f.Total))
+		case f.Completed < f.Total:
+			bad = append(bad, fmt.Sprintf("%s: %d/%d flows done", r.Name, f.Completed, f.Total))
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	if len(bad) > 2 {
+		bad = append(bad[:2], fmt.Sprintf("and %d more runs", len(bad)-2))
+	}
+	return "WARNING " + strings.Join(bad, "; ") + "\n(the curves cover completed flows only)"
 }
 
 // slowdownBins plots median (solid) and p99 (dashed) slowdown against each bin's largest flow size.

@@ -251,7 +251,9 @@ func SummaryMetric(s *Summary, name string) (float64, bool) {
 	case "avg_flow_goodput_bps":
 		return s.AvgFlowGoodputBps, true
 	case "window_goodput_bps":
-		return s.WindowGoodputBps, true
+		// Absent (0, omitted from summary.json) when the spec set no measure_from: not measured, so not
+		// a "0 ±0" row in the aggregate.
+		return s.WindowGoodputBps, s.WindowGoodputBps > 0
 	case "reordered":
 		return float64(s.Reordered), true
 	case "drops_lossless":

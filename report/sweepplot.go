@@ -37,8 +37,8 @@ func WriteSweepPlots(dir string, t *Tree, metrics []string) ([]string, error) {
 		var pl *plot.Plot
 		var err error
 		name := "sweep_" + fileSafe(m)
-		if len(t.Axes) > 0 {
-			pl, err = sweepPlot(t, m)
+		if ax := sweepAxis(t); ax != nil {
+			pl, err = sweepPlot(t, ax, m)
 		} else {
 			name = "seeds_" + fileSafe(m)
 			pl, err = groupBars(t, m)
@@ -68,13 +68,15 @@ func fileSafe(s string) string {
 	return strings.NewReplacer(".", "_", ":", "_", "/", "_").Replace(s)
 }
 
-// axisTitle is a metric's name and unit as the plots scale it.
+// axisTitle is a metric's name and unit as the plots scale it: the name's own unit suffix (_s, _bps)
+// gives way to the plotted one, so a label never mixes two ("fct_avg_s (us)" was one).
 func axisTitle(m string) string {
-	_, unit := scaleFor(m)
-	if unit != "" {
-		return fmt.Sprintf("%s (%s)", m, unit)
+	scale, unit := scaleFor(m)
+	if unit == "" || scale == 1 {
+		return m
 	}
-	return m
+	d, _ := LookupMetric(m)
+	return fmt.Sprintf("%s (%s)", strings.TrimSuffix(m, "_"+d.Unit), unit)
 }
 
 // numericValue reads a swept value as a number: plain, or a size, rate or time with its unit.
@@ -105,11 +107,23 @@ func (c ciPoints) YError(i int) (float64, float64) {
 	if math.IsNaN(h) {
 		h = 0
 	}
-	return h, h
+	// Every plotted metric is a time, a rate or a count: an interval below zero is the t interval's
+	// symmetry on few seeds, not a possible value, and would stretch the axis below 0.
+	return min(h, math.Max(c.XYs[i].Y, 0)), h
 }
 
-func sweepPlot(t *Tree, m string) (*plot.Plot, error) {
-	axis := t.Axes[0]
+// sweepAxis is the axis a sweep plot runs along: the first with more than one value (a --set with one
+// value only sets a field; along it every point would sit at one x), or nil when none varies.
+func sweepAxis(t *Tree) *ManifestAxis {
+	for i := range t.Axes {
+		if len(t.Axes[i].Values) > 1 {
+			return &t.Axes[i]
+		}
+	}
+	return nil
+}
+
+func sweepPlot(t *Tree, axis *ManifestAxis, m string) (*plot.Plot, error) {
 	numeric := true
 	for _, v := range axis.Values {
 		if _, ok := numericValue(v); !ok {

@@ -1,9 +1,16 @@
 package report
 
 import (
+	"fmt"
+	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 )
 
 func TestNumericValue(t *testing.T) {
@@ -61,5 +68,55 @@ func TestWriteSweepPlots(t *testing.T) {
 	}
 	if _, err := WriteSweepPlots(t.TempDir(), &Tree{}, []string{"nope"}); err == nil {
 		t.Error("unknown metric plotted")
+	}
+}
+
+// TestPlotFixes (issue 23): a sweep plot runs along the first axis with more than one value (a
+// one-valued --set put every point at one x); y labels carry one unit; a deadlocked or unfinished run's
+// CDF carries a warning; a legend too wide for the side goes below the plot; window goodput without a
+// window is not a measurement.
+func TestPlotFixes(t *testing.T) {
+	tr := &Tree{Axes: []ManifestAxis{{"duration", []string{"3ms"}}, {"workload.0.load", []string{"0.3", "0.6"}}}}
+	if a := sweepAxis(tr); a == nil || a.Path != "workload.0.load" {
+		t.Errorf("sweep axis %v", a)
+	}
+	if a := sweepAxis(&Tree{Axes: []ManifestAxis{{"duration", []string{"3ms"}}}}); a != nil {
+		t.Errorf("a one-valued axis plotted: %v", a)
+	}
+	for m, want := range map[string]string{"fct_avg_s": "fct_avg (us)", "goodput_aggregate_bps": "goodput_aggregate (Gb/s)", "drops_lossy": "drops_lossy"} {
+		if got := axisTitle(m); got != want {
+			t.Errorf("axisTitle(%s) = %q, want %q", m, got, want)
+		}
+	}
+	dead := &Run{Name: "ring", Summary: &Summary{Flows: FlowCounts{Total: 8}, Deadlock: Deadlock{Detected: true, AtS: 2.05e-3}}}
+	ok := &Run{Name: "fine", Summary: &Summary{Flows: FlowCounts{Total: 8, Completed: 8}}}
+	if w := cdfWarning([]*Run{ok, dead}); !strings.Contains(w, "ring: DEADLOCK at 2.05 ms, 0/8 flows done") {
+		t.Errorf("warning %q", w)
+	}
+	if w := cdfWarning([]*Run{ok}); w != "" {
+		t.Errorf("warning %q for a complete run", w)
+	}
+	if v, measured := ok.Metric("window_goodput_bps"); measured {
+		t.Errorf("window goodput %g measured without a window", v)
+	}
+
+	p := plot.New()
+	l, _ := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 1}})
+	p.Add(l)
+	for i := 0; i < 3; i++ {
+		p.Legend.Add(fmt.Sprintf("spec-name duration=3ms,workload.0.load=0.%d,host.cc=dcqcn seed %d", i, i), l)
+	}
+	path := filepath.Join(t.TempDir(), "q.png")
+	if err := savePlot(p, nil, path); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(path)
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := vg.Length(cfg.Height) * vg.Inch / 96; h <= figureH*1.05 {
+		t.Errorf("figure %dx%d px: the wide legend was not moved below the plot", cfg.Width, cfg.Height)
 	}
 }
