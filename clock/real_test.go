@@ -136,3 +136,15 @@ func TestMonotonicNanosIsClockMonotonic(t *testing.T) {
 		}
 	}
 }
+
+// The lag sum holds what an int64 of picoseconds cannot: two million timers each 10 s late (a loop far
+// behind the wall clock) sum to 2e19 ps, past int64's 9.2e18, which once printed a negative mean.
+func TestLagSumDoesNotWrap(t *testing.T) {
+	r := NewReal(0)
+	for i := 0; i < 2_000_000; i++ {
+		r.noteLag(10*Second, 0)
+	}
+	if m := r.Lag().Mean(); m != 10*Second {
+		t.Fatalf("mean lag %v, want 10s", m)
+	}
+}
