@@ -189,6 +189,10 @@ func (r *netnsRun) startAgents(ctx context.Context) error {
 	r.res.Agents = len(r.setups)
 	if len(r.setups) > 1 {
 		r.coord = newCoordination(r.l, r.dl, r.setups)
+		if r.coord.lock.Lookahead() <= 0 {
+			// Agents may run apart only by a link's delay: with none, neither could ever move.
+			return fmt.Errorf("--agents %d: a link between two agents has no delay, and agents in lockstep run apart only by the delay of the links between them", r.opts.Agents)
+		}
 	}
 	r.progress(fmt.Sprintf("lab %s up: %d devices in %d agents, dilation %g%s", r.res.Lab, len(r.l.Graph.Nodes),
 		len(r.setups), r.res.Dilation, r.coord.describe()))

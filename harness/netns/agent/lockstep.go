@@ -60,6 +60,15 @@ func (a *agent) initLock() {
 			a.lock.external = true
 		}
 	}
+	if a.lock.l == 0 {
+		// No cut link here: the coordinator still needs reports (the deadlock monitor merges a tick once
+		// every agent has passed it), at about the pace of the shortest link.
+		for _, p := range a.ports {
+			if a.lock.l == 0 || p.link.delay < a.lock.l {
+				a.lock.l = p.link.delay
+			}
+		}
+	}
 }
 
 // limit is the last engine time the agent may run an event at: the run's end, and in lockstep the grant.
