@@ -15,12 +15,17 @@ import (
 )
 
 // chain is h0 - s0 - s1 - h1 (a 3-switch ring with one host each: h0 -> h1 crosses two Go switches),
-// 100 Gb/s links at dilation 200 = 500 Mb/s, 9000-byte MTU: ~7 k frames/s per direction, which one
-// forwarder loop carries on a 2-core machine with room to spare (1500-byte frames at 1 Gb/s did not).
+// 100 Gb/s links at dilation 2000 = 50 Mb/s, 9000-byte MTU: ~700 frames/s per direction. A run is
+// faithful while the forwarder's timers are late by less than half a frame on average, so the dilation
+// sets how much load the machine may carry: at dilation 200 (500 Mb/s, half a frame 72 us) the goodput
+// spec failed 3 of 3 times at load average 12-15 on 2 cores (timers 83-110 us late, or 88.5% goodput on
+// a run judged faithful); at 1000 it failed 1 of 6 (89.3%); at 2000 (half a frame 721 us) it passed 3
+// of 3 at load 12-17, 95.8-98.6% of the link, timers 109-341 us late. Until the harness calibrates the
+// dilation to the machine's load, a fixed 2000 is the one that holds.
 func chain(cc, switchExtra string, size string) *lab.Lab {
 	y := fmt.Sprintf(`name: kchain
 backend: netns
-dilation: 200
+dilation: 2000
 topology: {family: ring, n: 3, hosts_per_switch: 1, link: {rate: 100Gbps, delay: 1us}}
 switch: {buffer: 4MB, flow_control: lossy%s}
 host: {transport: kernel-tcp, cc: %s, mtu: 9000}
@@ -59,7 +64,7 @@ func runFaithful(ctx context.Context, name string, l *lab.Lab) *bench.KernelResu
 }
 
 var _ = Describe("kernel TCP through Go switches", func() {
-	It("reaches at least 90% of the emulated 500 Mb/s link over two switch hops", Label("smoke"), func(ctx SpecContext) {
+	It("reaches at least 90% of the emulated 50 Mb/s link over two switch hops", Label("smoke"), func(ctx SpecContext) {
 		r := runFaithful(ctx, labName("gp"), chain("cubic", "", "20MB"))
 		f := r.Flows[0]
 		Expect(f.Completed).To(BeTrue())
