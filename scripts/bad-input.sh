@@ -120,3 +120,102 @@ runterm sweep-sigterm "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep3" --set
 runk sample-1ps "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep4" --sample-every 1ps
 runk set-twice "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep5" --set duration=1ms,2ms --set duration=3ms
 # --- end: sweeps, sampling and --set ---
+
+# --- begin: files, processes, namespaces, zeros, frames (issue 23, defects 3-6 and 8-10) ---
+# Each check prints the same columns as run; where the outcome is a state (a file kept, a process alive,
+# a PNG whole) rather than a message, the last column says what was found. The cases marked (root) bring
+# up a lab (names bi<pid>...): run the script as root under the shared lock for them, e.g.
+#   flock /tmp/fabriclab-netns.lock bash scripts/bad-input.sh
+say() { printf '%-14s %7s    exit %-3s %s\n' "$1" "-" "${3:--}" "$2"; }
+spec okrun $'workload: [{kind: permutation, size: 10KB}]'
+# 3: -o naming an existing file
+echo x >"$dir/afile"
+run out-file "$labbin" run "$dir/okrun.yaml" -o "$dir/afile"
+[ "$(cat "$dir/afile" 2>/dev/null)" = x ] && say out-file-kept "afile still holds the user's x" || say out-file-kept "afile was replaced"
+# 6: explicit zeros and empties (each must be refused naming the field), and bad flag values
+spec z-dilation $'workload: [{kind: permutation, size: 10KB}]\ndilation: 0'
+spec z-delay $'topology: {family: ndc, n: 4, k: 1, link: {delay: 0s}}\nworkload: [{kind: permutation, size: 10KB}]'
+spec z-fraction 'workload: [{kind: permutation, size: 10KB, fraction: 0}]'
+spec z-dcqcn-g $'workload: [{kind: permutation, size: 10KB}]\nhost: {dcqcn: {g: 0}}'
+spec z-mtu $'workload: [{kind: permutation, size: 10KB}]\nhost: {mtu: 0}'
+spec z-priorities $'workload: [{kind: permutation, size: 10KB}]\nswitch: {flow_control: pfcstar, priorities: 0}'
+spec z-routing-k $'workload: [{kind: permutation, size: 10KB}]\nrouting: {k: 0}'
+spec z-hosts 'workload: [{kind: permutation, size: 10KB, hosts: []}]'
+spec z-workload 'workload: []'
+spec z-noworkload ''
+spec z-lossless-p $'workload: [{kind: permutation, size: 10KB}]\nrouting: {lossless_priorities: 0}'
+for s in z-dilation z-delay z-fraction z-dcqcn-g z-mtu z-priorities z-routing-k z-hosts z-workload z-noworkload z-lossless-p; do
+	run "$s" "$labbin" run "$dir/$s.yaml" -o "$dir/out-$s"
+done
+run seeds-0 "$labbin" run "$dir/okrun.yaml" -o "$dir/out-s0" --seeds 0
+run jobs-neg "$labbin" run "$dir/okrun.yaml" -o "$dir/out-j" -j -3
+run agents-neg "$labbin" run "$dir/okrun.yaml" -o "$dir/out-a" --agents -2
+run usage-exit "$labbin" nosuch
+run version "$labbin" --version
+# 9: SIGKILL during lab report, six times at different moments: every PNG left must be whole
+"$labbin" run "$dir/okrun.yaml" -o "$dir/rep" -q >/dev/null 2>&1
+bad=0
+for t in 0.2 0.4 0.6 0.8 1.0 1.3; do
+	"$labbin" report "$dir/rep" >/dev/null 2>&1 &
+	p=$!
+	sleep $t
+	kill -9 $p 2>/dev/null
+	wait $p 2>/dev/null
+	n=$(python3 -c '
+import glob, sys
+print(sum(not open(f, "rb").read().endswith(b"IEND\xaeB`\x82") for f in glob.glob(sys.argv[1] + "/*.png")))
+' "$dir/rep")
+	bad=$((bad + n))
+done
+say report-kill9 "$bad truncated PNGs after 6 kills"
+# 10: kill -9 of lab run leaves .NAME.incomplete-*; the next run (or lab clean) removes it
+spec longrun $'duration: 10s\nworkload: [{kind: poisson, cdf: websearch, load: 0.5, duration: 1s}]'
+"$labbin" run "$dir/longrun.yaml" -o "$dir/inc/longrun" -q >/dev/null 2>&1 &
+p=$!
+sleep 2
+kill -9 $p 2>/dev/null
+wait $p 2>/dev/null
+before=$(ls -a "$dir/inc" 2>/dev/null | grep -c incomplete)
+"$labbin" run "$dir/okrun.yaml" -o "$dir/inc/longrun" -q >/dev/null 2>&1
+after=$(ls -a "$dir/inc" 2>/dev/null | grep -c incomplete)
+say incomplete "after kill -9: $before incomplete dirs; after the next run: $after"
+run profile-tree "$labbin" run "$dir/okrun.yaml" -o "$dir/out-prof" --seeds 2 -q --cpuprofile "$dir/cpu.pprof"
+[ -s "$dir/cpu.pprof" ] && say profile-tree "cpu profile written for the tree" || say profile-tree "no cpu profile for the tree"
+if [ "$(id -u)" -ne 0 ]; then
+	say root-cases "skipped: agents file, foreign namespace and malformed frames need root"
+else
+	lab=bi$$
+	# 4: a tampered agents file names a process that is not the lab's
+	"$labbin" up ndc n=2 k=1 --bare --name $lab >/dev/null 2>&1
+	sleep 300 &
+	victim=$!
+	st=$(awk '{print $22}' /proc/$victim/stat)
+	printf '%d %s\n%d %s fake-token /usr/bin/sleep\n' $victim "$st" $victim "$st" >>/run/fabriclab/$lab/agents
+	# 5: the state file lists a foreign namespace (same name pattern) with its own inode
+	ip netns add fl-$lab-x9
+	ino=$(stat -L -c %i /run/netns/fl-$lab-x9)
+	python3 - /run/fabriclab/$lab/state.json fl-$lab-x9 "$ino" <<'PY'
+import json, sys
+p, name, ino = sys.argv[1], sys.argv[2], int(sys.argv[3])
+st = json.load(open(p))
+st["namespaces"].append({"name": name, "device": "x9", "ino": ino})
+json.dump(st, open(p, "w"))
+PY
+	run down-tampered "$labbin" down $lab
+	kill -0 $victim 2>/dev/null && say agents-file "the foreign process survived lab down" || say agents-file "the foreign process was killed"
+	ip netns list | grep -q "fl-$lab-x9" && say foreign-ns "the foreign namespace survived lab down" || say foreign-ns "the foreign namespace was deleted"
+	kill $victim 2>/dev/null
+	ip netns del fl-$lab-x9 2>/dev/null
+	# 8: garbage frames written into a live lab's port show in inspect
+	"$labbin" up ring n=3 hosts_per_switch=1 --name ${lab}r -q >/dev/null 2>&1
+	"$labbin" exec ${lab}r h0 -- python3 -c "
+import socket, os
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW); s.bind(('p0', 0))
+for i in range(100): s.send(os.urandom(6) + bytes.fromhex('020000000001') + b'\x08\x00' + os.urandom(40))
+"
+	sleep 1
+	say malformed "$("$labbin" inspect ${lab}r | grep -o 's0:p0 .*' | tr -s ' ' | cut -c1-120)"
+	run exec-nolab "$labbin" exec nosuch$$ h0 -- true
+	"$labbin" down ${lab}r >/dev/null 2>&1
+fi
+# --- end: files, processes, namespaces, zeros, frames ---
