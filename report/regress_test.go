@@ -9,7 +9,8 @@ import (
 func regressTree(seeds []int64, fct []float64, lossless []int) *Tree {
 	g := &Group{Name: "s"}
 	for i, s := range seeds {
-		sum := &Summary{FCT: Stats{Avg: fct[i], P99: 2 * fct[i]}, Drops: Drops{Lossless: lossless[i]}, Pauses: Pauses{Sent: 100}}
+		sum := &Summary{FCT: Stats{Avg: fct[i], P99: 2 * fct[i]}, Drops: Drops{Lossless: lossless[i]}, Pauses: Pauses{Sent: 100},
+			Fidelity: Fidelity{Reason: notMonitored}}
 		g.Runs = append(g.Runs, &Run{Name: "s", Seed: s, Summary: sum})
 		g.Seeds = append(g.Seeds, s)
 	}
@@ -128,5 +129,44 @@ func TestCompareTreesFamilywise(t *testing.T) {
 	f, p := change(t, fw, "fct_avg_s"), change(t, pm, "fct_avg_s")
 	if !(*f.RatioLo < *p.RatioLo && *f.RatioHi > *p.RatioHi) {
 		t.Fatalf("family-wise CI [%v, %v] not wider than per-metric [%v, %v]", *f.RatioLo, *f.RatioHi, *p.RatioLo, *p.RatioHi)
+	}
+}
+
+// Same seeds on both sides: a flow whose outcome differs from the same seed's BASE run is a change of
+// behaviour (the virtual backend repeats a seed exactly), whatever the means do.
+func TestCompareTreesIdentity(t *testing.T) {
+	rows := func(fct ...float64) []FlowRow {
+		var out []FlowRow
+		for i, f := range fct {
+			out = append(out, FlowRow{ID: uint32(i + 1), FCTS: f, Completed: true})
+		}
+		return out
+	}
+	a := regressTree([]int64{1, 2}, []float64{1, 1}, []int{0, 0})
+	b := regressTree([]int64{1, 2}, []float64{1, 1}, []int{0, 0})
+	for i := range a.Groups[0].Runs {
+		a.Groups[0].Runs[i].Rows = rows(1, 2, 3)
+		b.Groups[0].Runs[i].Rows = rows(1, 2, 3)
+	}
+	rg, _ := CompareTrees(a, b, RegressOptions{})
+	if c := change(t, rg, IdentityMetric); c.Verdict != VerdictEquivalent || rg.Failed {
+		t.Fatalf("identical flows: %+v", c)
+	}
+	b.Groups[0].Runs[1].Rows = rows(1, 2.001, 3)
+	rg, _ = CompareTrees(a, b, RegressOptions{})
+	if c := change(t, rg, IdentityMetric); c.Verdict != VerdictChanged || c.NewCount != 1 || !rg.Failed {
+		t.Fatalf("one flow differs: %+v", c)
+	}
+	rg, _ = CompareTrees(a, b, RegressOptions{Expected: map[string]int{IdentityMetric: 1}})
+	if c := change(t, rg, IdentityMetric); c.Verdict != VerdictExpected || rg.Failed {
+		t.Fatalf("declared intended: %+v", c)
+	}
+	// Disjoint seeds: no identity check.
+	b.Groups[0].Runs[0].Seed, b.Groups[0].Runs[1].Seed = 7, 8
+	rg, _ = CompareTrees(a, b, RegressOptions{})
+	for _, c := range rg.Changes {
+		if c.Metric == IdentityMetric {
+			t.Fatalf("identity over disjoint seeds: %+v", c)
+		}
 	}
 }

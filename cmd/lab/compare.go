@@ -61,6 +61,11 @@ retransmissions, lossy drops, pauses, ECN marks, CNPs, NIC queue peak; 20% reord
 that is 0 in every BASE run changes when NEW has it in every run (retransmissions and lossy drops: in
 any run).
 
+With the same seeds on both sides of a virtual-backend tree, flows_differing also compares flow by
+flow: the virtual backend repeats a seed bit for bit, so a flow whose outcome (completed, FCT, bytes,
+retransmissions) differs from the same seed's BASE run is a change of behaviour however small its
+effect on the means ("changed"; --expect flows_differing=up when the change is intended).
+
 Writes compare_<spec>.png/.svg (new/base with CIs against the margins) into -o (default NEW/compare).
 Exit status: 0 nothing changed beyond its margin, 3 something did (or a zero count broke), 2 bad usage,
 1 a failure (an unreadable tree).`,
