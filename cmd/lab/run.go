@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"sync"
 	"syscall"
 	"time"
 
@@ -344,6 +345,9 @@ func checkTreeDir(out string) error {
 	return nil
 }
 
+// cleanedParents are the directories tempRunDir has cleaned of stale incomplete runs.
+var cleanedParents sync.Map
+
 // tempRunDir makes the directory a run is written into, next to out (same filesystem, so the final
 // rename is atomic).
 func tempRunDir(out string) (string, error) {
@@ -351,9 +355,12 @@ func tempRunDir(out string) (string, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	// What earlier runs killed here left (their owner is gone) goes first.
-	if _, err := cleanIncomplete(parent, os.Stderr); err != nil {
-		return "", err
+	// What earlier runs killed here left (their owner is gone) goes first; once per directory and
+	// process, since a tree's runs share parents (10^4 seeds: 10^4 directory reads each otherwise).
+	if _, seen := cleanedParents.LoadOrStore(parent, true); !seen {
+		if _, err := cleanIncomplete(parent, os.Stderr); err != nil {
+			return "", err
+		}
 	}
 	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".incomplete-")
 	if err != nil {
