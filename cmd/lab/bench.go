@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -13,91 +16,213 @@ import (
 	"github.com/fabriclab/fabriclab/harness/bench"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
+	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
-func init() {
-	var (
-		size     int
-		dur      time.Duration
-		dilation float64
-		mtu      int
-		n        int
-		flowSize string
-		cc       string
-		skipTCP  bool
-	)
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "measure the netns substrate: Go switch vs Linux bridge frames/s, kernel TCP goodput on NDC(n,1)",
-		Long: `Measure this machine's netns substrate (needs root; creates and removes labs named bench and benchndc):
+type benchFlags struct {
+	fabric    string
+	agents    string
+	datapaths string
+	name      string
+	dilation  float64
+	load      float64
+	dur       time.Duration
+	repeat    int
+	substrate bool
+	size      int
+	frameDur  time.Duration
+	tcp       bool
+	mtu       int
+	n         int
+	flowSize  string
+	cc        string
+}
 
- 1. frames/s through one Go switch (the switchsw engine on AF_PACKET ports) versus a Linux bridge on the
-    same veths, in one run: a sendmmsg generator floods UDP frames, the receiver counts them.
- 2. kernel TCP goodput on NDC(n,1) with Go switches at the given dilation: one flow per host to its
-    neighbour on the same level-0 switch (every host sends and receives once), 100 Gb/s links / D.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+func init() {
+	var bf benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench [key=value ...]",
+		Short: "measure the netns agent: frame-hops per CPU-second and pace on a fabric, against the Linux bridge",
+		Long: `Measure this machine's netns backend (needs root; creates and removes labs named after --name):
+
+ 1. The agent on a fabric (--fabric FAMILY key=value ..., default ndc n=4 k=1) under Poisson WebSearch
+    at --load for --duration of engine time at --dilation: for each --agents count and each --datapath
+    (batched: this build's; legacy: the data path of 26274ad, for a side-by-side ratio), the agents'
+    frame-hops per CPU-second, the pace (wall time / (engine time x D): 1 keeps real time) and the
+    fidelity verdict. --repeat alternates the runs.
+ 2. (--substrate) frames/s through one Go switch against a Linux bridge and kernel IP forwarding on
+    the same veths, and with --tcp kernel TCP goodput on NDC(n,1) through Go switches.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if bf.name == "" {
+				bf.name = fmt.Sprintf("bench%d", os.Getpid())
+			}
 			w := cmd.OutOrStdout()
-			fr, err := bench.FramesPerSecond(ctx, bench.FramesOptions{Lab: "bench", Size: size, Duration: dur})
-			if err != nil {
+			if err := benchAgents(ctx, w, bf, args); err != nil {
 				return err
 			}
-			fmt.Fprintf(w, "frames/s (%d B frames, %v each, counted at the receiver):\n", fr.Size, dur)
-			fmt.Fprintf(w, "  linux bridge  %10.0f  (offered %.0f)\n", fr.BridgeFPS, fr.BridgeOffered)
-			fmt.Fprintf(w, "  Go switch     %10.0f  (offered %.0f, malformed %d)\n", fr.SwitchFPS, fr.SwitchOffered, fr.Forwarder.Malformed)
-			fmt.Fprintf(w, "  ratio Go/bridge %.3f\n", fr.Ratio)
-			if skipTCP {
+			if !bf.substrate {
 				return nil
 			}
-			l, err := ndcLab(n, dilation, mtu, cc, flowSize)
-			if err != nil {
-				return err
-			}
-			kr, err := bench.RunKernel(ctx, "benchndc", l)
-			if err != nil {
-				return err
-			}
-			var sum float64
-			done := 0
-			for i, f := range kr.Flows {
-				if f.Completed {
-					done++
-					sum += kr.GoodputBps[i]
-				}
-			}
-			fmt.Fprintf(w, "kernel TCP (%s) on NDC(%d,1), %d flows of %s, MTU %d, dilation %g: links %.4g Mb/s\n",
-				cc, n, len(kr.Flows), flowSize, mtu, kr.Dilation, kr.LinkBps/1e6)
-			if done > 0 {
-				avg := sum / float64(done)
-				fmt.Fprintf(w, "  per-flow goodput avg %.4g Mb/s = %.3f of the link; aggregate %.4g Mb/s; %d/%d completed\n",
-					avg/1e6, avg/kr.LinkBps, kr.AggregateBp/1e6, done, len(kr.Flows))
-			}
-			ok, why := kr.Forwarder.Faithful(kr.LinkBps, mtu+14)
-			fmt.Fprintf(w, "  forwarder: %d frames in, %d out, timer lag mean %v max %v, faithful %v %s\n",
-				kr.Forwarder.Rx, kr.Forwarder.Tx, kr.Forwarder.Lag.Mean(), kr.Forwarder.Lag.Max, ok, why)
-			return nil
+			return benchSubstrate(ctx, w, bf)
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&size, "size", 64, "frame size in bytes for the frames/s comparison (60-1514)")
-	f.DurationVar(&dur, "duration", 2*time.Second, "length of each frames/s measurement")
-	f.Float64Var(&dilation, "dilation", 1000, "time dilation D for the TCP run (100 Gb/s links run at 100/D Gb/s)")
-	f.IntVar(&mtu, "mtu", 9000, "interface MTU of the TCP run")
-	f.IntVar(&n, "n", 4, "NDC(n,1) size for the TCP run")
-	f.StringVar(&flowSize, "flow-size", "10MB", "bytes per TCP flow")
-	f.StringVar(&cc, "cc", "cubic", "TCP congestion control (cubic, dctcp, ...)")
-	f.BoolVar(&skipTCP, "frames-only", false, "only the frames/s comparison")
+	f.StringVar(&bf.fabric, "fabric", "ndc", "topology family of the agent bench (key=value arguments give its parameters; ndc defaults to n=4 k=1)")
+	f.StringVar(&bf.agents, "agents", "1", "agent counts to measure, comma-separated (e.g. 1,2)")
+	f.StringVar(&bf.datapaths, "datapath", "batched", "data paths to measure side by side: batched, legacy or batched,legacy")
+	f.StringVar(&bf.name, "name", "", "lab name prefix (namespaces fl-<name>-...; default bench<pid>), so two benches do not collide")
+	f.Float64Var(&bf.dilation, "dilation", 1000, "time dilation D of the agent bench")
+	f.Float64Var(&bf.load, "load", 0.5, "WebSearch load of the agent bench")
+	f.DurationVar(&bf.dur, "duration", 2*time.Millisecond, "engine time of the agent bench's arrivals (the run lasts 1 ms longer)")
+	f.IntVar(&bf.repeat, "repeat", 1, "runs of each configuration, alternated")
+	f.BoolVar(&bf.substrate, "substrate", false, "also measure frames/s through one Go switch vs a Linux bridge")
+	f.IntVar(&bf.size, "size", 64, "--substrate: frame size in bytes (60-1514)")
+	f.DurationVar(&bf.frameDur, "frames-duration", 2*time.Second, "--substrate: length of each frames/s measurement")
+	f.BoolVar(&bf.tcp, "tcp", false, "--substrate: also kernel TCP goodput on NDC(n,1) through Go switches")
+	f.IntVar(&bf.mtu, "mtu", 9000, "--tcp: interface MTU")
+	f.IntVar(&bf.n, "n", 4, "--tcp: NDC(n,1) size")
+	f.StringVar(&bf.flowSize, "flow-size", "10MB", "--tcp: bytes per TCP flow")
+	f.StringVar(&bf.cc, "cc", "cubic", "--tcp: TCP congestion control (cubic, dctcp, ...)")
 	root.AddCommand(cmd)
 }
 
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// benchAgents runs the fabric for every agent count and data path, alternating, and prints one row each.
+func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string) error {
+	params, err := topo.ParseParams(args)
+	if err != nil {
+		return err
+	}
+	if bf.fabric == "ndc" && len(args) == 0 {
+		params = map[string]string{"n": "4", "k": "1"}
+	}
+	var counts []int
+	for _, v := range splitList(bf.agents) {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("--agents: %q is not a positive agent count", v)
+		}
+		counts = append(counts, n)
+	}
+	dps := splitList(bf.datapaths)
+	for _, dp := range dps {
+		if dp != "batched" && dp != "legacy" {
+			return fmt.Errorf("--datapath: %q is not batched or legacy", dp)
+		}
+	}
+	if bf.repeat < 1 {
+		return fmt.Errorf("--repeat: %d, want at least 1", bf.repeat)
+	}
+	fab := bench.Fabric{Family: bf.fabric, Params: params, Load: bf.load, Duration: bf.dur, Dilation: bf.dilation}
+	s, err := fab.Spec(bf.name)
+	if err != nil {
+		return fmt.Errorf("fabric: %w", err)
+	}
+	l, err := lab.Build(s)
+	if err != nil {
+		return fmt.Errorf("fabric: %w", err)
+	}
+	fmt.Fprintf(w, "agent bench: %s %v, %d devices, WebSearch load %g for %v, D=%g\n", bf.fabric, params, len(l.Graph.Nodes), bf.load, bf.dur, bf.dilation)
+	fmt.Fprintf(w, "  %-8s %6s %10s %8s %14s %7s  %s\n", "datapath", "agents", "frames", "cpu_s", "frames/cpu_s", "pace", "fidelity")
+	rate := map[string][]float64{}
+	for r := 0; r < bf.repeat; r++ {
+		for _, n := range counts {
+			for _, dp := range dps {
+				res, err := bench.RunAgents(ctx, l, bf.name, n, dp)
+				if err != nil {
+					return fmt.Errorf("%s, %d agents: %w", dp, n, err)
+				}
+				verdict := "faithful"
+				if !res.Fidelity.Faithful {
+					verdict = "UNFAITHFUL"
+				}
+				fmt.Fprintf(w, "  %-8s %6d %10d %8.2f %14.0f %7.2f  %s\n", dp, res.Agents, res.Frames, res.CPU.Seconds(),
+					res.FramesPerCPUSecond(), res.Pace(), verdict)
+				k := fmt.Sprintf("%d", n)
+				if dp == "legacy" {
+					k = "L" + k
+				}
+				rate[k] = append(rate[k], res.FramesPerCPUSecond())
+			}
+		}
+	}
+	if len(dps) == 2 {
+		for _, n := range counts {
+			b, old := rate[fmt.Sprint(n)], rate[fmt.Sprintf("L%d", n)]
+			fmt.Fprintf(w, "  %d agents: batched/legacy frames per CPU-second %.2fx (mean of %d side-by-side pairs)\n", n, meanRatio(b, old), len(b))
+		}
+	}
+	return nil
+}
+
+func meanRatio(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] / b[i]
+	}
+	return s / float64(len(a))
+}
+
+// benchSubstrate is the frames/s comparison of one Go switch with the Linux bridge and, with --tcp,
+// kernel TCP goodput through Go switches.
+func benchSubstrate(ctx context.Context, w io.Writer, bf benchFlags) error {
+	fr, err := bench.FramesPerSecond(ctx, bench.FramesOptions{Lab: bf.name + "f", Size: bf.size, Duration: bf.frameDur})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "frames/s (%d B frames, %v each, counted at the receiver):\n", fr.Size, bf.frameDur)
+	fmt.Fprintf(w, "  linux bridge  %10.0f  (offered %.0f)\n", fr.BridgeFPS, fr.BridgeOffered)
+	fmt.Fprintf(w, "  Go switch     %10.0f  (offered %.0f, malformed %d)\n", fr.SwitchFPS, fr.SwitchOffered, fr.Forwarder.Malformed)
+	fmt.Fprintf(w, "  ratio Go/bridge %.3f\n", fr.Ratio)
+	if !bf.tcp {
+		return nil
+	}
+	l, err := ndcLab(bf.name+"t", bf.n, bf.dilation, bf.mtu, bf.cc, bf.flowSize)
+	if err != nil {
+		return err
+	}
+	kr, err := bench.RunKernel(ctx, bf.name+"t", l)
+	if err != nil {
+		return err
+	}
+	var sum float64
+	done := 0
+	for i, f := range kr.Flows {
+		if f.Completed {
+			done++
+			sum += kr.GoodputBps[i]
+		}
+	}
+	fmt.Fprintf(w, "kernel TCP (%s) on NDC(%d,1), %d flows of %s, MTU %d, dilation %g: links %.4g Mb/s\n",
+		bf.cc, bf.n, len(kr.Flows), bf.flowSize, bf.mtu, kr.Dilation, kr.LinkBps/1e6)
+	if done > 0 {
+		avg := sum / float64(done)
+		fmt.Fprintf(w, "  per-flow goodput avg %.4g Mb/s = %.3f of the link; aggregate %.4g Mb/s; %d/%d completed\n",
+			avg/1e6, avg/kr.LinkBps, kr.AggregateBp/1e6, done, len(kr.Flows))
+	}
+	ok, why := kr.Forwarder.Faithful(kr.LinkBps, bf.mtu+14)
+	fmt.Fprintf(w, "  forwarder: %d frames in, %d out, timer lag mean %v max %v, faithful %v %s\n",
+		kr.Forwarder.Rx, kr.Forwarder.Tx, kr.Forwarder.Lag.Mean(), kr.Forwarder.Lag.Max, ok, why)
+	return nil
+}
+
 // ndcLab is NDC(n,1) with kernel hosts and one flow per host to the next host on its level-0 switch.
-func ndcLab(n int, d float64, mtu int, cc, size string) (*lab.Lab, error) {
+func ndcLab(name string, n int, d float64, mtu int, cc, size string) (*lab.Lab, error) {
 	if n < 2 {
 		return nil, fmt.Errorf("--n: NDC(%d,1) has no host pairs; use n >= 2", n)
 	}
-	y := fmt.Sprintf(`name: benchndc
+	y := fmt.Sprintf(`name: %s
 backend: netns
 dilation: %g
 topology: {family: ndc, n: %d, k: 1, link: {rate: 100Gbps, delay: 1us}}
@@ -108,7 +233,7 @@ duration: 1s
 workload:
   - kind: flows
     list:
-`, d, n, cc, mtu)
+`, name, d, n, cc, mtu)
 	for g := 0; g < n; g++ {
 		for i := 0; i < n; i++ {
 			y += fmt.Sprintf("      - {src: h%d, dst: h%d, size: %s, at: 0s}\n", g*n+i, g*n+(i+1)%n, size)

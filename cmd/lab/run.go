@@ -151,6 +151,7 @@ type backend func(ctx context.Context, l *lab.Lab, dir string, save func(*record
 type backendResult struct {
 	End                          clock.Time // engine time at the end (dilated)
 	Dilation                     float64
+	DilationWhy                  string // netns: why this D, when the spec left it to the backend
 	Events                       uint64
 	AllDone, TimedOut, Cancelled bool
 	Deadlock                     report.DeadlockVerdict
@@ -271,6 +272,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 		}
 		if res.Fidelity != nil {
 			info["faithful"] = res.Fidelity.Faithful
+		}
+		if res.DilationWhy != "" {
+			info["dilation_chosen"] = res.DilationWhy
 		}
 		if err := writeJSON(filepath.Join(tmp, "run.json"), info); err != nil {
 			return err

@@ -38,6 +38,10 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			fmt.Fprintln(os.Stderr, "netns:", s)
 		}
 	}
+	why, err := netnsDilation(ctx, l)
+	if err != nil {
+		return err
+	}
 	opts := netns.RunOptions{Pcap: netnsFlags.pcap, Agents: netnsFlags.agents, Name: netnsFlags.name,
 		Progress: note, Kernel: kernelhost.ForNetns(l),
 		OnClock: func(now clock.Time, completed, total int) { bar.update(now, completed, total) },
@@ -48,7 +52,7 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			if res.Agents > 1 {
 				split = &res.Cut
 			}
-			return save(log, backendResult{End: res.End, Dilation: res.Dilation, Events: res.Monitor.Timers, AllDone: res.AllDone,
+			return save(log, backendResult{End: res.End, Dilation: res.Dilation, DilationWhy: why, Events: res.Monitor.Timers, AllDone: res.AllDone,
 				TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid, Deadlock: res.Deadlock, Split: split})
 		}}
 	if opts.Pcap != "" {
@@ -57,6 +61,40 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			return err
 		}
 	}
-	_, _, err := netns.Run(ctx, l, opts)
+	_, _, err = netns.Run(ctx, l, opts)
 	return err
+}
+
+// netnsDilation settles the run's dilation before anything is made: a spec without one gets the
+// smallest D this machine keeps pace at (printed with why, and returned for run.json); an explicit one
+// that cannot keep up is warned about. Both measure this machine's agent first if no calibration is
+// cached (about a second, once a week). Kernel-host labs keep their own rule (they need real time).
+func netnsDilation(ctx context.Context, l *lab.Lab) (string, error) {
+	say := func(s string) {
+		if showProgress {
+			fmt.Fprintln(os.Stderr, "netns:", s)
+		}
+	}
+	agents := max(netnsFlags.agents, netns.DefaultAgents)
+	name := netnsFlags.name
+	if name == "" {
+		name = fmt.Sprintf("r%d", os.Getpid())
+	}
+	if !l.Spec.AutoDilation() {
+		warn, err := netns.ExplicitDilationWarning(ctx, l, agents, name, say)
+		if err != nil {
+			return "", err
+		}
+		if warn != "" {
+			fmt.Fprintln(os.Stderr, "netns: warning:", warn)
+		}
+		return "", nil
+	}
+	c, err := netns.AutoDilation(ctx, l, agents, name, say)
+	if err != nil {
+		return "", err
+	}
+	l.Spec.Dilation = c.D
+	say(c.Why)
+	return c.Why, nil
 }

@@ -60,7 +60,7 @@ func Build(cfg Config) (*lab.Lab, []string, error) {
 		}
 	}
 	var notes []string
-	if s.Dilation <= 1 && s.Backend != "netns" {
+	if s.Dilation <= 1 && s.Backend != "netns" || s.Dilation == 0 { // 0: a netns spec that leaves it to the backend
 		// A virtual spec's links at D=1 are far beyond what one agent forwards in real time.
 		s.Dilation = DefaultDilation
 		notes = append(notes, fmt.Sprintf("the spec sets no dilation: the live lab runs at %d", DefaultDilation))

@@ -97,6 +97,7 @@ const DefaultRealtime = 10
 type RunResult struct {
 	End                          clock.Time // agent clock at the end (dilated)
 	Dilation                     float64
+	DilationWhy                  string // why this D, when the spec left it to the backend (AutoDilation)
 	AllDone, TimedOut, Cancelled bool
 	Fidelity                     report.Fidelity
 	Monitor                      AgentFidelity // all agents summed; Max fields are the maximum
@@ -228,6 +229,7 @@ func sumFidelity(fs []AgentFidelity) AgentFidelity {
 		s.RxFrames += f.RxFrames
 		s.Loops += f.Loops
 		s.CatchUpSteps += f.CatchUpSteps
+		s.CPUTime += f.CPUTime
 		s.Arrivals += f.Arrivals
 		s.LateArrivals += f.LateArrivals
 		s.SumArrivalErr += f.SumArrivalErr

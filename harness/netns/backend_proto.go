@@ -186,8 +186,11 @@ type AgentFidelity struct {
 	MaxArrivalErr clock.Time `json:"max_arrival_err,omitempty"`
 	// CatchUpSteps counts steps taken to catch up after the loop woke late (agent catchUp).
 	CatchUpSteps uint64 `json:"catch_up_steps,omitempty"`
-	RealtimeErr  string `json:"realtime_err,omitempty"`
-	Realtime     bool   `json:"realtime,omitempty"`
+	// CPUTime is the CPU the agent process used from its start to its records (user + system: most of
+	// an agent's is the kernel's, moving frames), for `lab bench`'s frames per CPU-second.
+	CPUTime     clock.Time `json:"cpu_time,omitempty"`
+	RealtimeErr string     `json:"realtime_err,omitempty"`
+	Realtime    bool       `json:"realtime,omitempty"`
 	// Lockstep (several agents): frames read on cut links (CrossFrames), those read after their due time
 	// (LateCross, worst by MaxCrossLate: the protocol failed, the run is unfaithful), those whose stamp
 	// did not parse (BadStamps, also in Malformed), sequence numbers skipped or given up on (LostCross)

@@ -60,7 +60,15 @@ type netnsRun struct {
 // tears the lab down before returning (also on ctx cancellation; a crash of this process is cleaned by
 // `lab down`, which kills the agents the state directory lists). The records are in dilated time.
 func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunResult, error) {
+	why := ""
+	if l.Spec.AutoDilation() { // the spec sets none: the smallest D this machine keeps pace at (calibrate.go)
+		var err error
+		if why, err = chooseDilation(ctx, l, opts); err != nil {
+			return nil, RunResult{}, err
+		}
+	}
 	r, err := prepareRun(l, opts)
+	r.res.DilationWhy = why
 	if err != nil {
 		return nil, r.res, err
 	}

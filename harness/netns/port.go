@@ -77,6 +77,11 @@ func openPacketPort(ifname string, mtu int) (*PacketPort, error) {
 	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_IGNORE_OUTGOING, 1); err != nil {
 		return fail("PACKET_IGNORE_OUTGOING", err)
 	}
+	// Frames go straight to the veth's transmit, past the queueing discipline: the engines do the
+	// queueing, and a veth's qdisc (noqueue) would only add its locking and accounting per frame.
+	if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
+		return fail("PACKET_QDISC_BYPASS", err)
+	}
 	// Enough socket buffer for a few batches: the engines pace, so the kernel should never hold more.
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
@@ -105,7 +110,7 @@ func (p *PacketPort) Recv(fn func(frame []byte)) (int, error) {
 	for i := range p.rxHdr {
 		p.rxHdr[i].Len = 0
 	}
-	n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(p.fd), uintptr(unsafe.Pointer(&p.rxHdr[0])),
+	n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(p.fd), uintptr(unsafe.Pointer(&p.rxHdr[0])),
 		uintptr(len(p.rxHdr)), unix.MSG_DONTWAIT, 0, 0)
 	runtime.KeepAlive(p)
 	if errno != 0 {
@@ -141,7 +146,7 @@ func (p *PacketPort) Send(frames [][]byte) (int, error) {
 			p.txHdr[i].Hdr.Iov = &p.txIov[i]
 			p.txHdr[i].Hdr.SetIovlen(1)
 		}
-		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(p.fd), uintptr(unsafe.Pointer(&p.txHdr[0])),
+		n, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(p.fd), uintptr(unsafe.Pointer(&p.txHdr[0])),
 			uintptr(len(batch)), unix.MSG_DONTWAIT, 0, 0)
 		runtime.KeepAlive(batch)
 		switch {
@@ -160,3 +165,8 @@ func (p *PacketPort) Send(frames [][]byte) (int, error) {
 	}
 	return sent, nil
 }
+
+// DatapathEnv selects the agents' data path: unset or "batched" (this build's), "legacy" (the one of
+// 26274ad: a frame written when due, a port flushed at every loop step, decoded frames cloned), kept
+// while `lab bench` compares the two side by side. Agents inherit it from the process that starts them.
+const DatapathEnv = "FABRICLAB_DATAPATH"

@@ -79,8 +79,8 @@ func (s *Spec) ApplyDefaults() {
 	if s.Seed == 0 {
 		s.Seed = DefaultSeed
 	}
-	if s.Dilation == 0 {
-		s.Dilation = DefaultDilation
+	if s.Dilation == 0 && s.Backend != "netns" {
+		s.Dilation = DefaultDilation // netns: absent means the backend chooses (AutoDilation)
 	}
 	if s.Stop == nil {
 		s.Stop = Bool(true)

@@ -311,6 +311,10 @@ var WorkloadFields = map[string][]string{
 // (spec.TopologyKeys = topo.FamilyKeys); left nil, the builder checks the keys when the lab is built.
 var TopologyKeys func(family string) []string
 
+// AutoDilation reports whether a netns spec leaves the dilation to the backend, which then chooses the
+// smallest D this machine keeps pace at (harness/netns.AutoDilation). An explicit 0 is refused.
+func (s *Spec) AutoDilation() bool { return s.Backend == "netns" && s.Dilation == 0 }
+
 // EffectiveDilation is the dilation the backend applies: 1 on the virtual backend.
 func (s *Spec) EffectiveDilation() float64 {
 	if s.Backend != "netns" || s.Dilation < 1 {

@@ -119,7 +119,9 @@ func (s *Spec) validate() Errors {
 		c.add("name", "%q: use at most 64 letters, digits, -, _ and . (it names namespaces and the state directory)", s.Name)
 	}
 	c.oneOf("backend", s.Backend, Backends)
-	c.number("dilation", s.Dilation, DilationR, "rates are divided by it, times multiplied")
+	if !s.AutoDilation() {
+		c.number("dilation", s.Dilation, DilationR, "rates are divided by it, times multiplied")
+	}
 	if s.Duration <= 0 {
 		c.add("duration", "required: when the run ends at the latest, such as 20ms (a deadlocked run never completes its flows)")
 	} else {

@@ -141,6 +141,7 @@ func (a *agent) safeTime(finished bool) clock.Time {
 			t = min(t, p.due[0]-p.link.delay)
 		}
 	}
+	t = min(t, a.dueMin) // frames between its own devices not written yet (batched data path)
 	if a.lock.external {
 		t = min(t, max(a.clk.Wall(), a.clk.Now()))
 	}

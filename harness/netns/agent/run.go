@@ -1,16 +1,13 @@
 package agent
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/nodes"
-	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
-	"github.com/fabriclab/fabriclab/wire"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,10 +28,8 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 		if err := a.catchUp(); err != nil {
 			return err
 		}
-		for _, p := range a.ports {
-			if err := p.flush(a); err != nil {
-				return err
-			}
+		if err := a.flushIfDue(); err != nil {
+			return err
 		}
 		a.collect()
 		a.progress()
@@ -50,6 +45,9 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 		// The run's end is reached in engine time: a loop running behind the wall clock (it keeps the
 		// schedule, just later) still has the rest of its timers to fire before it.
 		next, pending := a.clk.Next()
+		if a.flushAt != never && (!pending || a.flushAt < next) {
+			next, pending = a.flushAt, true // frames waiting to be written are work still to do
+		}
 		// a.end, not end: it comes down to the last completion once every flow is done (collect), or
 		// when the coordinator halts the run. In lockstep the end is reached once it is granted.
 		granted := !a.lock.on || a.lock.win.Limit() > a.end
@@ -72,6 +70,10 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 			// (A timer past the grant waits for the grant, which the wake fd signals.)
 			d = next - wall
 		}
+		if a.flushAt != never && a.flushAt-wall < d {
+			d = a.flushAt - wall
+		}
+		d = max(d, a.quantum)
 		before := a.clk.Wall()
 		a.fid.BusyTime += before - wall0
 		ready, err := a.waiter.wait(d)
@@ -282,70 +284,105 @@ func (a *agent) receiveReady(ready []int, sync bool) error {
 // malformed and dropped: the wire is shared with the kernel and with anyone running tcpdump -w and
 // tcpreplay into the lab, so garbage must never reach an engine or crash the agent.
 func (a *agent) receive(p *port, sync bool) error {
-	_, err := p.sock.Recv(func(frame []byte) {
-		a.fid.RxFrames++
-		p.rxFrames++
-		p.rxBytes += uint64(len(frame))
-		if p.inFault != nil && p.inFault.Down {
-			return // the cable is down (lab link): what a kernel host sends into it is lost
+	for {
+		n, err := p.sock.Recv(func(frame []byte) { a.take(p, frame, sync) })
+		if err != nil || n < netns.PortBatch {
+			return err
 		}
-		if p.pcap != nil {
-			p.pcap.WriteAt(a.clk.Wall(), frame)
-		}
-		var due clock.Time
-		if p.cfg.RxChan != 0 {
-			var ok bool
-			if frame, due, ok = a.crossFrame(p, frame); !ok {
-				return
-			}
-		}
-		pk := new(pkt.Packet)
-		if err := wire.Decode(frame, pk); err != nil {
-			p.dev.malformed++
-			p.malformed++
-			a.fid.Malformed++
+	}
+}
+
+// take hands one frame read on p to its engine (receive).
+func (a *agent) take(p *port, frame []byte, sync bool) {
+	a.fid.RxFrames++
+	p.rxFrames++
+	p.rxBytes += uint64(len(frame))
+	if p.inFault != nil && p.inFault.Down {
+		return // the cable is down (lab link): what a kernel host sends into it is lost
+	}
+	if p.pcap != nil {
+		p.pcap.WriteAt(a.clk.Wall(), frame)
+	}
+	var due clock.Time
+	if p.cfg.RxChan != 0 {
+		var ok bool
+		if frame, due, ok = a.crossFrame(p, frame); !ok {
 			return
 		}
-		// Decode aliases Route and Raw to the frame, whose buffer the next recvmmsg overwrites while the
-		// packet may still wait in an egress queue. (Only Raw was copied once: queued relay and switch
-		// frames then left with a later frame's route and were dropped as no-route downstream.)
-		if pk.Raw != nil {
-			pk.Raw = bytes.Clone(pk.Raw)
+	}
+	// The packet owns its route (decode; only copying Raw once let queued relay and switch frames
+	// leave with a later frame's route, dropped as no-route downstream).
+	pk, err := a.decode(frame)
+	if err != nil {
+		p.dev.malformed++
+		p.malformed++
+		a.fid.Malformed++
+		return
+	}
+	if p.cfg.RxChan != 0 {
+		a.deliverAt(p, pk, due)
+		return
+	}
+	if at, ok := p.arrival(frame); ok {
+		a.fid.Arrivals++ // one this agent wrote: taken at its scheduled arrival (or counted late)
+		if at > a.end {
+			return // due after the run's end: it never arrives within the run
 		}
-		if pk.Route != nil {
-			pk.Route = bytes.Clone(pk.Route)
-		}
-		if p.cfg.RxChan != 0 {
-			a.deliverAt(p, pk, due)
+		if at > a.clk.Now() && p.early {
+			p.hold(a, pk, at) // written early (batched data path): taken exactly when due
 			return
 		}
-		if at, ok := p.arrival(frame); ok {
-			if at > a.end {
-				return // due after the run's end: it never arrives within the run
+		// How late the engine takes the frame against its scheduled arrival is the whole of the
+		// distortion for frames an agent sends itself: the fidelity verdict judges those by it.
+		f := &a.fid
+		if e := a.clk.AdvanceTo(at) - at; e > 0 {
+			f.SumArrivalErr += float64(e)
+			f.MaxArrivalErr = max(f.MaxArrivalErr, e)
+			if e > p.yard {
+				f.LateArrivals++
 			}
-			// How late the engine takes the frame against its scheduled arrival is the whole of the
-			// distortion for frames an agent sends itself: the fidelity verdict judges those by it.
-			f := &a.fid
-			f.Arrivals++
-			if e := a.clk.AdvanceTo(at) - at; e > 0 {
-				f.SumArrivalErr += float64(e)
-				f.MaxArrivalErr = max(f.MaxArrivalErr, e)
-				if e > p.yard {
-					f.LateArrivals++
-				}
-			}
-		} else if sync {
-			// Taken at the wall time, but never past the run's end (or the lockstep grant).
-			a.clk.AdvanceTo(a.limit())
 		}
-		if p.cfg.IngressDelay > 0 {
-			// From a kernel host (live lab): the cable's delay, which the kernel's side cannot apply.
-			a.clk.AfterFunc(p.cfg.IngressDelay, func() { p.dev.eng.Receive(p.index, pk) })
-			return
-		}
-		p.dev.eng.Receive(p.index, pk)
-	})
-	return err
+	} else if sync {
+		// Taken at the wall time, but never past the run's end (or the lockstep grant).
+		a.clk.AdvanceTo(a.limit())
+	}
+	if p.cfg.IngressDelay > 0 {
+		// From a kernel host (live lab): the cable's delay, which the kernel's side cannot apply.
+		a.clk.AfterFunc(p.cfg.IngressDelay, func() { p.dev.eng.Receive(p.index, pk) })
+		return
+	}
+	p.dev.eng.Receive(p.index, pk)
+}
+
+// flushIfDue writes the waiting frames once the earliest of them must go, and reads what the flush
+// delivered to this agent's own ports, so a frame written early is held before it is due.
+func (a *agent) flushIfDue() error {
+	if !a.flushDue(a.clk.Wall()) {
+		return nil
+	}
+	return a.flushAndRead(true)
+}
+
+// flushBefore writes and reads the waiting frames if any of them is due by t: the clock is about to
+// run to t, and a frame must be held by its port before its due time passes.
+func (a *agent) flushBefore(t clock.Time) error {
+	if a.dueMin > t {
+		return nil
+	}
+	return a.flushAndRead(false)
+}
+
+// flushAndRead writes every waiting frame and reads the ports that have frames: only those, with one
+// epoll call, where reading every port cost a system call each.
+func (a *agent) flushAndRead(sync bool) error {
+	if err := a.flushAll(); err != nil {
+		return err
+	}
+	ready, err := a.waiter.wait(0)
+	if err != nil && !errors.Is(err, unix.EINTR) {
+		return fmt.Errorf("waiting for frames: %w", err)
+	}
+	return a.receiveReady(ready, sync)
 }
 
 // finish flushes the engines (flow records of unfinished flows, counters) and returns what the backend
@@ -374,6 +411,10 @@ func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
 				break
 			}
 		}
+	}
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
+		a.fid.CPUTime = clock.Time(ru.Utime.Nano()+ru.Stime.Nano()) * clock.Nanosecond
 	}
 	lag := a.clk.Lag()
 	a.fid.TimerLagAt = lag.MaxAt

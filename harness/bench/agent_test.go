@@ -1,0 +1,60 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the backend re-executes the test binary as its agents
+	"github.com/fabriclab/fabriclab/lab"
+	"golang.org/x/sys/unix"
+)
+
+// netnsLock takes the machine-wide namespace lock the suites and `lab` commands share, so a benchmark
+// run by hand never collides with another lab.
+func netnsLock(b *testing.B) {
+	f, err := os.OpenFile("/tmp/fabriclab-netns.lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+}
+
+// BenchmarkAgentDatapath runs NDC(2,1) under WebSearch on the netns backend with each data path,
+// alternating, and reports each one's frame-hops per CPU-second of the agent and their ratio (measured
+// side by side, so a busy machine slows both). Needs root; takes the namespace lock itself.
+//
+//	go test -run - -bench AgentDatapath -benchtime 3x ./harness/bench/
+func BenchmarkAgentDatapath(b *testing.B) {
+	needRoot(b)
+	netnsLock(b)
+	s, err := Fabric{Family: "ndc", Params: map[string]string{"n": "2", "k": "1"}}.Spec(fmt.Sprintf("bd%d", os.Getpid()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := lab.Build(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rate := map[string]float64{}
+	var frames uint64
+	for b.Loop() {
+		for _, dp := range []string{"batched", "legacy"} {
+			r, err := RunAgents(context.Background(), l, fmt.Sprintf("bd%d", os.Getpid()), 1, dp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rate[dp] += r.FramesPerCPUSecond()
+			frames += r.Frames
+		}
+	}
+	n := float64(b.N)
+	b.ReportMetric(rate["batched"]/n, "frames/cpu_s")
+	b.ReportMetric(rate["legacy"]/n, "legacy_frames/cpu_s")
+	b.ReportMetric(rate["batched"]/rate["legacy"], "x_legacy")
+	b.ReportMetric(float64(frames)/n/2, "frames/run")
+}

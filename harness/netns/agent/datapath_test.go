@@ -1,0 +1,152 @@
+package agent
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/wire"
+)
+
+func dataFrame(t testing.TB, psn uint32, route []uint8) []byte {
+	p := pkt.Packet{Kind: pkt.Data, Src: 1, Dst: 2, Flow: 77, SPort: 50000, DPort: wire.RoCEv2Port, Proto: 17,
+		Prio: 3, ECN: pkt.ECT0, PSN: psn, Payload: 1000, Route: route, Hop: 1}
+	p.Size = int32(pkt.DataSize(int(p.Payload), len(route)))
+	b, err := wire.Encode(&p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// A decoded packet owns its route: the receive buffer it came from is overwritten by the next
+// recvmmsg while the packet may still wait in a queue, and packets from one slab do not share routes.
+func TestDecodeOwnsRoute(t *testing.T) {
+	a := &agent{dp: batched}
+	buf := dataFrame(t, 1, []uint8{1, 2, 3, 4})
+	p1, err := a.decode(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, dataFrame(t, 2, []uint8{9, 9, 9, 9})) // the port reuses its buffer
+	p2, err := a.decode(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(p1.Route, []uint8{1, 2, 3, 4}) || p1.PSN != 1 {
+		t.Fatalf("first packet changed with the buffer: route %v psn %d", p1.Route, p1.PSN)
+	}
+	if !bytes.Equal(p2.Route, []uint8{9, 9, 9, 9}) || p2.PSN != 2 {
+		t.Fatalf("second packet: route %v psn %d", p2.Route, p2.PSN)
+	}
+	if cap(p1.Route) != len(p1.Route) {
+		t.Fatalf("route cap %d > len %d: an append would write into the packet", cap(p1.Route), len(p1.Route))
+	}
+	if &p1.Route[0] == &p2.Route[0] {
+		t.Fatal("two packets share route storage")
+	}
+}
+
+// Garbage is refused (counted by the caller), never a panic, and leaves no half-decoded packet behind:
+// the next good frame decodes cleanly into the slot.
+func TestDecodeMalformed(t *testing.T) {
+	for _, dp := range []datapath{batched, legacy} {
+		a := &agent{dp: dp}
+		good := dataFrame(t, 5, []uint8{1, 2})
+		r := rand.New(rand.NewPCG(1, 2))
+		bad := 0
+		for i := 0; i < 20000; i++ {
+			f := bytes.Clone(good)
+			switch i % 3 {
+			case 0:
+				f = f[:r.IntN(len(f))]
+			case 1:
+				f[r.IntN(60)] ^= byte(1 + r.IntN(255))
+			case 2:
+				f = make([]byte, r.IntN(200))
+				for j := range f {
+					f[j] = byte(r.Uint32())
+				}
+			}
+			if _, err := a.decode(f); err != nil {
+				bad++
+			}
+		}
+		if bad == 0 {
+			t.Fatalf("%v: no corrupted frame was refused", dp)
+		}
+		p, err := a.decode(good)
+		if err != nil || p.PSN != 5 || !bytes.Equal(p.Route, []uint8{1, 2}) || p.Raw != nil {
+			t.Fatalf("%v: good frame after garbage: %+v, %v", dp, p, err)
+		}
+	}
+}
+
+type recvLog struct {
+	clk *clock.Real
+	at  []clock.Time
+	psn []uint32
+}
+
+func (r *recvLog) Receive(_ int, p *pkt.Packet) {
+	r.at = append(r.at, r.clk.Now())
+	r.psn = append(r.psn, p.PSN)
+}
+func (r *recvLog) SetLink(int, egress.Link) {}
+func (r *recvLog) Flush()                   {}
+
+// A frame read before it is due reaches its engine at its due time exactly, in order, however the
+// reads and the clock interleave.
+func TestHeldFramesDeliveredWhenDue(t *testing.T) {
+	clk := clock.NewReal(clock.MonotonicNanos() - int64(clock.Second/clock.Nanosecond)) // wall is 1 s in
+	eng := &recvLog{clk: clk}
+	a := &agent{clk: clk, dp: batched}
+	p := &port{dev: &device{eng: eng}, early: true}
+	due := []clock.Time{10, 20, 20, 35, 90}
+	for i, d := range due[:3] {
+		p.hold(a, &pkt.Packet{PSN: uint32(i)}, d*clock.Microsecond)
+	}
+	clk.RunDueUntil(20 * clock.Microsecond)
+	for i, d := range due[3:] {
+		p.hold(a, &pkt.Packet{PSN: uint32(3 + i)}, d*clock.Microsecond)
+	}
+	clk.RunDueUntil(clock.Second)
+	if len(eng.at) != len(due) {
+		t.Fatalf("delivered %d of %d", len(eng.at), len(due))
+	}
+	for i, d := range due {
+		if eng.at[i] != d*clock.Microsecond || eng.psn[i] != uint32(i) {
+			t.Fatalf("frame %d: delivered psn %d at %v, want psn %d at %v", i, eng.psn[i], eng.at[i], i, d*clock.Microsecond)
+		}
+	}
+}
+
+// Only ports whose peer this agent hosts write early, and the catch-up step stays shorter than their
+// link delay (a frame written in a step is due after the step ends).
+func TestEarlyPortsAndStep(t *testing.T) {
+	a := &agent{dp: batched}
+	mk := func(delay clock.Time) *port {
+		p := &port{}
+		p.link = &link{p: p, delay: delay}
+		return p
+	}
+	local, peer, remote, nodelay := mk(clock.Millisecond), mk(clock.Millisecond), mk(clock.Millisecond), mk(0)
+	local.peer, peer.peer, nodelay.peer = peer, local, peer
+	a.ports = []*port{local, peer, remote, nodelay}
+	a.setEarly()
+	if !local.early || !peer.early || remote.early || nodelay.early {
+		t.Fatalf("early: local %v peer %v remote %v no-delay %v", local.early, peer.early, remote.early, nodelay.early)
+	}
+	if local.slack <= 0 || local.slack >= local.link.delay {
+		t.Fatalf("slack %v not within the link delay %v", local.slack, local.link.delay)
+	}
+	a = &agent{dp: legacy, ports: []*port{local}}
+	local.early = false
+	a.setEarly()
+	if local.early {
+		t.Fatal("the legacy data path wrote early")
+	}
+}

@@ -1,0 +1,181 @@
+package netns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
+	"golang.org/x/sys/unix"
+)
+
+// Calibration is what this machine's agent measured: frame-hops per CPU-second of one agent busy
+// catching up (as many frames as it can move), on a small fabric under WebSearch.
+type Calibration struct {
+	FramesPerCPUSecond float64   `json:"frames_per_cpu_second"`
+	Frames             uint64    `json:"frames"`
+	CPUSeconds         float64   `json:"cpu_seconds"`
+	Key                string    `json:"key"` // what it holds for: calibrationKey
+	At                 time.Time `json:"at"`
+}
+
+// calibrationVersion changes whenever the agent's data path does, so a cached calibration of an older
+// agent is measured again.
+const calibrationVersion = "batched-1"
+
+// calibrationKey names the machine and agent a calibration holds for: kernel release, CPU model,
+// CPUs, data path.
+func calibrationKey() string {
+	var u unix.Utsname
+	rel := "?"
+	if unix.Uname(&u) == nil {
+		rel = unix.ByteSliceToString(u.Release[:])
+	}
+	model := "?"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	dp := calibrationVersion
+	if os.Getenv(DatapathEnv) == "legacy" {
+		dp = "legacy"
+	}
+	return fmt.Sprintf("%s|%s|%d cpus|%s", rel, model, runtime.NumCPU(), dp)
+}
+
+// CalibrationPath is where the calibration is cached: $FABRICLAB_CALIBRATION if set, else
+// $XDG_CACHE_HOME/fabriclab (~/.cache/fabriclab), else /var/cache/fabriclab.
+func CalibrationPath() string {
+	if p := os.Getenv("FABRICLAB_CALIBRATION"); p != "" {
+		return p
+	}
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = "/var/cache"
+	}
+	return filepath.Join(dir, "fabriclab", "agent-calibration.json")
+}
+
+// LoadCalibration returns the cached calibration if it holds for this machine and agent and is not
+// older than calibrationStale.
+func LoadCalibration() (Calibration, bool) {
+	var c Calibration
+	b, err := os.ReadFile(CalibrationPath())
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		return c, false
+	}
+	if c.Key != calibrationKey() || time.Since(c.At) > calibrationStale || c.FramesPerCPUSecond <= 0 {
+		return c, false
+	}
+	return c, true
+}
+
+// calibrationSpec is the calibration's fabric: NDC(2,1) (8 devices) under WebSearch at load 0.6 for
+// 2 ms, at D=100, which no agent keeps up with in real time on the machines we have, so it runs
+// behind the wall clock, catching up, moving frames as fast as it can. Its batches are as large as at
+// any D (link delay and frame time both scale with D), so the number holds for the D it is used for.
+const calibrationSpec = `name: %s
+backend: netns
+dilation: 100
+topology: {family: ndc, n: 2, k: 1, link: {rate: 100Gbps, delay: 1us}}
+switch: {flow_control: lossy}
+workload:
+  - {kind: poisson, cdf: websearch, load: 0.6, duration: 2ms}
+duration: 3ms
+`
+
+// Calibrate measures this machine's agent (a netns run of about a second; needs root, and the
+// namespace lock where others run labs) and caches the result.
+func Calibrate(ctx context.Context, name string) (Calibration, error) {
+	s, err := spec.Parse([]byte(fmt.Sprintf(calibrationSpec, name)))
+	if err != nil {
+		return Calibration{}, err
+	}
+	l, err := lab.Build(s)
+	if err != nil {
+		return Calibration{}, err
+	}
+	_, res, err := Run(ctx, l, RunOptions{Name: name, CrossCheck: -1})
+	if err != nil {
+		return Calibration{}, fmt.Errorf("calibrating the agent: %w", err)
+	}
+	m := res.Monitor
+	if m.CPUTime <= 0 || m.Frames == 0 {
+		return Calibration{}, errors.New("calibrating the agent: it reported no frames or no CPU time")
+	}
+	c := Calibration{FramesPerCPUSecond: float64(m.Frames) / m.CPUTime.Seconds(), Frames: m.Frames,
+		CPUSeconds: m.CPUTime.Seconds(), Key: calibrationKey(), At: time.Now().UTC()}
+	if b, err := json.MarshalIndent(c, "", "  "); err == nil {
+		p := CalibrationPath()
+		if os.MkdirAll(filepath.Dir(p), 0o755) == nil {
+			_ = os.WriteFile(p, append(b, '\n'), 0o644) // a cache: failing to keep it only costs a re-measure
+		}
+	}
+	return c, nil
+}
+
+// AutoDilation chooses the dilation of a netns run of l whose spec sets none: the workload's frame
+// rate against this machine's calibration (measured now if none is cached or it is stale; progress,
+// if set, is told). name prefixes the calibration lab's name.
+func AutoDilation(ctx context.Context, l *lab.Lab, agents int, name string, progress func(string)) (Choice, error) {
+	cal, err := machineCalibration(ctx, name, progress)
+	if err != nil {
+		return Choice{}, err
+	}
+	c := ChooseDilation(FrameRate(l), agents, cal.FramesPerCPUSecond)
+	c.Why += "; calibrated " + cal.At.Format("2006-01-02 15:04 UTC")
+	return c, nil
+}
+
+// ExplicitDilationWarning is CheckDilation for an explicit dilation against this machine's
+// calibration (measured if need be): "" when it keeps up.
+func ExplicitDilationWarning(ctx context.Context, l *lab.Lab, agents int, name string, progress func(string)) (string, error) {
+	cal, err := machineCalibration(ctx, name, progress)
+	if err != nil {
+		return "", err
+	}
+	if ok, why := CheckDilation(FrameRate(l), agents, cal.FramesPerCPUSecond, l.Spec.Dilation); !ok {
+		return why, nil
+	}
+	return "", nil
+}
+
+func machineCalibration(ctx context.Context, name string, progress func(string)) (Calibration, error) {
+	if c, ok := LoadCalibration(); ok {
+		return c, nil
+	}
+	if progress != nil {
+		progress(fmt.Sprintf("calibrating this machine's agent (once a week, cached in %s)", CalibrationPath()))
+	}
+	return Calibrate(ctx, name+"cal")
+}
+
+// chooseDilation sets the dilation of a run whose spec sets none (Run): l.Spec.Dilation becomes the
+// chosen D, so everything downstream dilates by it; it returns why.
+func chooseDilation(ctx context.Context, l *lab.Lab, opts RunOptions) (string, error) {
+	agents := opts.Agents
+	if agents <= 0 {
+		agents = DefaultAgents
+	}
+	agents = min(agents, len(l.Graph.Nodes))
+	c, err := AutoDilation(ctx, l, agents, fmt.Sprintf("c%d", os.Getpid()), opts.Progress)
+	if err != nil {
+		return "", err
+	}
+	l.Spec.Dilation = c.D
+	if opts.Progress != nil {
+		opts.Progress(c.Why)
+	}
+	return c.Why, nil
+}
