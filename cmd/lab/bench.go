@@ -181,10 +181,12 @@ func benchSubstrate(ctx context.Context, w io.Writer, bf benchFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "frames/s (%d B frames, %v each, counted at the receiver):\n", fr.Size, bf.frameDur)
-	fmt.Fprintf(w, "  linux bridge  %10.0f  (offered %.0f)\n", fr.BridgeFPS, fr.BridgeOffered)
-	fmt.Fprintf(w, "  Go switch     %10.0f  (offered %.0f, malformed %d)\n", fr.SwitchFPS, fr.SwitchOffered, fr.Forwarder.Malformed)
-	fmt.Fprintf(w, "  ratio Go/bridge %.3f\n", fr.Ratio)
+	fmt.Fprintf(w, "one forwarding device between two veths (%d B frames, %v each, counted at the receiver; per CPU-second of the generator, receiver and forwarder threads):\n", fr.Size, bf.frameDur)
+	fmt.Fprintf(w, "  %-18s %10s %10s %14s\n", "", "frames/s", "offered", "frames/cpu_s")
+	fmt.Fprintf(w, "  %-18s %10.0f %10.0f %14.0f\n", "linux bridge", fr.BridgeFPS, fr.BridgeOffered, fr.BridgePerCPU)
+	fmt.Fprintf(w, "  %-18s %10.0f %10.0f %14.0f\n", "kernel forwarding", fr.RouterFPS, fr.RouterOffered, fr.RouterPerCPU)
+	fmt.Fprintf(w, "  %-18s %10.0f %10.0f %14.0f  (malformed %d)\n", "Go switch", fr.SwitchFPS, fr.SwitchOffered, fr.SwitchPerCPU, fr.Forwarder.Malformed)
+	fmt.Fprintf(w, "  ratio Go/bridge %.3f (frames/s), %.3f (per CPU-second)\n", fr.Ratio, fr.SwitchPerCPU/max(fr.BridgePerCPU, 1))
 	if !bf.tcp {
 		return nil
 	}

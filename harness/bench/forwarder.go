@@ -8,8 +8,10 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
@@ -37,6 +39,7 @@ type ForwarderStats struct {
 	Marked     uint64 // CE marks the switches applied (from their logs' counters)
 	Lag        clock.LagStats
 	Log        *records.Log
+	CPU        time.Duration // the loop thread's CPU (user + system), sends and the kernel work they do included
 }
 
 // Forwarder runs switch engines on a real clock in one goroutine locked to its OS thread: every
@@ -51,6 +54,7 @@ type Forwarder struct {
 	log   *records.Log
 
 	rx, tx, malformed, sendErr atomic.Uint64
+	cpu                        time.Duration // set by the loop as it exits
 	stop                       chan struct{}
 	done                       chan error
 	once                       sync.Once
@@ -128,8 +132,10 @@ func (f *Forwarder) flush() {
 }
 
 func (f *Forwarder) loop() {
+	runtime.LockOSThread()
+	c0 := threadCPU()
 	err := clock.PreciseThread()
-	defer func() { f.done <- err }()
+	defer func() { f.cpu = threadCPU() - c0; f.done <- err }()
 	fds := make([]unix.PollFd, len(f.ports))
 	for i, p := range f.ports {
 		fds[i] = unix.PollFd{Fd: int32(p.Fd()), Events: unix.POLLIN}
@@ -194,7 +200,7 @@ func (f *Forwarder) Stop() (ForwarderStats, error) {
 		}
 	})
 	st := ForwarderStats{Rx: f.rx.Load(), Tx: f.tx.Load(), Malformed: f.malformed.Load(),
-		SendErrors: f.sendErr.Load(), Lag: f.clk.Lag(), Log: f.log}
+		SendErrors: f.sendErr.Load(), Lag: f.clk.Lag(), Log: f.log, CPU: f.cpu}
 	for _, s := range f.sws {
 		st.Marked += s.Counters().Marked
 	}

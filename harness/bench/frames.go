@@ -5,6 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,14 +29,18 @@ type FramesOptions struct {
 	Duration time.Duration // per measurement (default 2 s)
 }
 
-// FramesResult compares one forwarding device between two veths: the kernel's bridge and the Go switch.
+// FramesResult compares one forwarding device between two veths: the kernel's bridge, the kernel's IPv4
+// forwarding and the Go switch.
 type FramesResult struct {
-	Size                 int
-	BridgeFPS, SwitchFPS float64 // frames/s counted at the receiver
-	BridgeOffered        float64 // frames/s the generator wrote during the bridge run
-	SwitchOffered        float64
-	Ratio                float64 // SwitchFPS / BridgeFPS
-	Forwarder            ForwarderStats
+	Size                            int
+	BridgeFPS, RouterFPS, SwitchFPS float64 // frames/s counted at the receiver
+	BridgeOffered                   float64 // frames/s the generator wrote during the bridge run
+	RouterOffered, SwitchOffered    float64
+	Ratio                           float64 // SwitchFPS / BridgeFPS
+	// Frames received per CPU-second of the whole path: the generator's and the receiver's threads
+	// (the kernel's forwarding runs in the generator's softirq) and, for the Go switch, its loop thread.
+	BridgePerCPU, RouterPerCPU, SwitchPerCPU float64
+	Forwarder                                ForwarderStats
 }
 
 // FramesPerSecond measures, in one lab (h0 - s0 - h1), how many frames per second reach h1 when a
@@ -100,13 +107,19 @@ func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, e
 	if err := nl.LinkSetUp(br); err != nil {
 		return nil, err
 	}
-	res.BridgeOffered, res.BridgeFPS, err = blast(ctx, gen, sink, frame, o.Duration)
+	bl, err := blast(ctx, gen, sink, frame, o.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("bridge run: %w", err)
 	}
+	res.BridgeOffered, res.BridgeFPS, res.BridgePerCPU = bl.offered, bl.got, bl.perCPU(0)
 	if err := nl.LinkDel(br); err != nil {
 		return nil, fmt.Errorf("remove bridge: %w", err)
 	}
+	rt, err := routerRun(ctx, l, nl, gen, sink, o)
+	if err != nil {
+		return nil, fmt.Errorf("kernel forwarding run: %w", err)
+	}
+	res.RouterOffered, res.RouterFPS, res.RouterPerCPU = rt.offered, rt.got, rt.perCPU(0)
 
 	cfg := switchsw.Config{Device: int32(s0), BufferBytes: 4 << 20, FlowControl: fc.Config{Mode: "lossy"},
 		Ports: []switchsw.PortConfig{{RateBps: 100e9, PeerIsHost: true, PeerHost: 0}, {RateBps: 100e9, PeerIsHost: true, PeerHost: 1}},
@@ -115,8 +128,9 @@ func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, e
 	if err != nil {
 		return nil, err
 	}
-	res.SwitchOffered, res.SwitchFPS, err = blast(ctx, gen, sink, frame, o.Duration)
+	sw, err := blast(ctx, gen, sink, frame, o.Duration)
 	fs, ferr := fwd.Stop()
+	res.SwitchOffered, res.SwitchFPS, res.SwitchPerCPU = sw.offered, sw.got, sw.perCPU(fs.CPU)
 	res.Forwarder = fs
 	if err = errors.Join(err, ferr); err != nil {
 		return nil, fmt.Errorf("Go switch run: %w", err)
@@ -127,17 +141,48 @@ func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, e
 	return res, nil
 }
 
+// blasted is what one blast measured: frames/s offered and received over its window, frames received
+// and the CPU of the generator's and receiver's threads over it.
+type blasted struct {
+	offered, got float64
+	frames       uint64
+	cpu          time.Duration
+}
+
+// perCPU is frames received per CPU-second of the generator, receiver and extra (a forwarder's thread).
+func (b blasted) perCPU(extra time.Duration) float64 {
+	if c := (b.cpu + extra).Seconds(); c > 0 {
+		return float64(b.frames) / c
+	}
+	return 0
+}
+
+// threadCPU is the calling thread's CPU (user + system); the goroutine must be locked to it.
+func threadCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_THREAD, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // blast floods frame from gen for d while counting arrivals at sink; it returns offered and received
-// frames per second over the same window.
-func blast(ctx context.Context, gen, sink *netns.PacketPort, frame []byte, d time.Duration) (offered, got float64, err error) {
+// frames per second over the same window, and the two threads' CPU over it.
+func blast(ctx context.Context, gen, sink *netns.PacketPort, frame []byte, d time.Duration) (res blasted, err error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	drain(sink)
 	var stop atomic.Bool
 	var rx atomic.Uint64
 	var wg sync.WaitGroup
 	var rerr error
+	var sinkCPU time.Duration
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		c0 := threadCPU()
 		fds := []unix.PollFd{{Fd: int32(sink.Fd()), Events: unix.POLLIN}}
 		for !stop.Load() {
 			n, err := sink.Recv(func([]byte) {})
@@ -150,6 +195,7 @@ func blast(ctx context.Context, gen, sink *netns.PacketPort, frame []byte, d tim
 				unix.Poll(fds, 10)
 			}
 		}
+		sinkCPU = threadCPU() - c0
 	}()
 	batch := make([][]byte, netns.PortBatch)
 	for i := range batch {
@@ -157,7 +203,7 @@ func blast(ctx context.Context, gen, sink *netns.PacketPort, frame []byte, d tim
 	}
 	// Let the receiver start, then count over exactly the window the generator runs.
 	time.Sleep(10 * time.Millisecond)
-	start, rx0 := time.Now(), rx.Load()
+	start, rx0, c0 := time.Now(), rx.Load(), threadCPU()
 	var sent uint64
 	for time.Since(start) < d && ctx.Err() == nil {
 		n, serr := gen.Send(batch)
@@ -168,11 +214,13 @@ func blast(ctx context.Context, gen, sink *netns.PacketPort, frame []byte, d tim
 		}
 	}
 	el := time.Since(start).Seconds()
+	genCPU := threadCPU() - c0
 	rxN := rx.Load() - rx0
 	time.Sleep(20 * time.Millisecond) // frames in flight at the end are not counted: the window is closed
 	stop.Store(true)
 	wg.Wait()
-	return float64(sent) / el, float64(rxN) / el, errors.Join(err, rerr, ctx.Err())
+	return blasted{offered: float64(sent) / el, got: float64(rxN) / el, frames: rxN, cpu: genCPU + sinkCPU},
+		errors.Join(err, rerr, ctx.Err())
 }
 
 func drain(p *netns.PacketPort) {
@@ -209,4 +257,53 @@ func udpFrame(src, dst, size int) []byte {
 	binary.BigEndian.PutUint16(udp[2:], 9)
 	binary.BigEndian.PutUint16(udp[4:], uint16(size-34))
 	return f
+}
+
+// routerRun measures s0 as a kernel IPv4 router between the same veths: forwarding on, a /32 route
+// and a permanent neighbour for h1, and the generator's frames addressed to s0's p0 (the kernel routes
+// only frames sent to its own MAC). Forwarding is turned off again before it returns.
+func routerRun(ctx context.Context, l *netns.Lab, nl *netlink.Handle, gen, sink *netns.PacketPort, o FramesOptions) (blasted, error) {
+	forward := func(on string) error {
+		return l.Do("s0", func() error {
+			for _, f := range []string{"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv4/conf/all/rp_filter", "/proc/sys/net/ipv4/conf/p0/rp_filter"} {
+				v := on
+				if f != "/proc/sys/net/ipv4/ip_forward" {
+					v = "0"
+				}
+				if err := os.WriteFile(f, []byte(v), 0o644); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	p0, err := nl.LinkByName("p0")
+	if err != nil {
+		return blasted{}, err
+	}
+	p1, err := nl.LinkByName("p1")
+	if err != nil {
+		return blasted{}, err
+	}
+	h1 := wire.HostIP(1).AsSlice()
+	for i, lk := range []netlink.Link{p0, p1} {
+		a := &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(198, 19, 255, byte(1+i)), Mask: net.CIDRMask(32, 32)}}
+		if err := nl.AddrAdd(lk, a); err != nil {
+			return blasted{}, fmt.Errorf("address on s0 %s: %w", lk.Attrs().Name, err)
+		}
+	}
+	if err := nl.NeighAdd(&netlink.Neigh{LinkIndex: p1.Attrs().Index, IP: h1, HardwareAddr: wire.HostMAC(1),
+		State: netlink.NUD_PERMANENT, Family: netlink.FAMILY_V4}); err != nil {
+		return blasted{}, fmt.Errorf("neighbour h1 on s0: %w", err)
+	}
+	if err := nl.RouteAdd(&netlink.Route{LinkIndex: p1.Attrs().Index, Dst: &net.IPNet{IP: h1, Mask: net.CIDRMask(32, 32)}}); err != nil {
+		return blasted{}, fmt.Errorf("route to h1 on s0: %w", err)
+	}
+	if err := forward("1"); err != nil {
+		return blasted{}, fmt.Errorf("forwarding on in s0: %w", err)
+	}
+	frame := udpFrame(0, 1, o.Size)
+	copy(frame[0:6], p0.Attrs().HardwareAddr)
+	res, err := blast(ctx, gen, sink, frame, o.Duration)
+	return res, errors.Join(err, forward("0"))
 }
