@@ -30,7 +30,7 @@ func WriteRegressPlots(dir string, rg *Regression) ([]string, error) {
 	}
 	var files []string
 	for _, g := range groups {
-		p, err := regressPlot(g, by[g])
+		p, err := regressPlot(g, by[g], rg.Each != rg.Level)
 		if err != nil {
 			return files, fmt.Errorf("compare plot %s: %w", g, err)
 		}
@@ -62,9 +62,13 @@ type ratioCI struct {
 
 func (r ratioCI) YError(i int) (float64, float64) { return r.lo[i], r.hi[i] }
 
-func regressPlot(group string, cs []MetricChange) (*plot.Plot, error) {
+func regressPlot(group string, cs []MetricChange, familywise bool) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("%s: NEW / BASE, 95%% CI (grey: the margin around 1; red: changed)", group)
+	level := "95% CIs"
+	if familywise {
+		level = "CIs 95% family-wise"
+	}
+	p.Title.Text = fmt.Sprintf("%s: NEW / BASE, %s (grey: the margin around 1; red: changed)", group, level)
 	p.Y.Label.Text = "new / base"
 	band := marginBand{XYs: make(plotter.XYs, len(cs)), m: make([]float64, len(cs))}
 	var ok, bad ratioCI
