@@ -102,8 +102,8 @@ func procHasEnv(pid int, kv string) bool {
 // running now and is the one lab recorded. foreign says why not when the line names a running process
 // with the recorded start time that is not ours (a tampered file); it is empty for a process gone.
 func ourProcess(fs []string) (pid int, foreign string) {
-	if len(fs) < 4 {
-		return 0, "" // an older lab's line without a token: its agents died with their parent (Pdeathsig)
+	if len(fs) < 2 {
+		return 0, ""
 	}
 	pid, err := strconv.Atoi(fs[0])
 	if err != nil || pid <= 1 {
@@ -111,6 +111,10 @@ func ourProcess(fs []string) (pid int, foreign string) {
 	}
 	if st, err := procStartTime(pid); err != nil || st != fs[1] {
 		return 0, "" // gone, or the PID now belongs to a later process
+	}
+	if len(fs) < 4 {
+		// A line without token and binary (an older lab's, or forged): nothing proves it is ours.
+		return 0, "was recorded without the lab's token (by an older lab?): not verifiable; stop it yourself if it is this lab's"
 	}
 	exe, err := procExe(pid)
 	if err != nil {
