@@ -95,9 +95,11 @@ func fctCDF(runs []*Run) (*plot.Plot, error) {
 			continue
 		}
 		sort.Float64s(v)
-		pts := make(plotter.XYs, len(v))
+		// From 0 at the fastest flow: a run of one flow is then a visible step, not a lone point.
+		pts := make(plotter.XYs, len(v)+1)
+		pts[0] = plotter.XY{X: v[0], Y: 0}
 		for k, x := range v {
-			pts[k] = plotter.XY{X: x, Y: float64(k+1) / float64(len(v))}
+			pts[k+1] = plotter.XY{X: x, Y: float64(k+1) / float64(len(v))}
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
