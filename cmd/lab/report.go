@@ -111,7 +111,7 @@ process that ran it, e.g. one of many lab run --index processes) says done; the 
 	cmd.Flags().BoolVar(&noPlots, "no-plots", false, "tables only")
 	cmd.Flags().UintSliceVar(&plotFlows, "flows", nil, "flow ids for the flow_rate plot (default: each run's four largest completed flows)")
 	cmd.Flags().BoolVar(&reportFlags.apart, "apart", false, "run trees: keep each DIR's runs apart, labelled by DIR, instead of merging runs of the same spec (a baseline next to a change; lab compare BASE NEW gives the verdict)")
-	cmd.Flags().BoolVar(&reportFlags.strict, "strict", false, "run trees: exit 1 when a zero-tolerance claim (expect: drops_lossless, retransmissions, deadlocks or violations = 0) is non-zero in any seed")
+	cmd.Flags().BoolVar(&reportFlags.strict, "strict", false, "run trees: exit 3 when a zero-tolerance claim (expect: drops_lossless, retransmissions, deadlocks or violations = 0) is non-zero in any seed")
 	cmd.Flags().StringArrayVar(&reportFlags.metrics, "metric", nil, "run trees: plot this metric against the swept value (repeat; default fct_avg_s, fct_p99_s, goodput_per_flow_all_bps, goodput_aggregate_bps)")
 	root.AddCommand(cmd)
 }

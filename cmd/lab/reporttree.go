@@ -146,5 +146,5 @@ func brokenClaims(es []report.AggExpectation) error {
 	if len(broken) == 0 {
 		return nil
 	}
-	return fmt.Errorf("--strict: %d zero-tolerance claims broken:\n  %s", len(broken), strings.Join(broken, "\n  "))
+	return exitCodeError{code: exitVerdict, err: fmt.Errorf("--strict: %d zero-tolerance claims broken:\n  %s", len(broken), strings.Join(broken, "\n  "))}
 }
