@@ -149,6 +149,6 @@ func (p *port) hold(a *agent, pk *pkt.Packet, at clock.Time) {
 	}
 	if !in.armed {
 		in.armed = true
-		a.clk.AfterFunc(at-a.clk.Now(), in.fire)
+		a.clk.AfterFuncRanked(at-a.clk.Now(), p.rank, in.fire)
 	}
 }

@@ -212,7 +212,7 @@ func (a *agent) deliverAt(p *port, pk *pkt.Packet, due clock.Time) {
 	in.q = append(in.q, inFlight{at: due, p: pk})
 	if !in.armed {
 		in.armed = true
-		a.clk.AfterFunc(due-a.clk.Now(), in.fire)
+		a.clk.AfterFuncRanked(due-a.clk.Now(), p.rank, in.fire)
 	}
 }
 
@@ -242,7 +242,7 @@ func (p *port) releaseInbox(a *agent) {
 		n := copy(in.q, in.q[in.head:])
 		in.q, in.head = in.q[:n], 0
 	}
-	a.clk.AfterFunc(in.q[in.head].at-now, in.fire)
+	a.clk.AfterFuncRanked(in.q[in.head].at-now, p.rank, in.fire)
 }
 
 // sampleStalls sends the coordinator this agent's paused, non-empty queues every monitor interval of

@@ -78,6 +78,9 @@ type port struct {
 	// and of the last one written, and the frames read ahead of their due time.
 	txSeq, txWritten uint32
 	inbox            inbox
+	// rank orders this port's deliveries among frames due at a device at the same instant, the same in
+	// every agent: 1 + node*1024 + port (clock.Real.AfterFuncRanked).
+	rank uint32
 }
 
 // expected is a frame written by this agent that its own peer port will read: its length, a hash of
@@ -368,7 +371,8 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 				a.close()
 				return nil, fmt.Errorf("device %s: %w", d.Name, err)
 			}
-			p := &port{dev: dev, index: i, sock: sock, cfg: pc, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps)}
+			p := &port{dev: dev, index: i, sock: sock, cfg: pc, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps),
+				rank: uint32(min(1+d.Node*1024+i, clock.MaxRank))}
 			p.link = &link{a: a, p: p, delay: pc.Delay}
 			p.link.fire = p.link.release
 			p.inbox.fire = func() { p.releaseInbox(a) }
