@@ -44,8 +44,12 @@ type analysis struct {
 	LPSeconds      float64 `json:"lp_seconds,omitempty"`
 	// Eq6 is the FC+ paper's Eq. (6) bound for the matrix (total trunk capacity over shortest-path
 	// need); MeanHops the matrix's demand-weighted shortest distance.
-	Eq6      float64 `json:"eq6_bound,omitempty"`
-	MeanHops float64 `json:"mean_hops,omitempty"`
+	// K2OverK is the FC+ paper's K_2/K (--k2): Yen's paths read per K kept, over K2Censored pairs
+	// that needed more than 16K.
+	K2OverK    float64 `json:"k2_over_k,omitempty"`
+	K2Censored int     `json:"k2_censored,omitempty"`
+	Eq6        float64 `json:"eq6_bound,omitempty"`
+	MeanHops   float64 `json:"mean_hops,omitempty"`
 	// FibreChannel is the Fibre Channel paper's analytic bound (§3.4-3.5) for uniform traffic.
 	FibreChannel *bound.Analytic `json:"fibre_channel_bound,omitempty"`
 	// Regular is the expander thesis' all-to-all bound for a fabric of equal switches (Appendix C).
@@ -90,6 +94,8 @@ type lpOptions struct {
 	frac, tol    float64
 	unrestricted bool
 	lpOnly       bool
+	k2Pairs      int
+	k2K, k2NLP   int
 }
 
 func init() {
@@ -129,11 +135,14 @@ func init() {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the JSON object (docs/architecture.md §Contracts)")
-	cmd.Flags().StringVar(&o.tm, "tm", "uniform", "traffic matrix: uniform (all-to-all), permutation (random hosts), random (each switch to --frac of the others), near-worst (longest matching), workload (the spec's flows)")
+	cmd.Flags().StringVar(&o.tm, "tm", "uniform", "traffic matrix: none (no LP), uniform (all-to-all), permutation (random hosts), random (each switch to --frac of the others), near-worst (longest matching), workload (the spec's flows)")
 	cmd.Flags().Uint64Var(&o.seed, "tm-seed", 1, "seed of the random matrices")
 	cmd.Flags().Float64Var(&o.frac, "frac", 0.125, "random: share of the other switches each sends to (the FC+ paper's 12.5%)")
 	cmd.Flags().Float64Var(&o.tol, "tol", 0.01, "certified relative gap between lp_throughput and lp_upper")
 	cmd.Flags().BoolVar(&o.unrestricted, "unrestricted", false, "also solve the matrix over any path (lp_unrestricted)")
+	cmd.Flags().IntVar(&o.k2Pairs, "k2", 0, "FC+: also measure the paper's K_2/K (Table II) over this many random switch pairs (--tm-seed): how many of Yen's undirected shortest paths a filtering DF-KSP reads to keep --k2-k with at most --k2-nlp - 1 down-up turns (the spec's routing is not used: give a cheap one)")
+	cmd.Flags().IntVar(&o.k2K, "k2-k", 32, "--k2: K")
+	cmd.Flags().IntVar(&o.k2NLP, "k2-nlp", 2, "--k2: lossless priorities (2: the paper's 2L filtering)")
 	cmd.Flags().BoolVar(&o.lpOnly, "lp-only", false, "skip paths per pair and cycles (they list every pair's paths; the LP needs only the matrix's pairs)")
 	root.AddCommand(cmd)
 }
@@ -145,10 +154,56 @@ func analyze(l *lab.Lab, o lpOptions) (*analysis, error) {
 			return nil, err
 		}
 	}
+	if o.k2Pairs > 0 {
+		if err := analyzeK2(l, a, o); err != nil {
+			return nil, err
+		}
+	}
+	if o.tm == "none" {
+		return a, nil
+	}
 	if err := analyzeLP(l, a, o); err != nil {
 		return nil, err
 	}
 	return a, nil
+}
+
+// analyzeK2 fills K2OverK: the mean over o.k2Pairs random switch pairs of K_2/K, reading at most 16K
+// paths per pair (a pair that needs more counts as 16 and is counted in K2Censored). It needs only the
+// fabric, not the spec's router.
+func analyzeK2(l *lab.Lab, a *analysis, o lpOptions) error {
+	f, err := route.NewFabric(l.Graph)
+	if err != nil {
+		return err
+	}
+	k, nlp := o.k2K, o.k2NLP
+	if k < 1 || nlp < 1 {
+		return fmt.Errorf("--k2-k %d, --k2-nlp %d: want both at least 1", k, nlp)
+	}
+	if l.Graph.Family != "fcplus" && l.Graph.Family != "fc" {
+		return fmt.Errorf("--k2: topology family %s has no virtual layers (fcplus or fc)", l.Graph.Family)
+	}
+	rng := rand.New(rand.NewPCG(o.seed, 0x2b))
+	sg := f.SwitchGraph()
+	sum := 0.0
+	for i := 0; i < o.k2Pairs; i++ {
+		s := rng.IntN(len(f.Sw))
+		d := rng.IntN(len(f.Sw) - 1)
+		if d >= s {
+			d++
+		}
+		depth, ok, err := f.FilterDepth(sg, s, d, k, nlp, 16*k)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			a.K2Censored++
+			depth = 16 * k
+		}
+		sum += float64(depth) / float64(k)
+	}
+	a.K2OverK = sum / float64(o.k2Pairs)
+	return nil
 }
 
 // analyzeLP fills the LP fields; a fabric with no switch-level LP (server-centric) says why instead.
@@ -291,6 +346,12 @@ func writeAnalysis(w io.Writer, l *lab.Lab, a *analysis) {
 }
 
 func writeLP(w io.Writer, a *analysis) {
+	if a.K2OverK > 0 {
+		fmt.Fprintf(w, "K_2 / K          %.3f (%d pairs above 16K)\n", a.K2OverK, a.K2Censored)
+	}
+	if a.LPTM == "" && a.LPUnavailable == "" { // --tm none
+		return
+	}
 	if a.LPUnavailable != "" {
 		fmt.Fprintf(w, "LP throughput    unavailable: %s\n", a.LPUnavailable)
 		return

@@ -36,10 +36,13 @@ func TestClaimsFromTree(t *testing.T) {
 	table := `[
  {"id": "portfc-6.1", "paper": "portfc", "claim": "same fabric, same flows", "published": "0%", "kind": "band", "band": [-1, 1], "unit": "%",
   "metric": "avg FCT reduction", "definition": "paired by seed", "measured_mean": 42, "ci95": [40, 44], "seeds": 5, "topology_seeds": 1,
-  "command": "lab run", "source": {"experiment": "` + exp + `", "group": "a", "metric": "reduction:fct_avg_s:b", "scale": 100}, "verdict": "", "rule": "", "why": ""},
+  "command": "lab run", "source": {"experiment": "` + exp + `", "group": "a", "metric": "reduction:fct_avg_s:b"}, "verdict": "", "rule": "", "why": ""},
  {"id": "portfc-6.2", "paper": "portfc", "claim": "stored elsewhere", "published": "1x", "kind": "point", "band": [1, 1], "unit": "x", "direction": ">0",
   "metric": "m", "definition": "d", "measured_mean": 3, "ci95": [2, 4], "seeds": 5, "topology_seeds": 1,
-  "command": "lab run", "source": {"experiment": "another-experiment", "group": "a", "metric": "reduction:fct_avg_s:b"}, "verdict": "R", "rule": "", "why": ""}
+  "command": "lab run", "source": {"experiment": "another-experiment", "group": "a", "metric": "reduction:fct_avg_s:b"}, "verdict": "R", "rule": "", "why": ""},
+ {"id": "portfc-6.3", "paper": "portfc", "claim": "baseline in another tree", "published": "1x", "kind": "point", "band": [1, 1], "unit": "x",
+  "metric": "m", "definition": "d", "measured_mean": 5, "ci95": [4, 6], "seeds": 5, "topology_seeds": 1,
+  "command": "lab run", "source": {"experiment": "` + exp + `", "group": "a", "metric": "reduction:fct_avg_s:zzz"}, "verdict": "", "rule": "", "why": ""}
 ]`
 	docs := filepath.Join(dir, "docs")
 	if err := os.MkdirAll(docs, 0o755); err != nil {
@@ -77,6 +80,10 @@ func TestClaimsFromTree(t *testing.T) {
 	// direction holds).
 	if s := got["portfc-6.2"]; *s.MeasuredMean != 3 || s.Verdict != "O" {
 		t.Errorf("stored row: mean %v verdict %s", *s.MeasuredMean, s.Verdict)
+	}
+	// A row pairing with a baseline this tree lacks keeps its numbers.
+	if s := got["portfc-6.3"]; *s.MeasuredMean != 5 || s.Seeds != 5 {
+		t.Errorf("row without its baseline here: mean %v seeds %d", *s.MeasuredMean, s.Seeds)
 	}
 	pb, _ := os.ReadFile(page)
 	if p := string(pb); strings.Contains(p, "old table") || !strings.Contains(p, "| portfc-6.1 |") || !strings.HasSuffix(p, end+"\nafter\n") {

@@ -1,8 +1,10 @@
 package bound
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/fabriclab/fabriclab/lab/route"
@@ -156,5 +158,61 @@ func TestFibreChannelAnalytic(t *testing.T) {
 	res, _ := Throughput(g, nil, nil)
 	if res.G > a.Bound*(1+1e-6) || a.C != 16 {
 		t.Errorf("petersen: LP %.4f above analytic %.4f (c=%d)", res.G, a.Bound, a.C)
+	}
+}
+
+// The Fibre Channel paper's port identity and cut (fibre-channel.md §5 item 8): on every fabric 2L + N
+// equals the ports in use, which is cS when every switch fills its c ports; and the min-degree cut the
+// analytic bound uses, N(c - ⌈N/S⌉) / (⌈N/S⌉(N - ⌈N/S⌉)), equals the general per-switch cut
+// N·s_i / (n_i(N - n_i)) at the switch with the most terminals when s_i = c - n_i.
+func TestFibreChannelPortsIdentity(t *testing.T) {
+	type fab struct{ family, args string }
+	var fabs []fab
+	for seed := 1; seed <= 3; seed++ {
+		fabs = append(fabs, fab{"jellyfish", fmt.Sprintf("switches=12 degree=7 hosts=100 seed=%d", seed)},
+			fab{"jellyfish", fmt.Sprintf("switches=12 degree=8 hosts=96 seed=%d", seed)})
+	}
+	fabs = append(fabs, fab{"petersen", "hosts=130"}, fab{"petersen", "hosts=100"}, fab{"torus", "x=3 y=3 hosts=108"})
+	for _, c := range fabs {
+		g := topo.MustBuild(c.family, strings.Fields(c.args)...)
+		f, err := route.NewFabric(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trunks, n, ports, full := 0, 0, 0, true
+		cmax := 0
+		for i, sw := range f.Sw {
+			trunks += len(f.Out[i])
+			n += f.Terminals[i]
+			p := len(g.Nodes[sw].Ports)
+			ports += p
+			cmax = max(cmax, p)
+		}
+		for _, sw := range f.Sw {
+			full = full && len(g.Nodes[sw].Ports) == cmax
+		}
+		L := trunks / 2 // each trunk is two arcs
+		if 2*L+n != ports {
+			t.Errorf("%s %s: 2L + N = %d, ports in use %d", c.family, c.args, 2*L+n, ports)
+		}
+		if full && 2*L+n != cmax*len(f.Sw) {
+			t.Errorf("%s %s: every switch has c = %d ports but 2L + N = %d != cS = %d", c.family, c.args, cmax, 2*L+n, cmax*len(f.Sw))
+		}
+		a, err := FibreChannelBound(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ni := 0
+		for _, p := range f.Terminals {
+			ni = max(ni, p)
+		}
+		r := (n + len(f.Sw) - 1) / len(f.Sw)
+		general := float64(n) * float64(a.C-ni) / float64(ni*(n-ni))
+		if ni == r && math.Abs(general-a.Cut) > 1e-12 {
+			t.Errorf("%s %s: general cut %.6f at n_i = %d, min-degree form %.6f", c.family, c.args, general, ni, a.Cut)
+		}
+		if ni != r {
+			t.Errorf("%s %s: the busiest switch has %d terminals, ⌈N/S⌉ = %d (hosts not spread evenly)", c.family, c.args, ni, r)
+		}
 	}
 }

@@ -223,3 +223,26 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// FilterDepth is K_2 of the FC+ paper's Table II for the switch pair (a, b): how many of Yen's
+// shortest paths on the undirected switch graph, in length order, a filtering DF-KSP reads to keep k
+// with at most nlp-1 down-up turns. ok is false when the first limit paths hold fewer than k (the depth
+// is then above limit). g is f's switch graph (SwitchGraph), built once for many pairs.
+func (f *Fabric) FilterDepth(g graph.Graph, a, b, k, nlp, limit int) (depth int, ok bool, err error) {
+	all, err := f.Yen(g, a, b, limit)
+	if err != nil {
+		return 0, false, err
+	}
+	kept := 0
+	for i, sp := range all {
+		if f.DownUps(sp) <= nlp-1 {
+			if kept++; kept == k {
+				return i + 1, true, nil
+			}
+		}
+	}
+	return len(all), false, nil
+}
+
+// SwitchGraph is f's undirected switch graph, for FilterDepth.
+func (f *Fabric) SwitchGraph() graph.Graph { return f.switchGraph() }

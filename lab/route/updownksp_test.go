@@ -125,3 +125,34 @@ func TestFCDisjointByMaxFlow(t *testing.T) {
 	}
 	t.Logf("FC N=16 s=8: %.2f disjoint paths per pair by max flow, %.2f greedy", float64(total)/float64(pairs), float64(greedyTotal)/float64(pairs))
 }
+
+// FilterDepth counts Yen's paths up to the k-th with few enough down-up turns: at least k, exactly k
+// with no turn limit that binds (nlp large), and the depth's last path is one that is kept.
+func TestFilterDepth(t *testing.T) {
+	g := topo.MustBuild("fcplus", "switches=16", "s=6", "seed=1", "hosts_per_switch=1")
+	f, err := NewFabric(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg := f.SwitchGraph()
+	deeper := 0
+	for b := 1; b < 8; b++ {
+		d, ok, err := f.FilterDepth(sg, 0, b, 4, 1, 256)
+		if err != nil || !ok || d < 4 {
+			t.Fatalf("s0->s%d: depth %d ok %v err %v", b, d, ok, err)
+		}
+		all, _ := f.Yen(sg, 0, b, d)
+		if f.DownUps(all[d-1]) != 0 {
+			t.Errorf("s0->s%d: the %d-th path has %d down-up turns", b, d, f.DownUps(all[d-1]))
+		}
+		if d > 4 {
+			deeper++
+		}
+		if d2, ok, _ := f.FilterDepth(sg, 0, b, 4, 99, 256); !ok || d2 != 4 {
+			t.Errorf("s0->s%d: no turn limit, depth %d", b, d2)
+		}
+	}
+	if deeper == 0 {
+		t.Error("1L filtering never had to read past k: the test does not exercise the filter")
+	}
+}
