@@ -3,6 +3,7 @@ module github.com/fabriclab/fabriclab
 go 1.26.8
 
 require (
+	codeberg.org/go-fonts/liberation v0.5.0
 	github.com/containernetworking/plugins v1.9.1
 	github.com/gopacket/gopacket v1.7.7
 	github.com/onsi/ginkgo/v2 v2.34.0
@@ -18,7 +19,6 @@ require (
 )
 
 require (
-	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect

@@ -112,6 +112,7 @@ func usageErrors(c *cobra.Command) {
 
 func main() {
 	lazyGC()
+	dropFontPages()
 	root.Version = versionString()
 	usageErrors(root)
 	if err := root.Execute(); err != nil {

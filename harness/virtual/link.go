@@ -19,8 +19,7 @@ type link struct {
 	delay   clock.Time
 	to      Device
 	port    int
-	flight  []inFlight
-	head    int
+	flight  ring
 	pending bool
 	fire    func()
 	// unwired is told about every frame the real wire could not carry (wire.Check): the netns backend
@@ -60,7 +59,7 @@ func (l *link) Send(p *pkt.Packet) {
 	if l.meter != nil {
 		l.meter.add(l.clk.Now(), p)
 	}
-	l.flight = append(l.flight, inFlight{at: l.clk.Now() + l.delay, p: p})
+	l.flight.push(inFlight{at: l.clk.Now() + l.delay, p: p})
 	if !l.pending {
 		l.pending = true
 		l.clk.Schedule(l.delay, l.fire)
@@ -69,20 +68,50 @@ func (l *link) Send(p *pkt.Packet) {
 
 func (l *link) deliver() {
 	now := l.clk.Now()
-	for l.head < len(l.flight) && l.flight[l.head].at <= now {
-		p := l.flight[l.head].p
-		l.flight[l.head].p = nil
-		l.head++
-		l.to.Receive(l.port, p)
+	for l.flight.n > 0 && l.flight.front().at <= now {
+		l.to.Receive(l.port, l.flight.pop())
 	}
-	if l.head == len(l.flight) {
-		l.flight, l.head = l.flight[:0], 0
+	if l.flight.n == 0 {
 		l.pending = false
 		return
 	}
-	if l.head > 256 && l.head*2 > len(l.flight) { // a link that never drains must not grow forever
-		n := copy(l.flight, l.flight[l.head:])
-		l.flight, l.head = l.flight[:n], 0
+	l.clk.Schedule(l.flight.front().at-now, l.fire)
+}
+
+// ring is a link's in-flight frames, oldest first, in a circular buffer that grows (doubling) only when
+// full, so it holds the most frames the link ever carried at once: about 12 data frames on a 1 us link
+// at 100 Gb/s, 200 minimum-size ones. The slice it replaced was compacted only once 256 frames had left
+// it, which kept every busy link at hundreds of entries: 3.6 MB of the fat-tree k=12 incast's 41 MB
+// live heap (a shared pool of fifo chunks held as little but cost 1.4% more instructions at k=8).
+type ring struct {
+	buf     []inFlight // len is a power of two, or 0
+	head, n int
+}
+
+func (r *ring) push(f inFlight) {
+	if r.n == len(r.buf) {
+		r.grow()
 	}
-	l.clk.Schedule(l.flight[l.head].at-now, l.fire)
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = f
+	r.n++
+}
+
+func (r *ring) grow() {
+	buf := make([]inFlight, max(8, 2*len(r.buf)))
+	for i := 0; i < r.n; i++ {
+		buf[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+	}
+	r.buf, r.head = buf, 0
+}
+
+func (r *ring) front() *inFlight { return &r.buf[r.head] }
+
+// pop removes the oldest frame; the ring must not be empty. Its slot lets go of the packet.
+func (r *ring) pop() *pkt.Packet {
+	f := &r.buf[r.head]
+	p := f.p
+	f.p = nil
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	return p
 }
