@@ -69,6 +69,9 @@ step_unit_harness() { go test -count=1 -p 1 ./harness/...; }
 
 step_fuzz() { bash scripts/fuzz.sh 2s; }
 
+# deploy/k8s/manifestcheck is its own module, so client-go stays out of the lab binary's dependencies.
+step_k8s() { (cd deploy/k8s/manifestcheck && go test -count=1 .); }
+
 step_race() { go test -race -count=1 ./clock/... ./egress/... ./switchsw/... ./nodes/... ./wire/... ./harness/virtual/...; }
 
 step_ginkgo() {
@@ -100,6 +103,7 @@ step "gofmt" step_gofmt
 step "go vet" step_vet
 step "unit tests" step_unit
 step "unit tests, harness (one package at a time)" step_unit_harness
+step "Kubernetes manifests decode (deploy/k8s)" step_k8s
 step "fuzz targets, 2s each (scripts/fuzz.sh DURATION runs them longer)" step_fuzz
 step "race detector on the engines" step_race
 step "ginkgo suites (label: $labels)" step_ginkgo

@@ -65,7 +65,17 @@ type Options struct {
 	Workers int
 	// Progress, if set, is called after each phase with a short description.
 	Progress func(phase string, done, total int, elapsed time.Duration)
+	// Nodes, if set, are the only nodes made here (one machine's part of a lab over several, whose
+	// node and link indices stay the whole graph's); links with both ends among them are veths.
+	Nodes []int
+	// VXLAN are this machine's ends of links to other machines (vxlan.go).
+	VXLAN []VXLANLink
+
+	hosted map[int]bool
 }
+
+// hosts reports whether node i is made here.
+func (o *Options) hosts(i int) bool { return o.Nodes == nil || o.hosted[i] }
 
 // Lab is a lab that is up (or was found in a state file by Open).
 type Lab struct {
@@ -168,6 +178,9 @@ func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, er
 	if opts.Workers <= 0 {
 		opts.Workers = 4 * runtime.NumCPU()
 	}
+	if err := opts.checkPart(g); err != nil {
+		return nil, err
+	}
 	seen := map[string]bool{}
 	for _, n := range g.Nodes {
 		if !deviceRE.MatchString(n.Name) || len(n.Name) > 32 {
@@ -188,7 +201,10 @@ func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, er
 		return nil, fmt.Errorf("lab %q already exists (%s): bring it down first with `lab down %s`", name, statePath(name), name)
 	}
 	// Refuse before creating anything if a name we need is taken by someone else.
-	for _, n := range g.Nodes {
+	for i, n := range g.Nodes {
+		if !opts.hosts(i) {
+			continue
+		}
 		if _, err := os.Lstat(filepath.Join(NetnsDir, NSName(name, n.Name))); err == nil {
 			return nil, fmt.Errorf("namespace %s already exists and is not part of any lab state: refusing to touch it (pick another lab name)", NSName(name, n.Name))
 		}
@@ -273,14 +289,19 @@ func makeNamespaces(ctx context.Context, name string, g *topo.Graph, opts Option
 	// (marshal, fsync, rename, directory fsync) costs more than creating a namespace here (0.6-0.9 ms
 	// against ~0.4 ms), and listing a batch up front is as safe: Down skips names that do not exist.
 	if err := rec.update(func(s *State) {
-		for _, n := range g.Nodes {
-			s.Namespaces = append(s.Namespaces, NSEntry{Name: NSName(name, n.Name), Device: n.Name})
+		for i, n := range g.Nodes {
+			if opts.hosts(i) {
+				s.Namespaces = append(s.Namespaces, NSEntry{Name: NSName(name, n.Name), Device: n.Name})
+			}
 		}
 	}); err != nil {
 		return err
 	}
 	err := parallel(ctx, len(g.Nodes), opts.Workers, func() (func(), error) { return func() {}, nil },
 		func(i int) error {
+			if !opts.hosts(i) {
+				return nil
+			}
 			c, err := createNS(NSName(name, g.Nodes[i].Name), !opts.KeepIPv6, rec.st.Mark())
 			if err != nil {
 				return err
@@ -309,20 +330,16 @@ func makeNamespaces(ctx context.Context, name string, g *topo.Graph, opts Option
 func makeVeths(ctx context.Context, name string, g *topo.Graph, opts Options, rec *recorder, conns []*nsConn) error {
 	// Made one at a time: every RTM_NEWLINK takes RTNL, and on this 2-CPU VM 128 veths took 32-44 ms
 	// from one worker against 52-85 ms from 2-8 workers contending for it.
-	ents := make([]LinkEntry, len(g.Links))
-	for i, l := range g.Links {
-		ents[i] = LinkEntry{Index: i,
-			A: LinkEnd{NS: NSName(name, g.Nodes[l.A.Node].Name), Ifname: PortName(l.A.Port)},
-			B: LinkEnd{NS: NSName(name, g.Nodes[l.B.Node].Name), Ifname: PortName(l.B.Port)}}
-	}
+	ents, vents, veths := linkEntries(name, g, &opts)
 	// Listed as a batch before any is made, like the namespaces. Links live inside our namespaces
-	// and die with them, so this record is for Status and people, not for teardown.
-	if err := rec.update(func(s *State) { s.Links = append(s.Links, ents...) }); err != nil {
+	// and die with them (a VXLAN device too: its UDP socket is the underlay namespace's, shared, and
+	// goes with its last device), so this record is for Status and people, not for teardown.
+	if err := rec.update(func(s *State) { s.Links = append(append(s.Links, ents...), vents...) }); err != nil {
 		return err
 	}
 	const linkWorkers = 1
 	handles := make(chan *netlink.Handle, linkWorkers)
-	err := parallel(ctx, len(g.Links), linkWorkers,
+	err := parallel(ctx, len(veths), linkWorkers,
 		func() (func(), error) {
 			h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
 			if err != nil {
@@ -334,9 +351,9 @@ func makeVeths(ctx context.Context, name string, g *topo.Graph, opts Options, re
 		func(i int) error {
 			h := <-handles
 			defer func() { handles <- h }()
-			l := g.Links[i]
-			a, b := conns[l.A.Node], conns[l.B.Node]
 			ent := ents[i]
+			l := g.Links[veths[i]]
+			a, b := conns[l.A.Node], conns[l.B.Node]
 			attrs := netlink.NewLinkAttrs()
 			attrs.Name = ent.A.Ifname
 			attrs.MTU = opts.MTU
@@ -349,6 +366,9 @@ func makeVeths(ctx context.Context, name string, g *topo.Graph, opts Options, re
 			}
 			return nil
 		})
+	if err == nil {
+		err = makeVXLANs(conns, &opts)
+	}
 	close(handles)
 	for h := range handles {
 		h.Close()
@@ -362,6 +382,9 @@ func configurePorts(ctx context.Context, name string, g *topo.Graph, opts Option
 	return parallel(ctx, len(g.Nodes), opts.Workers, func() (func(), error) { return func() {}, nil },
 		func(i int) error {
 			c := conns[i]
+			if c == nil {
+				return nil // another machine's
+			}
 			for p := range g.Nodes[i].Ports {
 				ifn := PortName(p)
 				link, err := c.nl.LinkByName(ifn)
@@ -718,7 +741,7 @@ func labStatus(st *State) LabStatus {
 		return err == nil
 	}
 	for _, k := range st.Links {
-		if has(k.A) && has(k.B) {
+		if has(k.A) && (k.VXLAN != nil || has(k.B)) {
 			s.LinksPresent++
 		} else {
 			s.Missing = append(s.Missing, fmt.Sprintf("link %s:%s-%s:%s", k.A.NS, k.A.Ifname, k.B.NS, k.B.Ifname))

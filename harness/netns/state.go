@@ -48,11 +48,21 @@ type NSEntry struct {
 	Ino    uint64 `json:"ino,omitempty"`
 }
 
-// LinkEntry is one veth pair: interface A.Ifname in namespace A.NS and its peer.
+// LinkEntry is one veth pair: interface A.Ifname in namespace A.NS and its peer; or, with VXLAN set,
+// this machine's end A of a link to another machine (B is empty).
 type LinkEntry struct {
-	Index int     `json:"index"` // link index in the topology graph
-	A     LinkEnd `json:"a"`
-	B     LinkEnd `json:"b"`
+	Index int         `json:"index"` // link index in the topology graph
+	A     LinkEnd     `json:"a"`
+	B     LinkEnd     `json:"b"`
+	VXLAN *VXLANEntry `json:"vxlan,omitempty"`
+}
+
+// ends are the entry's ends in this machine's namespaces.
+func (k LinkEntry) ends() []LinkEnd {
+	if k.VXLAN != nil {
+		return []LinkEnd{k.A}
+	}
+	return []LinkEnd{k.A, k.B}
 }
 
 // LinkEnd names an interface inside a namespace.
@@ -87,7 +97,12 @@ func (st *State) Check() error {
 		ours[e.Name] = true
 	}
 	for _, k := range st.Links {
-		for _, end := range []LinkEnd{k.A, k.B} {
+		if k.VXLAN != nil {
+			if err := k.VXLAN.check(); err != nil {
+				return fmt.Errorf("link %d: %w: refusing to act on this state file", k.Index, err)
+			}
+		}
+		for _, end := range k.ends() {
 			if !ours[end.NS] || !portRE.MatchString(end.Ifname) {
 				return fmt.Errorf("link %d end %s:%s is not in one of lab %s's namespaces: refusing to act on this state file",
 					k.Index, end.NS, end.Ifname, st.Lab)

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/fabriclab/fabriclab/harness/cluster"
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/spf13/cobra"
+)
+
+func init() {
+	agentCmd := &cobra.Command{Use: "agent", Short: "This machine's part of labs over several machines (see serve)"}
+	var listen, secret, underlay, name string
+	var offset time.Duration
+	serve := &cobra.Command{
+		Use:   "serve --listen HOST:PORT --secret FILE --underlay IP",
+		Short: "Run this machine's agent server: a coordinator's `lab run SPEC --cluster FILE` makes its part of a lab here",
+		Long: "Listens for coordinators on --listen. A coordinator must prove it holds the secret in --secret " +
+			"(HMAC challenge-response; every message after is authenticated too); anything else is refused before " +
+			"it is read. For each coordinator the server makes its share of a lab (namespaces, veths inside this " +
+			"machine, kernel VXLAN links to the other machines from the interface holding --underlay), runs its " +
+			"agent, and removes all of it when the coordinator's connection ends. Needs root. Runs until SIGINT/SIGTERM.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if listen == "" || secret == "" || underlay == "" {
+				return errors.New("--listen, --secret and --underlay are required")
+			}
+			key, err := cluster.ReadSecret(secret)
+			if err != nil {
+				return err
+			}
+			if underlay == "auto" {
+				if underlay, err = netns.AutoUnderlay(); err != nil {
+					return err
+				}
+			}
+			if ip := net.ParseIP(underlay); ip == nil || ip.To4() == nil {
+				return errors.New("--underlay " + underlay + ": want this machine's IPv4 address")
+			}
+			if os.Geteuid() != 0 {
+				return errors.New("lab agent serve needs root: it creates network namespaces")
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			s := &cluster.Server{Secret: key, Name: name, Underlay: underlay, ClockOffset: offset}
+			return s.Serve(ctx, ln)
+		},
+	}
+	serve.Flags().StringVar(&listen, "listen", "", "address to accept coordinators on (HOST:PORT; :7070 for every address)")
+	serve.Flags().StringVar(&secret, "secret", "", "file holding the cluster's shared secret (at least 16 bytes, mode 600)")
+	serve.Flags().StringVar(&underlay, "underlay", "", "this machine's IPv4 address on the network between the machines (the VXLAN links' local end); auto: the namespace's one non-loopback address")
+	serve.Flags().StringVar(&name, "name", "", "this machine's name in messages (default: the host name)")
+	serve.Flags().DurationVar(&offset, "test-clock-offset", 0, "tests only: pretend this machine's clock is off by this much")
+	serve.Flags().MarkHidden("test-clock-offset")
+	agentCmd.AddCommand(serve)
+	root.AddCommand(agentCmd)
+}

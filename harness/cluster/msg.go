@@ -1,0 +1,59 @@
+package cluster
+
+import (
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/lab/topo"
+)
+
+// Msg is every message on the control channel; Type says which fields matter:
+//
+//	server -> coordinator   hello (right after the handshake)
+//	coordinator -> server   ping          <- pong    (clock probe, clock.go)
+//	coordinator -> server   up            <- upok    (make this machine's part of a lab)
+//	coordinator -> server   agent ...     <- agent   (the agent protocol, netns.AgentMsg, relayed to the
+//	                                                  machine's agent process; its first is setup)
+//	coordinator -> server   down          <- downok  (remove a lab this server made)
+//	either                  error
+//
+// A lab made by up lives as long as the connection that made it: when it closes (the run ended, the
+// coordinator died, the network failed) the server kills the lab's agent and removes the lab.
+type Msg struct {
+	Type  string          `json:"type"`
+	Hello *Hello          `json:"hello,omitempty"`
+	Clock *Stamps         `json:"clock,omitempty"`
+	Up    *UpReq          `json:"up,omitempty"`
+	Lab   string          `json:"lab,omitempty"`
+	Agent *netns.AgentMsg `json:"agent,omitempty"`
+	Err   string          `json:"err,omitempty"`
+}
+
+// Hello is what a server says about its machine.
+type Hello struct {
+	Name        string `json:"name"` // the server's --name (default: host name)
+	Underlay    string `json:"underlay"`
+	UnderlayIf  string `json:"underlay_if"`
+	UnderlayMTU int    `json:"underlay_mtu"`
+	Version     int    `json:"version"`
+}
+
+// ProtocolVersion changes whenever Msg or its parts change incompatibly.
+const ProtocolVersion = 1
+
+// UpReq is one machine's part of a lab: the whole graph (so node and link indices mean the same on
+// every machine), which of its nodes this machine hosts, and its links to the other machines.
+type UpReq struct {
+	Lab   string            `json:"lab"`
+	Graph *topo.Graph       `json:"graph"`
+	Nodes []int             `json:"nodes"`
+	MTU   int               `json:"mtu"`
+	VXLAN []netns.VXLANLink `json:"vxlan,omitempty"`
+}
+
+// Stamps are one clock probe's four timestamps (CLOCK_REALTIME ns): T1 the coordinator sent the ping,
+// T2 the server received it, T3 the server sent the pong, T4 the coordinator received it.
+type Stamps struct {
+	T1 int64 `json:"t1"`
+	T2 int64 `json:"t2,omitempty"`
+	T3 int64 `json:"t3,omitempty"`
+	T4 int64 `json:"-"`
+}

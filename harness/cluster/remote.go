@@ -1,0 +1,177 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/netns"
+)
+
+// Remote is the coordinator's connection to one machine's agent server. After Up and StartAgent it
+// carries that machine's agent protocol: Send and Recv move netns.AgentMsgs, as a local agent's pipes
+// do, so the backend drives a remote agent as it drives a local one.
+type Remote struct {
+	Machine Machine
+	Hello   Hello
+	c       *Conn
+	in      chan Msg // everything but pongs, in order
+	pongs   chan Stamps
+	done    chan struct{}
+	err     error // why the reader stopped (after done closes)
+	once    sync.Once
+}
+
+// Connect dials m's agent server, authenticates and reads its hello.
+func Connect(ctx context.Context, m Machine, secret []byte) (*Remote, error) {
+	c, err := Dial(ctx, m.Control, secret)
+	if err != nil {
+		return nil, fmt.Errorf("machine %s: %w", m.Name, err)
+	}
+	r := &Remote{Machine: m, c: c, in: make(chan Msg, 256), pongs: make(chan Stamps, 1), done: make(chan struct{})}
+	var h Msg
+	c.c.SetReadDeadline(time.Now().Add(handshake))
+	if err := c.Recv(&h); err != nil || h.Type != "hello" || h.Hello == nil {
+		c.Close()
+		return nil, fmt.Errorf("machine %s (%s): no hello: %v", m.Name, m.Control, err)
+	}
+	c.c.SetReadDeadline(time.Time{})
+	if h.Hello.Version != ProtocolVersion {
+		c.Close()
+		return nil, fmt.Errorf("machine %s: agent server speaks protocol %d, this coordinator %d: run the same lab version everywhere", m.Name, h.Hello.Version, ProtocolVersion)
+	}
+	if m.Underlay != "" && h.Hello.Underlay != m.Underlay {
+		c.Close()
+		return nil, fmt.Errorf("machine %s: the cluster file's underlay %s is not the server's --underlay %s", m.Name, m.Underlay, h.Hello.Underlay)
+	}
+	r.Hello = *h.Hello
+	go r.read()
+	return r, nil
+}
+
+func (r *Remote) read() {
+	defer close(r.done)
+	defer close(r.in)
+	for {
+		var m Msg
+		if err := r.c.Recv(&m); err != nil {
+			r.err = err
+			return
+		}
+		t4 := realNow()
+		if m.Type == "pong" && m.Clock != nil {
+			m.Clock.T4 = t4
+			select {
+			case r.pongs <- *m.Clock:
+			default:
+			}
+			continue
+		}
+		r.in <- m
+	}
+}
+
+// Close closes the connection: the server then removes what it made for it.
+func (r *Remote) Close() error {
+	r.once.Do(func() { r.c.Close() })
+	return nil
+}
+
+// MeasureClock runs n probes one after another and estimates the machine's offset.
+func (r *Remote) MeasureClock(ctx context.Context, n int) (Offset, error) {
+	probes := make([]Stamps, 0, n)
+	for i := 0; i < n; i++ {
+		if err := r.c.Send(Msg{Type: "ping", Clock: &Stamps{T1: realNow()}}); err != nil {
+			return Offset{}, fmt.Errorf("machine %s: clock probe: %w", r.Machine.Name, err)
+		}
+		select {
+		case p := <-r.pongs:
+			probes = append(probes, p)
+		case <-r.done:
+			return Offset{}, fmt.Errorf("machine %s: connection lost during clock probes: %v", r.Machine.Name, r.err)
+		case <-time.After(5 * time.Second):
+			return Offset{}, fmt.Errorf("machine %s: no answer to a clock probe within 5 s", r.Machine.Name)
+		case <-ctx.Done():
+			return Offset{}, ctx.Err()
+		}
+	}
+	return estimate(r.Machine.Name, probes), nil
+}
+
+// call sends m and waits for the reply of type want (or an error).
+func (r *Remote) call(ctx context.Context, m Msg, want string, timeout time.Duration) (Msg, error) {
+	if err := r.c.Send(m); err != nil {
+		return Msg{}, fmt.Errorf("machine %s: %w", r.Machine.Name, err)
+	}
+	select {
+	case got, ok := <-r.in:
+		if !ok {
+			return Msg{}, fmt.Errorf("machine %s: connection lost: %v", r.Machine.Name, r.err)
+		}
+		if got.Type == "error" {
+			return got, fmt.Errorf("machine %s: %s", r.Machine.Name, got.Err)
+		}
+		if got.Type != want {
+			return got, fmt.Errorf("machine %s: answered %q to %q", r.Machine.Name, got.Type, m.Type)
+		}
+		return got, nil
+	case <-time.After(timeout):
+		return Msg{}, fmt.Errorf("machine %s: no %s within %v", r.Machine.Name, want, timeout)
+	case <-ctx.Done():
+		return Msg{}, ctx.Err()
+	}
+}
+
+// Up makes the machine's part of a lab.
+func (r *Remote) Up(ctx context.Context, req *UpReq) error {
+	_, err := r.call(ctx, Msg{Type: "up", Up: req}, "upok", 5*time.Minute)
+	return err
+}
+
+// Down asks the server to remove lab (one this or another connection made).
+func (r *Remote) Down(ctx context.Context, lab string) error {
+	_, err := r.call(ctx, Msg{Type: "down", Lab: lab}, "downok", time.Minute)
+	return err
+}
+
+// Send implements netns.Control: one agent message to the machine's agent. A start's epoch, a
+// CLOCK_MONOTONIC reading of this process, goes out as CLOCK_REALTIME (the only clock machines share).
+func (r *Remote) Send(m *netns.AgentMsg) error {
+	if m.Type == "start" {
+		c := *m
+		c.Epoch += realNow() - clock.MonotonicNanos()
+		m = &c
+	}
+	return r.c.Send(Msg{Type: "agent", Agent: m})
+}
+
+// Recv implements netns.Control: the next message from the machine's agent. A lost connection or the
+// agent process's exit is an error naming the machine.
+func (r *Remote) Recv(m *netns.AgentMsg) error {
+	for {
+		got, ok := <-r.in
+		if !ok {
+			if r.err == nil || errors.Is(r.err, io.EOF) {
+				return fmt.Errorf("machine %s: connection closed: %w", r.Machine.Name, io.ErrUnexpectedEOF)
+			}
+			return fmt.Errorf("machine %s: connection lost: %v: %w", r.Machine.Name, r.err, io.ErrUnexpectedEOF)
+		}
+		switch got.Type {
+		case "agent":
+			if got.Agent == nil {
+				continue
+			}
+			*m = *got.Agent
+			return m.Check()
+		case "error":
+			*m = netns.AgentMsg{Type: "error", Err: fmt.Sprintf("machine %s: %s", r.Machine.Name, got.Err)}
+			return nil
+		case "exited":
+			return fmt.Errorf("machine %s: agent %s: %w", r.Machine.Name, got.Err, io.EOF)
+		}
+	}
+}

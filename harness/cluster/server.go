@@ -1,0 +1,267 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/netns"
+)
+
+// Server is one machine's agent server (`lab agent serve`): it accepts coordinators that prove they
+// hold the secret, makes the parts of labs they ask for and runs their agents. It touches only what it
+// made (netns state files, as `lab up` does) and removes a lab when the connection that made it ends.
+type Server struct {
+	Secret   []byte
+	Name     string // this machine's name in hello (default: the host name)
+	Underlay string // the underlay IPv4 address (the VXLAN links' local end)
+	// ClockOffset is added to every CLOCK_REALTIME reading the server makes (clock probes and the start
+	// epoch): a test's way to give one machine a clock that is off. Zero outside tests.
+	ClockOffset time.Duration
+	// Log receives one line per connection event (default: standard error).
+	Log func(string)
+
+	underIf  string
+	underMTU int
+	mu       sync.Mutex
+	labs     map[string]bool // labs a live connection made
+}
+
+func (s *Server) logf(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	if s.Log != nil {
+		s.Log(msg)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "lab agent:", msg)
+}
+
+func (s *Server) now() int64 { return realNow() + int64(s.ClockOffset) }
+
+// Check reads the underlay's interface and MTU; Serve calls it.
+func (s *Server) Check() error {
+	if len(s.Secret) < MinSecret {
+		return fmt.Errorf("secret: need at least %d bytes", MinSecret)
+	}
+	name, mtu, err := netns.Underlay(s.Underlay)
+	if err != nil {
+		return fmt.Errorf("--underlay: %w", err)
+	}
+	s.underIf, s.underMTU = name, mtu
+	if s.Name == "" {
+		s.Name, _ = os.Hostname()
+	}
+	s.labs = map[string]bool{}
+	return nil
+}
+
+// Serve accepts connections on ln until ctx ends; each runs in its own goroutine. When ctx ends, the
+// connections close and their labs come down before Serve returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	s.logf("%s listening on %s, underlay %s on %s (MTU %d)", s.Name, ln.Addr(), s.Underlay, s.underIf, s.underMTU)
+	var wg sync.WaitGroup
+	conns := map[*Conn]bool{}
+	var cmu sync.Mutex
+	go func() {
+		<-ctx.Done()
+		ln.Close()
+		cmu.Lock()
+		for c := range conns {
+			c.Close()
+		}
+		cmu.Unlock()
+	}()
+	for {
+		raw, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				wg.Wait()
+				return nil
+			}
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := Accept(raw, s.Secret)
+			if err != nil {
+				s.logf("refused %v", err)
+				return
+			}
+			cmu.Lock()
+			conns[c] = true
+			cmu.Unlock()
+			s.handle(ctx, c)
+			cmu.Lock()
+			delete(conns, c)
+			cmu.Unlock()
+		}()
+	}
+}
+
+// session is one coordinator's connection: at most one lab part and its agent.
+type session struct {
+	s     *Server
+	c     *Conn
+	lab   string
+	agent *netns.LocalAgent
+}
+
+func (s *Server) handle(ctx context.Context, c *Conn) {
+	s.logf("coordinator %s authenticated", c.Remote)
+	ss := &session{s: s, c: c}
+	defer func() {
+		c.Close()
+		ss.teardown()
+	}()
+	if err := c.Send(Msg{Type: "hello", Hello: &Hello{Name: s.Name, Underlay: s.Underlay, UnderlayIf: s.underIf,
+		UnderlayMTU: s.underMTU, Version: ProtocolVersion}}); err != nil {
+		return
+	}
+	for {
+		var m Msg
+		if err := c.Recv(&m); err != nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
+				s.logf("coordinator %s: %v", c.Remote, err)
+			}
+			return
+		}
+		t2 := s.now()
+		if err := ss.dispatch(ctx, &m, t2); err != nil {
+			c.Send(Msg{Type: "error", Err: err.Error()})
+		}
+	}
+}
+
+func (ss *session) dispatch(ctx context.Context, m *Msg, t2 int64) error {
+	switch m.Type {
+	case "ping":
+		if m.Clock == nil {
+			return errors.New("ping without stamps")
+		}
+		return ss.c.Send(Msg{Type: "pong", Clock: &Stamps{T1: m.Clock.T1, T2: t2, T3: ss.s.now()}})
+	case "up":
+		return ss.up(ctx, m.Up)
+	case "agent":
+		return ss.toAgent(m.Agent)
+	case "down":
+		return ss.down(m.Lab)
+	}
+	return fmt.Errorf("unknown message type %q", m.Type)
+}
+
+func (ss *session) up(ctx context.Context, r *UpReq) error {
+	if r == nil || r.Graph == nil {
+		return errors.New("up without a lab")
+	}
+	if ss.lab != "" {
+		return fmt.Errorf("this connection already made lab %s", ss.lab)
+	}
+	if err := netns.CheckUnderlayMTU(ss.s.Name, ss.s.underMTU, r.MTU); err != nil {
+		return err
+	}
+	vx := make([]netns.VXLANLink, len(r.VXLAN))
+	for i, v := range r.VXLAN {
+		if v.Local != ss.s.Underlay {
+			return fmt.Errorf("vxlan link %d: local end %s is not this machine's underlay %s", v.Link, v.Local, ss.s.Underlay)
+		}
+		v.Underlay = ss.s.underIf
+		vx[i] = v
+	}
+	t0 := time.Now()
+	nl, err := netns.Up(ctx, r.Lab, r.Graph, netns.Options{MTU: r.MTU, Nodes: r.Nodes, VXLAN: vx})
+	if err != nil {
+		return err
+	}
+	ss.lab = nl.Name
+	ss.s.mu.Lock()
+	ss.s.labs[nl.Name] = true
+	ss.s.mu.Unlock()
+	ss.s.logf("lab %s: %d devices, %d links to other machines up in %v", nl.Name, len(r.Nodes), len(vx), time.Since(t0).Round(time.Millisecond))
+	return ss.c.Send(Msg{Type: "upok", Lab: nl.Name})
+}
+
+// toAgent starts the agent at setup and relays everything else to it; a start's epoch arrives as
+// CLOCK_REALTIME and goes on as this machine's CLOCK_MONOTONIC, which the agent's clock runs on.
+func (ss *session) toAgent(m *netns.AgentMsg) error {
+	if m == nil {
+		return errors.New("agent message without a body")
+	}
+	if err := m.Check(); err != nil {
+		return err
+	}
+	if m.Type == "setup" {
+		if ss.lab == "" || m.Setup.Lab != ss.lab {
+			return errors.New("setup names no lab this connection made")
+		}
+		if ss.agent != nil {
+			return errors.New("this connection's agent is already set up")
+		}
+		a, err := netns.StartLocalAgent(ss.lab, m.Setup)
+		if err != nil {
+			return err
+		}
+		ss.agent = a
+		go ss.relay(a)
+		return nil
+	}
+	if ss.agent == nil {
+		return fmt.Errorf("agent message %s before setup", m.Type)
+	}
+	if m.Type == "start" {
+		m.Epoch -= ss.s.now() - clock.MonotonicNanos()
+	}
+	return ss.agent.Send(m)
+}
+
+func (ss *session) relay(a *netns.LocalAgent) {
+	for m := range a.Msgs() {
+		if err := ss.c.Send(Msg{Type: "agent", Agent: &m}); err != nil {
+			a.Kill()
+		}
+	}
+	err := a.Wait()
+	msg := "exited"
+	if err != nil {
+		msg = err.Error()
+	}
+	ss.c.Send(Msg{Type: "exited", Err: msg})
+}
+
+func (ss *session) down(lab string) error {
+	if lab == ss.lab {
+		ss.teardown()
+	} else if err := netns.Down(lab); err != nil {
+		return err
+	}
+	return ss.c.Send(Msg{Type: "downok", Lab: lab})
+}
+
+// teardown kills the session's agent and removes its lab.
+func (ss *session) teardown() {
+	if ss.agent != nil {
+		ss.agent.Kill()
+		ss.agent = nil
+	}
+	if ss.lab == "" {
+		return
+	}
+	if err := netns.Down(ss.lab); err != nil {
+		ss.s.logf("lab %s: teardown: %v", ss.lab, err)
+	} else {
+		ss.s.logf("lab %s: down", ss.lab)
+	}
+	ss.s.mu.Lock()
+	delete(ss.s.labs, ss.lab)
+	ss.s.mu.Unlock()
+	ss.lab = ""
+}
