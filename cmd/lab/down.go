@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 
+	"github.com/fabriclab/fabriclab/harness/cluster"
 	"github.com/fabriclab/fabriclab/harness/live"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/spf13/cobra"
@@ -11,6 +14,7 @@ import (
 
 func init() {
 	var all bool
+	var clusterFile string
 	cmd := &cobra.Command{
 		Use:   "down (NAME... | --all)",
 		Short: "Remove a lab: exactly the namespaces and links its state file lists",
@@ -19,6 +23,9 @@ func init() {
 			"that has a state file. Needs root.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			if clusterFile != "" {
+				return downCluster(cmd.Context(), out, clusterFile, args, all)
+			}
 			if all {
 				if len(args) > 0 {
 					return errors.New("--all takes no lab names")
@@ -60,5 +67,21 @@ func init() {
 		},
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "remove every lab that has a state file")
+	cmd.Flags().StringVar(&clusterFile, "cluster", "", "remove the named labs' parts on every machine of this cluster file (each agent server removes its own)")
 	root.AddCommand(cmd)
+}
+
+// downCluster asks every machine of a cluster file to remove the named labs' parts.
+func downCluster(ctx context.Context, out io.Writer, path string, names []string, all bool) error {
+	if all || len(names) == 0 {
+		return errors.New("--cluster: name the labs to remove (--all is this machine's only)")
+	}
+	f, err := cluster.Load(path)
+	if err != nil {
+		return err
+	}
+	errs := cluster.DownEverywhere(ctx, f, names, func(machine, lab string) {
+		fmt.Fprintf(out, "lab %s down on %s\n", lab, machine)
+	})
+	return errors.Join(errs...)
 }

@@ -158,11 +158,17 @@ type backendResult struct {
 	Fidelity                     *report.Fidelity
 	// Split is how a netns run with several agents split the devices (nil: one agent).
 	Split *netns.CutReport
+	// Partial: the run lost a machine mid-run (Extra says which); Extra goes into run.json as it is.
+	Partial bool
+	Extra   map[string]any
 }
 
 var backends = map[string]backend{"virtual": runVirtual}
 
 func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.Log, backendResult) error) error {
+	if netnsFlags.cluster != "" {
+		return errors.New("--cluster: this spec runs on the virtual backend; several machines run backend: netns")
+	}
 	f, err := virtual.New(l)
 	if err != nil {
 		return err
@@ -265,7 +271,10 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 			"engine_s": res.End.Seconds() / d, "dilation": res.Dilation,
 			"all_done": res.AllDone, "timed_out": res.TimedOut, "cancelled": res.Cancelled,
 			// partial: stopped (Ctrl-C) before its end; what was measured up to then is all here.
-			"partial": res.Cancelled,
+			"partial": res.Cancelled || res.Partial,
+		}
+		for k, v := range res.Extra {
+			info[k] = v
 		}
 		if res.Split != nil {
 			info["split"] = res.Split
@@ -294,6 +303,10 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 	if got == nil {
 		os.RemoveAll(tmp)
 		return nil, nil, fmt.Errorf("backend %s returned no records", s.Backend)
+	}
+	if got.Partial {
+		return sum, got, fmt.Errorf("a machine was lost at %v engine time; partial results in %s (run.json: partial, lost)",
+			clock.Time(float64(got.End)/max(got.Dilation, 1)), out)
 	}
 	if got.Cancelled {
 		return sum, got, fmt.Errorf("interrupted at %v engine time; partial results in %s (run.json: partial)",

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/cluster"
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the backend re-executes this binary as its agents
@@ -14,9 +16,10 @@ import (
 )
 
 var netnsFlags struct {
-	pcap   string
-	agents int
-	name   string
+	pcap    string
+	agents  int
+	name    string
+	cluster string
 }
 
 func init() {
@@ -26,6 +29,7 @@ func init() {
 		if c.Name() == "run" {
 			c.Flags().StringVar(&netnsFlags.pcap, "pcap", "", "capture ports to DIR/pcap/<device>-p<port>.pcap: all, or a list like s0:p1,h3:p0 (netns: real start time; virtual: Unix epoch + engine time)")
 			c.Flags().IntVar(&netnsFlags.agents, "agents", 0, fmt.Sprintf("netns: agent processes hosting the devices, each a connected part of the fabric (default %d; >= devices: one per device)", netns.DefaultAgents))
+			c.Flags().StringVar(&netnsFlags.cluster, "cluster", "", "netns: run over the machines this cluster file names, one agent each (README: Several machines)")
 			c.Flags().StringVar(&netnsFlags.name, "name", "", "netns: the lab's name (namespaces fl-<name>-<device>; default r<pid>-<n>)")
 		}
 	}
@@ -38,7 +42,15 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			fmt.Fprintln(os.Stderr, "netns:", s)
 		}
 	}
-	why, err := netnsDilation(ctx, l)
+	why := ""
+	var err error
+	if netnsFlags.cluster == "" {
+		why, err = netnsDilation(ctx, l)
+	} else if l.Spec.AutoDilation() {
+		// The calibration measures this machine's agent, not the cluster's (nor does the coordinator
+		// need to make namespaces at all).
+		err = errors.New("--cluster: give the spec a dilation (the automatic choice calibrates this machine, not the cluster's)")
+	}
 	if err != nil {
 		return err
 	}
@@ -52,9 +64,24 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			if res.Agents > 1 {
 				split = &res.Cut
 			}
-			return save(log, backendResult{End: res.End, Dilation: res.Dilation, DilationWhy: why, Events: res.Monitor.Timers, AllDone: res.AllDone,
-				TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid, Deadlock: res.Deadlock, Split: split})
+			br := backendResult{End: res.End, Dilation: res.Dilation, DilationWhy: why, Events: res.Monitor.Timers, AllDone: res.AllDone,
+				TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid, Deadlock: res.Deadlock, Split: split, Partial: res.Partial}
+			if res.Machines != nil {
+				br.Extra = map[string]any{"cluster": res.Machines}
+				if len(res.Lost) > 0 {
+					br.Extra["lost"] = res.Lost
+				}
+			}
+			return save(log, br)
 		}}
+	if netnsFlags.cluster != "" {
+		c, err := connectCluster(ctx, netnsFlags.cluster, note)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		opts.Machines = c
+	}
 	if opts.Pcap != "" {
 		opts.PcapDir = dir + "/pcap"
 		if err := os.MkdirAll(opts.PcapDir, 0o755); err != nil {
@@ -97,4 +124,20 @@ func netnsDilation(ctx context.Context, l *lab.Lab) (string, error) {
 	l.Spec.Dilation = c.D
 	say(c.Why)
 	return c.Why, nil
+}
+
+// connectCluster loads a cluster file and connects to its machines (authenticated, clocks measured).
+func connectCluster(ctx context.Context, path string, note func(string)) (*cluster.Cluster, error) {
+	f, err := cluster.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cluster.Connect(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster %s: %w", path, err)
+	}
+	for _, o := range c.Offsets() {
+		note("clock " + o.String())
+	}
+	return c, nil
 }

@@ -80,7 +80,7 @@ func waitLog(t *testing.T, lb *logBuf, sub string) {
 
 func TestWrongSecretRefused(t *testing.T) {
 	addr, lb := startServer(t, 0)
-	_, err := Connect(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"},
+	_, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"},
 		[]byte("another secret of enough bytes!!"))
 	if !errors.Is(err, ErrAuth) {
 		t.Fatalf("wrong secret: got %v, want ErrAuth", err)
@@ -120,7 +120,7 @@ func TestUnauthenticatedRefused(t *testing.T) {
 func TestAuthenticatedClockProbe(t *testing.T) {
 	const off = 3 * time.Millisecond
 	addr, _ := startServer(t, off)
-	r, err := Connect(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
+	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,18 +21,19 @@ type Remote struct {
 	c       *Conn
 	in      chan Msg // everything but pongs, in order
 	pongs   chan Stamps
+	downs   chan Msg // downok, which may arrive while an agent's messages are being read
 	done    chan struct{}
 	err     error // why the reader stopped (after done closes)
 	once    sync.Once
 }
 
-// Connect dials m's agent server, authenticates and reads its hello.
-func Connect(ctx context.Context, m Machine, secret []byte) (*Remote, error) {
+// ConnectMachine dials m's agent server, authenticates and reads its hello.
+func ConnectMachine(ctx context.Context, m Machine, secret []byte) (*Remote, error) {
 	c, err := Dial(ctx, m.Control, secret)
 	if err != nil {
 		return nil, fmt.Errorf("machine %s: %w", m.Name, err)
 	}
-	r := &Remote{Machine: m, c: c, in: make(chan Msg, 256), pongs: make(chan Stamps, 1), done: make(chan struct{})}
+	r := &Remote{Machine: m, c: c, in: make(chan Msg, 256), pongs: make(chan Stamps, 1), downs: make(chan Msg, 1), done: make(chan struct{})}
 	var h Msg
 	c.c.SetReadDeadline(time.Now().Add(handshake))
 	if err := c.Recv(&h); err != nil || h.Type != "hello" || h.Hello == nil {
@@ -69,6 +70,10 @@ func (r *Remote) read() {
 			case r.pongs <- *m.Clock:
 			default:
 			}
+			continue
+		}
+		if m.Type == "downok" {
+			r.downs <- m
 			continue
 		}
 		r.in <- m
@@ -132,10 +137,26 @@ func (r *Remote) Up(ctx context.Context, req *UpReq) error {
 	return err
 }
 
-// Down asks the server to remove lab (one this or another connection made).
+// Down asks the server to remove lab (one this or another connection made) and waits until it has.
+// An error the server sends instead goes where the agent's messages go (Recv); a server that does not
+// answer within a minute is an error here.
 func (r *Remote) Down(ctx context.Context, lab string) error {
-	_, err := r.call(ctx, Msg{Type: "down", Lab: lab}, "downok", time.Minute)
-	return err
+	if err := r.c.Send(Msg{Type: "down", Lab: lab}); err != nil {
+		return fmt.Errorf("machine %s: %w", r.Machine.Name, err)
+	}
+	select {
+	case m := <-r.downs:
+		if m.Err != "" {
+			return fmt.Errorf("machine %s: %s", r.Machine.Name, m.Err)
+		}
+		return nil
+	case <-r.done:
+		return fmt.Errorf("machine %s: connection lost before the lab was down: %v", r.Machine.Name, r.err)
+	case <-time.After(time.Minute):
+		return fmt.Errorf("machine %s: lab %s not down within a minute", r.Machine.Name, lab)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Send implements netns.Control: one agent message to the machine's agent. A start's epoch, a

@@ -237,13 +237,19 @@ func (ss *session) relay(a *netns.LocalAgent) {
 	ss.c.Send(Msg{Type: "exited", Err: msg})
 }
 
+// down removes lab; the answer is downok either way, with Err set when it failed.
 func (ss *session) down(lab string) error {
+	var err error
 	if lab == ss.lab {
 		ss.teardown()
-	} else if err := netns.Down(lab); err != nil {
-		return err
+	} else {
+		err = netns.Down(lab)
 	}
-	return ss.c.Send(Msg{Type: "downok", Lab: lab})
+	reply := Msg{Type: "downok", Lab: lab}
+	if err != nil {
+		reply.Err = err.Error()
+	}
+	return ss.c.Send(reply)
 }
 
 // teardown kills the session's agent and removes its lab.

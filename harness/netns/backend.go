@@ -65,6 +65,9 @@ type RunOptions struct {
 	// OnAgents, if set, is called with the agents' PIDs and devices once they have been told to start
 	// (tests use it to kill one mid-run).
 	OnAgents func(pids map[int][]string)
+	// Machines, if set, carries the run over several machines, one agent each (machines.go): nothing
+	// is made on this one.
+	Machines Machines
 }
 
 // DefaultAgents: one process hosting every device measured best on 2 cores (idle-path slowdown 1.04
@@ -110,6 +113,12 @@ type RunResult struct {
 	// Cut is how the devices were split across agents (several agents).
 	Cut  CutReport
 	Wall time.Duration
+	// Partial: a machine was lost mid-run (Lost says which and why); the records are the others',
+	// up to where they were stopped.
+	Partial bool
+	Lost    []string
+	// Machines is what the machines report of themselves (their clock offsets), for run.json.
+	Machines any
 }
 
 // Scheduled reports whether every frame the agents read was one they wrote themselves (one agent, no
@@ -299,7 +308,7 @@ func dataFrameBytes(l *lab.Lab) int {
 
 // splitAgents deals devices to n agents so that few of the frames the workload will send cross between
 // agents, balanced by expected frame rate (trafficParts), and says what the split cuts.
-func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]bool, pcapDir string) ([]*AgentSetup, CutReport) {
+func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]bool, pcapDir string, given *plannedSplit) ([]*AgentSetup, CutReport) {
 	g := l.Graph
 	devs := len(dl.Switches) + len(dl.Hosts)
 	if n <= 0 {
@@ -310,7 +319,15 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 	for i := range setups {
 		setups[i] = &AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: dataFrameBytes(l)}
 	}
-	agentOf, cut := trafficParts(l, dl, n)
+	var agentOf map[int]int
+	var cut CutReport
+	if given != nil {
+		// The parts machines were made with (upMachines): the split must be exactly theirs (the
+		// refinement breaks ties in map order, so a second call may differ).
+		agentOf, cut = given.part, given.cut
+	} else {
+		agentOf, cut = trafficParts(l, dl, n)
+	}
 	parts := map[int]bool{}
 	for _, a := range agentOf {
 		parts[a] = true
@@ -564,9 +581,14 @@ func mergeMsgs(procs []*agentProc) chan agentEvent {
 	return ch
 }
 
-// collectRecords waits for every agent's records; an agent that exits first is named in the error.
-func collectRecords(ch chan agentEvent, procs []*agentProc, timeout time.Duration) ([]AgentMsg, error) {
+// collectRecords waits for every agent's records; an agent that exits first is named in the error,
+// unless lost accepts its loss (a machine of a run over several: the others' records are still kept).
+// Agents already lost are not waited for; their records are empty.
+func collectRecords(ch chan agentEvent, procs []*agentProc, timeout time.Duration, gone []int, lost func(int, error) bool) ([]AgentMsg, error) {
 	got := map[int]AgentMsg{}
+	for _, i := range gone {
+		got[i] = AgentMsg{Type: "records"}
+	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for len(got) < len(procs) {
@@ -575,6 +597,8 @@ func collectRecords(ch chan agentEvent, procs []*agentProc, timeout time.Duratio
 			q := procs[ev.i]
 			_, have := got[ev.i]
 			switch {
+			case ev.exit && !have && lost != nil && lost(ev.i, ev.err):
+				got[ev.i] = AgentMsg{Type: "records"}
 			case ev.exit && !have:
 				return nil, fmt.Errorf("%s died before handing over its records: %v", q.name(), ev.err)
 			case ev.m.Type == "error":

@@ -183,6 +183,9 @@ func (r *netnsRun) wait(ctx context.Context, kernelDone chan kernelOut) ([]recor
 		case ev := <-r.cases:
 			p := r.procs[ev.i]
 			switch {
+			case ev.exit && r.opts.Machines != nil:
+				r.machineLost(ev.i, ev.err)
+				return r.kernelRest(kernelPending, kernelDone, kernelRecs), nil
 			case ev.exit:
 				return nil, fmt.Errorf("%s died mid-run: %v", p.name(), ev.err)
 			case ev.m.Type == "error":

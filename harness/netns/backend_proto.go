@@ -31,6 +31,10 @@ import (
 // AgentEnv is the environment variable that turns a binary linking package agent into an agent.
 const AgentEnv = "FABRICLAB_AGENT"
 
+// AgentParentEnv carries the starting process's PID to the agent, which exits at once if its parent
+// is already another (the starter died before the agent could arm its death signal).
+const AgentParentEnv = "FABRICLAB_AGENT_PARENT"
+
 // AgentLinked is set by package agent's init: the backend re-executes its own binary as the agent, so
 // that binary must contain it.
 var AgentLinked bool

@@ -19,7 +19,8 @@ import (
 
 // agentProc is one agent process and its control channel.
 type agentProc struct {
-	cmd     *exec.Cmd
+	cmd     *exec.Cmd // nil for a remote machine's agent
+	machine string
 	devices []string
 	ctl     Control
 	msgs    chan AgentMsg
@@ -28,6 +29,9 @@ type agentProc struct {
 }
 
 func (p *agentProc) name() string {
+	if p.cmd == nil {
+		return fmt.Sprintf("machine %s (devices %s)", p.machine, strings.Join(p.devices, ","))
+	}
 	return fmt.Sprintf("agent pid %d (devices %s)", p.cmd.Process.Pid, strings.Join(p.devices, ","))
 }
 
@@ -54,6 +58,10 @@ type netnsRun struct {
 	// coord is the lockstep coordinator (several agents); nil with one.
 	coord   *coordination
 	kcancel context.CancelFunc
+	// lost are the machines lost mid-run (a run over Machines); clockTol bounds their clock offsets.
+	lost     []int
+	clockTol time.Duration
+	parts    *plannedSplit // the machines' parts (upMachines)
 }
 
 // Run brings l up as a namespace lab, runs its engines in agent processes on real frames, and always
@@ -72,12 +80,20 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 	if err != nil {
 		return nil, r.res, err
 	}
-	r.nl, err = Up(ctx, r.res.Lab, l.Graph, Options{MTU: labMTU(l)})
+	if opts.Machines != nil {
+		r.nl, err = r.upMachines(ctx)
+	} else {
+		r.nl, err = Up(ctx, r.res.Lab, l.Graph, Options{MTU: labMTU(l)})
+	}
 	if err != nil {
 		return nil, r.res, err
 	}
 	defer func() {
-		if derr := Down(r.res.Lab); derr != nil {
+		down := Down
+		if opts.Machines != nil {
+			down = opts.Machines.Down
+		}
+		if derr := down(r.res.Lab); derr != nil {
 			r.progress("teardown: " + derr.Error())
 		}
 	}()
@@ -184,7 +200,11 @@ func (r *netnsRun) startAgents(ctx context.Context) error {
 			return err
 		}
 	}
-	r.setups, r.res.Cut = splitAgents(r.l, r.dl, r.nl, r.opts.Agents, r.pcaps, r.opts.PcapDir)
+	n := r.opts.Agents
+	if r.opts.Machines != nil {
+		n = r.opts.Machines.Count() // one agent per machine, on the parts upMachines made
+	}
+	r.setups, r.res.Cut = splitAgents(r.l, r.dl, r.nl, n, r.pcaps, r.opts.PcapDir, r.parts)
 	addFaults(r.setups, r.l, r.res.Dilation) // live.go
 	rt := r.opts.Realtime
 	if rt == 0 {
@@ -207,8 +227,14 @@ func (r *netnsRun) startAgents(ctx context.Context) error {
 	if len(r.setups) > 1 {
 		r.progress("split: " + r.res.Cut.String())
 	}
-	for _, s := range r.setups {
-		p, err := startAgent(r.res.Lab, s)
+	for i, s := range r.setups {
+		var p *agentProc
+		var err error
+		if r.opts.Machines != nil {
+			p, err = startRemote(ctx, r.opts.Machines, i, s)
+		} else {
+			p, err = startAgent(r.res.Lab, s)
+		}
 		if err != nil {
 			return err
 		}
@@ -248,7 +274,9 @@ func (r *netnsRun) start(kctx context.Context) chan kernelOut {
 	if r.opts.OnAgents != nil {
 		m := map[int][]string{}
 		for _, p := range r.procs {
-			m[p.cmd.Process.Pid] = p.devices
+			if p.cmd != nil {
+				m[p.cmd.Process.Pid] = p.devices
+			}
 		}
 		r.opts.OnAgents(m)
 	}
@@ -269,7 +297,11 @@ func (r *netnsRun) collect(kernelRecs []records.Flow) (*records.Log, error) {
 	for _, p := range r.procs {
 		p.send(AgentMsg{Type: "stop"})
 	}
-	got, err := collectRecords(r.cases, r.procs, 30*time.Second)
+	var lost func(int, error) bool
+	if r.opts.Machines != nil {
+		lost = func(i int, err error) bool { r.machineLost(i, err); return true }
+	}
+	got, err := collectRecords(r.cases, r.procs, 30*time.Second, r.lost, lost)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +315,9 @@ func (r *netnsRun) collect(kernelRecs []records.Flow) (*records.Log, error) {
 				res.Deadlock = *m.Deadlock
 			}
 		}
-		log.Merge(m.Log)
+		if m.Log != nil { // nil: a lost machine's
+			log.Merge(m.Log)
+		}
 		if m.Fidelity != nil {
 			fids = append(fids, *m.Fidelity)
 		}
@@ -320,9 +354,10 @@ func (r *netnsRun) judge(ctx context.Context, log *records.Log) {
 	}
 	res.Fidelity = Verdict(res.Monitor, bound)
 	res.Fidelity = stallVerdict(res.Fidelity, res.Monitor, log, stallBudget(r.dl))
-	if len(r.dl.Kernel) == 0 && r.opts.CrossCheck >= 0 {
+	if len(r.dl.Kernel) == 0 && r.opts.CrossCheck >= 0 && !res.Partial {
 		res.Fidelity = crossCheck(ctx, r.l, log, *res, r.opts.CrossCheck)
 	}
+	r.clusterVerdict(ctx)
 	if res.Monitor.KernelFull > 0 {
 		log.Violations = append(log.Violations, fmt.Sprintf("netns: the kernel refused %d frames (an agent fell behind reading)", res.Monitor.KernelFull))
 	}
@@ -338,7 +373,7 @@ func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
 	}
 	cmd := exec.Command(exe)
 	token, tokenEnv := ProcessToken(labName)
-	cmd.Env = append(os.Environ(), AgentEnv+"=1", tokenEnv)
+	cmd.Env = append(os.Environ(), AgentEnv+"=1", tokenEnv, fmt.Sprintf("%s=%d", AgentParentEnv, os.Getpid()))
 	cmd.Stderr = os.Stderr
 	// The agent dies with us even if we are SIGKILLed (no deferred cleanup runs then).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -386,6 +421,12 @@ func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
 }
 
 func (p *agentProc) kill() {
+	if p.cmd == nil {
+		// A machine's agent stops; its server removes the agent with the lab part (Machines.Down, or
+		// the connection closing).
+		p.send(AgentMsg{Type: "stop"})
+		return
+	}
 	if p.cmd.ProcessState == nil {
 		p.ctl.Close()
 		p.cmd.Process.Kill()

@@ -98,7 +98,7 @@ func StartLive(ctx context.Context, l *lab.Lab, nl *Lab) (*Live, error) {
 		return nil, err
 	}
 	dl.Flows = nil
-	setups, _ := splitAgents(l, dl, nl, 1, nil, "")
+	setups, _ := splitAgents(l, dl, nl, 1, nil, "", nil)
 	if len(setups) == 0 && l.Tables.HostTransit {
 		setups = []*AgentSetup{{Lab: nl.Name, MTU: nl.MTU, FrameBytes: dataFrameBytes(l)}}
 	}

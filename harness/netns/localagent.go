@@ -18,7 +18,7 @@ func StartLocalAgent(lab string, s *AgentSetup) (*LocalAgent, error) {
 }
 
 // Send writes one message to the agent.
-func (a *LocalAgent) Send(m *AgentMsg) error { return a.p.enc.Encode(m) }
+func (a *LocalAgent) Send(m *AgentMsg) error { return a.p.ctl.Send(m) }
 
 // Msgs are the agent's messages; the channel closes when the agent's output ends.
 func (a *LocalAgent) Msgs() <-chan AgentMsg { return a.p.msgs }

@@ -611,6 +611,9 @@ func downLocked(name string) ([]string, error) {
 	if _, err := KillAgents(name); err != nil {
 		return nil, fmt.Errorf("killing lab %s's agents: %w", name, err)
 	}
+	if err := deleteVXLANs(st); err != nil {
+		return nil, fmt.Errorf("lab %s: %w", name, err)
+	}
 	var (
 		mu    sync.Mutex
 		errs  []error

@@ -223,3 +223,36 @@ func AutoUnderlay() (string, error) {
 	}
 	return found[0], nil
 }
+
+// deleteVXLANs removes the lab's VXLAN devices the state file lists, each only if it is still a VXLAN
+// of the recorded VNI, before Down unmounts the namespaces: the kernel frees a namespace (and
+// unregisters its devices) asynchronously once the last reference goes, and until then the VNI stays
+// taken in the underlay namespace, so the next lab over the same machines could not have it.
+func deleteVXLANs(st *State) error {
+	l := newLab(st, nil)
+	var errs []error
+	for _, k := range st.Links {
+		if k.VXLAN == nil {
+			continue
+		}
+		dev := ""
+		for _, e := range st.Namespaces {
+			if e.Name == k.A.NS {
+				dev = e.Device
+			}
+		}
+		h, err := l.Handle(dev)
+		if err != nil {
+			continue // the namespace is gone, and the device with it
+		}
+		if link, err := h.LinkByName(k.A.Ifname); err == nil {
+			if v, ok := link.(*netlink.Vxlan); ok && v.VxlanId == k.VXLAN.VNI {
+				if err := h.LinkDel(link); err != nil {
+					errs = append(errs, fmt.Errorf("vxlan %s:%s: %w", k.A.NS, k.A.Ifname, err))
+				}
+			}
+		}
+		h.Close()
+	}
+	return errors.Join(errs...)
+}

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
@@ -33,8 +34,10 @@ func init() {
 // Main runs the agent protocol on in/out (the backend's pipes) and returns the exit status.
 func Main(in io.Reader, out io.Writer) int {
 	// The backend sets PR_SET_PDEATHSIG on the child; re-check here in case the parent died between
-	// fork and now (the signal only covers deaths after the prctl).
-	if os.Getppid() == 1 {
+	// fork and now (the signal only covers deaths after the prctl). The backend names itself: in a
+	// container the agent server that starts agents is PID 1, which an orphan's parent becomes too.
+	want := os.Getenv(netns.AgentParentEnv)
+	if want == "" && os.Getppid() == 1 || want != "" && want != strconv.Itoa(os.Getppid()) {
 		return 2
 	}
 	return Serve(netns.NewStreamControl(in, out, nil))

@@ -1,0 +1,163 @@
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab/topo"
+)
+
+// Machines carries a run over several machines, one agent each (package cluster implements it over
+// the agent servers' control channels). The backend plans the run as for several local agents, then
+// asks the machines to make their parts and start their agents; each agent's Control is then driven
+// exactly as a local agent's pipes are.
+type Machines interface {
+	// Count is how many machines there are.
+	Count() int
+	// Name is machine i's name.
+	Name(i int) string
+	// Check refuses, before anything is made, a run the machines cannot carry: links of MTU mtu
+	// inside VXLAN on each underlay, and every machine's clock within tolerance of the coordinator's.
+	Check(mtu int, tolerance time.Duration) error
+	// Up makes each machine's part of lab name: machine agentOf[node] hosts node; links between
+	// machines become VXLAN.
+	Up(ctx context.Context, name string, g *topo.Graph, mtu int, agentOf map[int]int) error
+	// Agent starts machine i's agent with s; the Control carries its protocol, and a lost machine is an
+	// error from Recv.
+	Agent(ctx context.Context, i int, s *AgentSetup) (Control, error)
+	// Recheck measures the clocks again (at the end of a run): an error says which drifted past tolerance.
+	Recheck(ctx context.Context, tolerance time.Duration) error
+	// Down removes every machine's part of lab name.
+	Down(name string) error
+	// Report is what run.json records of the machines (their clock offsets).
+	Report() any
+}
+
+// ClockTolerance is how far a machine's clock may be from the coordinator's for a run. The agents
+// start at one CLOCK_REALTIME epoch, each read on its own clock, so an offset t shifts that machine's
+// whole schedule by t against the others'. In lockstep that distorts nothing by itself (every frame
+// between machines carries its due time in engine time and is taken then), until a frame from the
+// lagging machine arrives after it was due: when t plus the frame's transit exceeds the link's dilated
+// delay. So the tolerance is half the smallest dilated delay of a link between machines (the lockstep
+// lookahead), leaving the other half for transit; a frame late all the same is counted by lockstep and
+// makes the run unfaithful. Links of no delay leave a tenth of a frame time (the largest data frame on
+// the fastest such link): what an offset may cost where nothing absorbs it.
+func ClockTolerance(frameBytes int, g *topo.Graph, delay []clock.Time, agentOf map[int]int, d float64) time.Duration {
+	fastest, lookahead := 0.0, clock.Time(-1)
+	for li, l := range g.Links {
+		a, okA := agentOf[l.A.Node]
+		b, okB := agentOf[l.B.Node]
+		if !okA || !okB || a == b {
+			continue
+		}
+		fastest = max(fastest, l.RateBps/d)
+		if lookahead < 0 || delay[li] < lookahead {
+			lookahead = delay[li]
+		}
+	}
+	switch {
+	case fastest == 0:
+		return time.Hour // no link between machines: nothing to keep in step
+	case lookahead > 0:
+		return lookahead.Duration() / 2
+	}
+	return time.Duration(0.1 * float64(frameBytes*8) / fastest * 1e9)
+}
+
+// upMachines plans the split (the partition splitAgents then uses, one part per machine), checks the
+// machines can carry it and makes their parts. The returned Lab names the lab (its namespaces' paths
+// are the same on every machine); it has no state here.
+func (r *netnsRun) upMachines(ctx context.Context) (*Lab, error) {
+	m := r.opts.Machines
+	if len(r.dl.Kernel) > 0 {
+		return nil, errors.New("host.transport: kernel-tcp hosts cannot run over several machines (their sockets are opened by the coordinator's process); use NIC hosts")
+	}
+	n := m.Count()
+	agentOf, cut := trafficParts(r.l, r.dl, n)
+	r.parts = &plannedSplit{part: agentOf, cut: cut} // splitAgents deals the devices to these parts
+	used := map[int]bool{}
+	for _, a := range agentOf {
+		used[a] = true
+	}
+	if len(used) < n {
+		return nil, fmt.Errorf("the fabric splits into %d connected parts, fewer than the cluster's %d machines: list fewer machines", len(used), n)
+	}
+	mtu := labMTU(r.l)
+	r.clockTol = ClockTolerance(dataFrameBytes(r.l), r.l.Graph, r.dl.LinkDelay, agentOf, r.res.Dilation)
+	if err := m.Check(mtu, r.clockTol); err != nil {
+		return nil, err
+	}
+	if err := m.Up(ctx, r.res.Lab, r.l.Graph, mtu, agentOf); err != nil {
+		return nil, err
+	}
+	return &Lab{Name: r.res.Lab, Graph: r.l.Graph, MTU: mtu}, nil
+}
+
+// plannedSplit is a split made before splitAgents runs: device -> agent, and its report.
+type plannedSplit struct {
+	part map[int]int
+	cut  CutReport
+}
+
+// startRemote starts machine i's agent and wraps its Control as an agent process without a PID.
+func startRemote(ctx context.Context, m Machines, i int, s *AgentSetup) (*agentProc, error) {
+	ctl, err := m.Agent(ctx, i, s)
+	if err != nil {
+		return nil, err
+	}
+	p := &agentProc{ctl: ctl, machine: m.Name(i), msgs: make(chan AgentMsg, 16), exited: make(chan error, 1), flows: len(s.Flows)}
+	for _, d := range s.Devices {
+		p.devices = append(p.devices, d.Name)
+	}
+	go func() {
+		for {
+			var m AgentMsg
+			if err := ctl.Recv(&m); err != nil {
+				close(p.msgs)
+				if errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "agent") {
+					err = fmt.Errorf("connection closed")
+				}
+				p.exited <- err
+				return
+			}
+			p.msgs <- m
+		}
+	}()
+	return p, nil
+}
+
+// machineLost ends a run over several machines when one is lost mid-run: the others stop and hand over
+// what they recorded, and the result is marked partial.
+func (r *netnsRun) machineLost(i int, err error) {
+	if !slices.Contains(r.lost, i) {
+		r.lost = append(r.lost, i)
+		r.res.Partial = true
+		r.res.Lost = append(r.res.Lost, fmt.Sprintf("%s: %v", r.procs[i].name(), err))
+		r.progress(fmt.Sprintf("machine lost: %s: %v; stopping the others for partial results", r.procs[i].name(), err))
+	}
+}
+
+// clusterVerdict makes a run over machines unfaithful when one was lost or a clock drifted.
+func (r *netnsRun) clusterVerdict(ctx context.Context) {
+	if r.opts.Machines == nil {
+		return
+	}
+	res := &r.res
+	defer func() { res.Machines = r.opts.Machines.Report() }()
+	if len(res.Lost) > 0 {
+		res.Fidelity.Faithful = false
+		res.Fidelity.Reason = fmt.Sprintf("partial: lost %s; the other machines' records end where they were stopped; %s",
+			strings.Join(res.Lost, "; "), res.Fidelity.Reason)
+		return
+	}
+	if err := r.opts.Machines.Recheck(ctx, r.clockTol); err != nil {
+		res.Fidelity.Faithful = false
+		res.Fidelity.Reason = fmt.Sprintf("clocks: %v; %s", err, res.Fidelity.Reason)
+	}
+}

@@ -1,0 +1,117 @@
+// Package cluster_test runs labs over several machines as a user would: agent servers in Docker
+// containers built from this tree (each container a machine, its eth0 the underlay), `lab run SPEC
+// --cluster FILE` on this host as the coordinator. Needs root and a Docker engine (nothing is pulled:
+// the image is FROM scratch). Every container and network it makes is named fabriclab-<tag>-... and
+// removed at the end.
+package cluster_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+func TestCluster(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Cluster suite", Label("cluster"))
+}
+
+var (
+	labBin, dir, image string
+	tag                = fmt.Sprintf("fabriclab-t%04x", os.Getpid()&0xffff)
+	netName, smallNet  = tag + "-net", tag + "-small"
+	made               []string // containers
+	ips                = map[string]string{}
+)
+
+func docker(args ...string) (string, error) {
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func mustDocker(args ...string) string {
+	out, err := docker(args...)
+	Expect(err).NotTo(HaveOccurred(), "docker %s:\n%s", strings.Join(args, " "), out)
+	return out
+}
+
+// What a container needs to make namespaces without --privileged (which asks for every capability,
+// more than a nested Docker such as CI's can give): the capabilities the agent uses, no seccomp or
+// AppArmor filter on mount/unshare/setns, a writable /proc/sys for the namespaces' sysctls, and /run on
+// tmpfs as on a host (namespaces are mounted under /run/netns).
+var caps = []string{"--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN", "--cap-add", "NET_RAW", "--cap-add", "SYS_NICE",
+	"--security-opt", "apparmor=unconfined", "--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined",
+	"--tmpfs", "/run"}
+
+// startAgent starts machine name on network nw; extra flags go to `lab agent serve`.
+func startAgent(name, nw string, extra ...string) {
+	c := tag + "-" + name
+	args := append([]string{"run", "-d", "--name", c, "--network", nw}, caps...)
+	args = append(args, "-v", filepath.Join(dir, "secret.key")+":/run/secrets/fabriclab:ro", image,
+		"agent", "serve", "--listen", ":7070", "--secret", "/run/secrets/fabriclab", "--underlay", "auto", "--name", name)
+	args = append(args, extra...)
+	mustDocker(args...)
+	made = append(made, c)
+	ip := mustDocker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", c)
+	ips[name] = ip
+	Eventually(func() string { out, _ := docker("logs", c); return out }, 10*time.Second, 100*time.Millisecond).Should(ContainSubstring("listening"))
+}
+
+// clusterFile writes a cluster file naming machines (by their container's address) and returns its path.
+func clusterFile(name, secret string, machines ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "secret: %s\nmachines:\n", secret)
+	for _, m := range machines {
+		fmt.Fprintf(&b, "  - {name: %s, control: \"%s:7070\", underlay: %s}\n", m, ips[m], ips[m])
+	}
+	p := filepath.Join(dir, name+".yaml")
+	Expect(os.WriteFile(p, []byte(b.String()), 0o644)).To(Succeed())
+	return p
+}
+
+// nothingOn says machine m has no lab left (its agent server's `lab status` inside the container).
+func nothingOn(m string) {
+	Eventually(func() string { out, _ := docker("exec", tag+"-"+m, "/lab", "status"); return out }, 10*time.Second, 200*time.Millisecond).
+		Should(Equal("no labs"), "machine %s still has a lab", m)
+}
+
+var _ = BeforeSuite(func() {
+	if os.Geteuid() != 0 {
+		AbortSuite("the cluster suite needs root: run it as root (sudo bash scripts/test.sh cluster)")
+	}
+	if _, err := docker("info"); err != nil {
+		AbortSuite("the cluster suite needs a Docker engine: " + err.Error())
+	}
+	dir = GinkgoT().TempDir()
+	labBin = filepath.Join(dir, "lab")
+	out, err := exec.Command("go", "build", "-o", labBin, "github.com/fabriclab/fabriclab/cmd/lab").CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/lab:\n%s", out)
+	root, err := filepath.Abs("../..")
+	Expect(err).NotTo(HaveOccurred())
+	out, err = exec.Command("bash", filepath.Join(root, "scripts/image.sh"), tag[len("fabriclab-"):]).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "scripts/image.sh:\n%s", out)
+	image = "fabriclab/lab:" + tag[len("fabriclab-"):]
+	DeferCleanup(func() { docker("rmi", "-f", image) })
+	Expect(os.WriteFile(filepath.Join(dir, "secret.key"), []byte("cluster-suite-secret-0123456789abcdef\n"), 0o600)).To(Succeed())
+	Expect(os.WriteFile(filepath.Join(dir, "wrong.key"), []byte("not-the-cluster-secret-0123456789abc\n"), 0o600)).To(Succeed())
+	// Jumbo frames on the machines' network (the lab's links need theirs + 50); 1500 on the other.
+	mustDocker("network", "create", "-o", "com.docker.network.driver.mtu=9000", netName)
+	mustDocker("network", "create", "-o", "com.docker.network.driver.mtu=1500", smallNet)
+	DeferCleanup(func() {
+		for _, c := range made {
+			docker("rm", "-f", c)
+		}
+		docker("network", "rm", netName)
+		docker("network", "rm", smallNet)
+	})
+	for _, m := range []string{"m1", "m2", "m3"} {
+		startAgent(m, netName)
+	}
+})
