@@ -29,6 +29,8 @@ func MeasuredText(c Claim) string {
 	}
 	s := g4(*c.MeasuredMean)
 	switch {
+	case c.Kind == KindCount:
+		s += " violation(s)"
 	case c.Deterministic:
 		s += " (deterministic)"
 	case len(c.CI95) == 2:
