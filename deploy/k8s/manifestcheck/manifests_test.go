@@ -98,6 +98,8 @@ func TestAgentsAndCoordinator(t *testing.T) {
 	if headless == "" {
 		t.Fatal("no headless Service for the agents")
 	}
+	// checkPod checks a pod of the agents' deployment (the agents, the coordinator). Other manifests
+	// (the sweeps' Indexed Job, whose ConfigMap is made from files with kubectl) are only decoded.
 	checkPod := func(what string, p corev1.PodSpec, privileged bool) {
 		for _, c := range p.Containers {
 			if !strings.HasPrefix(c.Image, "fabriclab/lab:") || c.ImagePullPolicy != corev1.PullNever {
@@ -144,8 +146,14 @@ func TestAgentsAndCoordinator(t *testing.T) {
 	if agents == 0 {
 		t.Error("no StatefulSet of agents behind the headless Service")
 	}
+	coordinators := 0
 	for _, o := range objs["Job"] {
-		j := o.(*batchv1.Job)
-		checkPod("Job "+j.Name, j.Spec.Template.Spec, false)
+		if j := o.(*batchv1.Job); j.Name == "fabriclab-run" {
+			coordinators++
+			checkPod("Job "+j.Name, j.Spec.Template.Spec, false)
+		}
+	}
+	if coordinators != 1 {
+		t.Errorf("%d coordinator Jobs (fabriclab-run), want 1", coordinators)
 	}
 }
