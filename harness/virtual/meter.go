@@ -1,6 +1,7 @@
 package virtual
 
 import (
+	"math"
 	"sort"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -44,7 +45,7 @@ func (b *meterBin) slowIndex(now clock.Time) int {
 		for _, m := range b.meters {
 			m.flush()
 			m.pendBin = -1
-			m.bytes = halve(m.bytes)
+			m.bytes.halve()
 			for j, f := range m.series {
 				m.series[j] = halve(f)
 			}
@@ -67,12 +68,86 @@ func halve(bins []int64) []int64 {
 	return bins[:n]
 }
 
+// bins are a link meter's byte counts by bin index, 32 bits each while every count fits: a link's
+// 256-bin series were the largest part of the fat-tree k=12 incast's live heap after its packets (6.7 MB
+// of 38 MB on 2592 link directions), and a bin of 4 GB would take 340 ms at 100 Gb/s (adaptive bins
+// reach that width on a run of about 44 s). The first count that does not fit widens them all to 64 bits.
+type bins struct {
+	narrow []uint32
+	wide   []int64 // nil until a count passes 32 bits; then it holds every count and narrow is nil
+}
+
+func (b *bins) len() int {
+	if b.wide != nil {
+		return len(b.wide)
+	}
+	return len(b.narrow)
+}
+
+func (b *bins) at(i int) int64 {
+	if b.wide != nil {
+		return b.wide[i]
+	}
+	return int64(b.narrow[i])
+}
+
+// add adds v (>= 0) to bin i, first growing the series to hold it.
+func (b *bins) add(i int, v int64) {
+	if b.wide == nil {
+		for len(b.narrow) <= i {
+			b.narrow = append(b.narrow, 0)
+		}
+		if s := int64(b.narrow[i]) + v; s <= math.MaxUint32 {
+			b.narrow[i] = uint32(s)
+			return
+		}
+		b.widen()
+	}
+	for len(b.wide) <= i {
+		b.wide = append(b.wide, 0)
+	}
+	b.wide[i] += v
+}
+
+func (b *bins) widen() {
+	b.wide = make([]int64, len(b.narrow), max(cap(b.narrow), 1))
+	for j, c := range b.narrow {
+		b.wide[j] = int64(c)
+	}
+	b.narrow = nil
+}
+
+// halve merges adjacent pairs of bins, in place.
+func (b *bins) halve() {
+	if b.wide == nil {
+		for i := 0; i+1 < len(b.narrow); i += 2 {
+			if int64(b.narrow[i])+int64(b.narrow[i+1]) > math.MaxUint32 {
+				b.widen()
+				break
+			}
+		}
+	}
+	if b.wide != nil {
+		b.wide = halve(b.wide)
+		return
+	}
+	n := (len(b.narrow) + 1) / 2
+	for i := 0; i < n; i++ {
+		v := b.narrow[2*i]
+		if 2*i+1 < len(b.narrow) {
+			v += b.narrow[2*i+1]
+		}
+		b.narrow[i] = v
+	}
+	b.narrow = b.narrow[:n]
+}
+
 // linkMeter counts the bytes a link carries per bin, and the data payload it delivers to each flow's
 // destination host (when it ends at one). It lives in the harness, not the engines: a cable does not
 // know about flows, the test bench around it does.
 type linkMeter struct {
 	bin    *meterBin
-	bytes  []int64        // by bin index
+	bytes  bins           // by bin index
 	toHost int32          // host index at the far end, -1 for a switch
 	flows  map[uint32]int // flow ID -> its series; packets of one flow come in runs, so the last is kept
 	series [][]int64
@@ -89,10 +164,7 @@ func (m *linkMeter) flush() {
 	if m.pendBin < 0 {
 		return
 	}
-	for len(m.bytes) <= m.pendBin {
-		m.bytes = append(m.bytes, 0)
-	}
-	m.bytes[m.pendBin] += m.pend
+	m.bytes.add(m.pendBin, m.pend)
 	m.pend = 0
 }
 
@@ -139,8 +211,8 @@ func (f *Fabric) meterRecords() ([]records.LinkBytes, []records.FlowBytes) {
 		if m := f.links[e].meter; m != nil {
 			m.flush()
 			m.pendBin = -1
-			for _, b := range m.bytes {
-				if b > 0 {
+			for i := range m.bytes.len() {
+				if m.bytes.at(i) > 0 {
 					n++
 				}
 			}
@@ -153,8 +225,8 @@ func (f *Fabric) meterRecords() ([]records.LinkBytes, []records.FlowBytes) {
 		if m == nil {
 			continue
 		}
-		for i, b := range m.bytes {
-			if b > 0 {
+		for i := range m.bytes.len() {
+			if b := m.bytes.at(i); b > 0 {
 				lb = append(lb, records.LinkBytes{At: clock.Time(i) * m.bin.width, Device: int32(e.Node), Port: int16(e.Port), Bytes: b})
 			}
 		}
