@@ -75,6 +75,7 @@ func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult
 	if n.Deadlock.Detected != v.Deadlock.Detected {
 		off = append(off, fmt.Sprintf("deadlock %v vs %v", n.Deadlock.Detected, v.Deadlock.Detected))
 	}
+	p := pairFlows(log.Flows, vf.Log.Flows, res.Dilation, res.End, vres.End)
 	// After a deadlock both runs stop where their monitors fired: the counts up to then are not comparable.
 	if !n.Deadlock.Detected && !v.Deadlock.Detected {
 		count("lossy drops", int64(n.Drops.Lossy), int64(v.Drops.Lossy))
@@ -83,7 +84,6 @@ func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult
 		count("pauses sent", int64(n.Pauses.Sent), int64(v.Pauses.Sent))
 		count("flows completed", int64(n.Flows.Completed), int64(v.Flows.Completed))
 		drops := n.Drops.Lossy + n.Drops.Lossless + v.Drops.Lossy + v.Drops.Lossless
-		p := pairFlows(log.Flows, vf.Log.Flows, res.Dilation, res.End, vres.End)
 		if drops == 0 {
 			if d := p.setDiff(); d != "" {
 				off = append(off, d)
@@ -101,9 +101,9 @@ func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult
 			"distorted: against a schedule-keeping run of the same lab (virtual backend), %s; %s",
 			strings.Join(off, ", "), f.Reason)}
 	}
-	f.Reason += fmt.Sprintf("; cross-checked against a schedule-keeping run: drops %d vs %d, retransmissions %d vs %d, pauses %d vs %d, FCT avg %.4g vs %.4g s",
+	f.Reason += fmt.Sprintf("; cross-checked against a schedule-keeping run: drops %d vs %d, retransmissions %d vs %d, pauses %d vs %d, FCT avg %.4g vs %.4g s (over the %d flows both completed %.4g vs %.4g s)",
 		n.Drops.Lossy+n.Drops.Lossless, v.Drops.Lossy+v.Drops.Lossless, n.Retransmissions, v.Retransmissions,
-		n.Pauses.Sent, v.Pauses.Sent, n.FCT.Avg, v.FCT.Avg)
+		n.Pauses.Sent, v.Pauses.Sent, n.FCT.Avg, v.FCT.Avg, p.both, p.netns, p.virtual)
 	return f
 }
 
