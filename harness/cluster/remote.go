@@ -27,6 +27,10 @@ type Remote struct {
 	once    sync.Once
 }
 
+// Remote implements netns.Control over the authenticated TCP channel, as netns.StreamControl does over
+// a local agent's pipes.
+var _ netns.Control = (*Remote)(nil)
+
 // ConnectMachine dials m's agent server, authenticates and reads its hello.
 func ConnectMachine(ctx context.Context, m Machine, secret []byte) (*Remote, error) {
 	c, err := Dial(ctx, m.Control, secret)
