@@ -5,7 +5,8 @@
 # mergecap), python3 and graphviz (the interop suite runs Wireshark's dissectors and HPCC's analysis
 # arithmetic on our outputs; lab report draws the topology picture with dot); Go when `go` is
 # missing (Debian's golang-go; GOTOOLCHAIN=auto then fetches the go.mod toolchain through the module
-# proxy), the ginkgo CLI at the version go.mod pins, and the module dependencies.
+# proxy), the ginkgo CLI at the version go.mod pins, the module dependencies, and a running Docker engine
+# (the cluster suite's machines are containers built from the tree).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -96,5 +97,29 @@ else
 	if [ -w /usr/local/bin ] || [ -n "$SUDO" ]; then
 		$SUDO ln -sf "$GOBIN_DIR/ginkgo" /usr/local/bin/ginkgo 2>/dev/null || true
 	fi
+fi
+# --- Docker engine: the cluster suite runs agent machines as containers built from this tree (nothing is
+# pulled; no registry is needed). Install the engine when missing, and start it when it is installed but
+# not running (a machine without systemd, such as a container or a fresh CI box, starts no daemon).
+if ! command -v docker >/dev/null 2>&1; then
+	if command -v apt-get >/dev/null 2>&1; then
+		say "installing the Docker engine (docker.io) for the cluster suite"
+		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker.io
+	else
+		say "no docker and no apt-get: the cluster suite will say it needs a Docker engine"
+	fi
+fi
+if command -v docker >/dev/null 2>&1 && ! docker info >/dev/null 2>&1; then
+	if command -v systemctl >/dev/null 2>&1 && $SUDO systemctl start docker 2>/dev/null; then
+		say "started the Docker engine (systemctl)"
+	elif command -v dockerd >/dev/null 2>&1; then
+		say "starting dockerd (log: /var/log/fabriclab-dockerd.log)"
+		$SUDO sh -c 'nohup dockerd >/var/log/fabriclab-dockerd.log 2>&1 &'
+	fi
+	for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+	docker info >/dev/null 2>&1 && say "Docker engine up" || say "the Docker engine did not start: see /var/log/fabriclab-dockerd.log"
+else
+	command -v docker >/dev/null 2>&1 && say "Docker engine already running"
 fi
 say "done"
