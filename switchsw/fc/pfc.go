@@ -26,6 +26,8 @@ type PFC struct {
 	rx     []pgRx // [port*prios+prio]: pauses this switch obeys
 }
 
+// The timers' callbacks are made when a group first pauses: most groups never do (on the fat-tree k=12
+// incast, 1.1 MB of closures for 17,280 port-priority groups, nearly all of which stayed unpaused).
 type pgTx struct {
 	paused  bool
 	period  clock.Time
@@ -60,12 +62,7 @@ func newPFC(dev Device, cfg Config) (*PFC, error) {
 			return nil, fmt.Errorf("flow_control.refresh: %v must be positive and shorter than the pause time %v on port %d", period, pause, port)
 		}
 		for prio := 0; prio < f.prios; prio++ {
-			port, prio := port, prio
-			t := &f.tx[port*f.prios+prio]
-			t.period = period
-			t.refresh = func() { f.refreshFire(port, prio) }
-			r := &f.rx[port*f.prios+prio]
-			r.expire = func() { f.expireFire(port, prio) }
+			f.tx[port*f.prios+prio].period = period
 		}
 	}
 	return f, nil
@@ -93,6 +90,10 @@ func (f *PFC) Enqueued(at Loc, _ *pkt.Packet) {
 	if !t.paused && f.dev.MMU().ShouldPause(at.In, at.InPrio) {
 		t.paused = true
 		f.send(at.In, at.InPrio, f.quanta, true)
+		if t.refresh == nil {
+			port, prio := at.In, at.InPrio
+			t.refresh = func() { f.refreshFire(port, prio) }
+		}
 		t.timer = f.dev.Clock().AfterFunc(t.period, t.refresh)
 	}
 }
@@ -153,6 +154,10 @@ func (f *PFC) Receive(in int, p *pkt.Packet) {
 			change := !r.paused
 			r.paused = true
 			f.dev.Port(in).Pause(q, true)
+			if r.expire == nil {
+				port, prio := in, c
+				r.expire = func() { f.expireFire(port, prio) }
+			}
 			r.timer = f.dev.Clock().AfterFunc(f.pauseTime(in, quanta), r.expire)
 			f.dev.Note(in, c, true, false, change, 0)
 			continue
