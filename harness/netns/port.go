@@ -3,6 +3,7 @@ package netns
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"unsafe"
 
@@ -29,6 +30,7 @@ type PacketPort struct {
 	rxBufs [][]byte
 	txHdr  []unix.Mmsghdr
 	txIov  []unix.Iovec
+	ring   *rxRing // receive ring (portring.go); nil: recvmmsg
 }
 
 // PortBatch is how many frames one recvmmsg/sendmmsg moves at most.
@@ -39,19 +41,29 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 // OpenPacketPort opens interface ifname inside the namespace at nsPath (a bind mount such as
 // /run/netns/fl-lab-h0; "" means the caller's namespace). mtu sizes the receive buffers (0: MaxMTU).
 func OpenPacketPort(nsPath, ifname string, mtu int) (*PacketPort, error) {
+	return OpenPacketPortRing(nsPath, ifname, mtu, 0)
+}
+
+// OpenPacketPortRing is OpenPacketPort reading through a receive ring of ringFrames frames (portring.go;
+// 0: none, recvmmsg). A ring must hold every frame written to the port before its reader looks: a
+// full ring drops what comes next. FABRICLAB_RXRING=0 turns rings off.
+func OpenPacketPortRing(nsPath, ifname string, mtu, ringFrames int) (*PacketPort, error) {
+	if os.Getenv(RxRingEnv) == "0" {
+		ringFrames = 0
+	}
 	if nsPath == "" {
-		return openPacketPort(ifname, mtu)
+		return openPacketPort(ifname, mtu, ringFrames)
 	}
 	var p *PacketPort
 	err := cnins.WithNetNSPath(nsPath, func(cnins.NetNS) error {
 		var err error
-		p, err = openPacketPort(ifname, mtu)
+		p, err = openPacketPort(ifname, mtu, ringFrames)
 		return err
 	})
 	return p, err
 }
 
-func openPacketPort(ifname string, mtu int) (*PacketPort, error) {
+func openPacketPort(ifname string, mtu, ringFrames int) (*PacketPort, error) {
 	if mtu <= 0 || mtu > MaxMTU {
 		mtu = MaxMTU
 	}
@@ -59,7 +71,9 @@ func openPacketPort(ifname string, mtu int) (*PacketPort, error) {
 	if err != nil {
 		return nil, fmt.Errorf("AF_PACKET socket for %s: %w", ifname, wrapPerm(err))
 	}
+	var ring *rxRing
 	fail := func(what string, err error) (*PacketPort, error) {
+		ring.close()
 		unix.Close(fd)
 		return nil, fmt.Errorf("port %s: %s: %w", ifname, what, err)
 	}
@@ -71,6 +85,11 @@ func openPacketPort(ifname string, mtu int) (*PacketPort, error) {
 		return fail("no such interface in this namespace", err)
 	}
 	idx := int(ifr.Uint32())
+	if ringFrames > 0 {
+		if ring, err = setupRxRing(fd, mtu, ringFrames); err != nil {
+			return fail("receive ring", err)
+		}
+	}
 	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: idx}); err != nil {
 		return fail("bind", err)
 	}
@@ -85,7 +104,7 @@ func openPacketPort(ifname string, mtu int) (*PacketPort, error) {
 	// Enough socket buffer for a few batches: the engines pace, so the kernel should never hold more.
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, 4<<20)
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 4<<20)
-	p := &PacketPort{fd: fd, ifindex: idx, Name: ifname,
+	p := &PacketPort{fd: fd, ifindex: idx, Name: ifname, ring: ring,
 		rxHdr: make([]unix.Mmsghdr, PortBatch), rxIov: make([]unix.Iovec, PortBatch), rxBufs: make([][]byte, PortBatch),
 		txHdr: make([]unix.Mmsghdr, PortBatch), txIov: make([]unix.Iovec, PortBatch)}
 	for i := range p.rxBufs {
@@ -98,15 +117,24 @@ func openPacketPort(ifname string, mtu int) (*PacketPort, error) {
 	return p, nil
 }
 
+// Ring says whether the port reads through a receive ring (checking it for frames costs no system call).
+func (p *PacketPort) Ring() bool { return p.ring != nil }
+
 // Fd is the socket, for polling.
 func (p *PacketPort) Fd() int { return p.fd }
 
 // Close closes the socket.
-func (p *PacketPort) Close() error { return unix.Close(p.fd) }
+func (p *PacketPort) Close() error {
+	p.ring.close()
+	return unix.Close(p.fd)
+}
 
 // Recv reads up to PortBatch waiting frames without blocking and calls fn for each; the slice is only
 // valid during the call. It returns how many frames it read (0 when none were waiting).
 func (p *PacketPort) Recv(fn func(frame []byte)) (int, error) {
+	if p.ring != nil {
+		return p.ring.recv(PortBatch, fn), nil
+	}
 	for i := range p.rxHdr {
 		p.rxHdr[i].Len = 0
 	}

@@ -3,6 +3,7 @@ package netns
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,8 +11,15 @@ import (
 )
 
 // Frames written on h0's port arrive on s0's port 0 intact, in order, and our own transmissions are
-// not read back (PACKET_IGNORE_OUTGOING).
+// not read back (PACKET_IGNORE_OUTGOING), read with recvmmsg and through a receive ring (in batches of
+// at most PortBatch, the ring's slots handed back and reused: 200 frames through 64 slots).
 func TestPacketPortRoundTrip(t *testing.T) {
+	for _, ring := range []int{0, 64} {
+		t.Run(fmt.Sprintf("ring%d", ring), func(t *testing.T) { testRoundTrip(t, ring) })
+	}
+}
+
+func testRoundTrip(t *testing.T, ring int) {
 	needRoot(t)
 	l, err := Up(context.Background(), "t-port", tiny(), Options{})
 	if err != nil {
@@ -23,11 +31,14 @@ func TestPacketPortRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := OpenPacketPort(l.NSPath("s0"), PortName(0), 1500)
+	b, err := OpenPacketPortRing(l.NSPath("s0"), PortName(0), 1500, ring)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
+	if b.Ring() != (ring > 0) {
+		t.Fatalf("ring %d: port reads through a ring: %v", ring, b.Ring())
+	}
 	const n = 200
 	var frames [][]byte
 	for i := 0; i < n; i++ {
@@ -36,12 +47,25 @@ func TestPacketPortRoundTrip(t *testing.T) {
 		f[20] = byte(i)
 		frames = append(frames, f)
 	}
-	sent, err := a.Send(frames)
-	if err != nil || sent != n {
-		t.Fatalf("sent %d of %d: %v", sent, n, err)
-	}
 	var got [][]byte
 	deadline := time.Now().Add(2 * time.Second)
+	for k := 0; k < n; k += 50 { // a ring of 64 holds 50 frames, not 200: read between writes
+		sent, err := a.Send(frames[k : k+50])
+		if err != nil || sent != 50 {
+			t.Fatalf("sent %d of 50: %v", sent, err)
+		}
+		for len(got) < k+50 && time.Now().Before(deadline) {
+			fds := []unix.PollFd{{Fd: int32(b.Fd()), Events: unix.POLLIN}}
+			unix.Poll(fds, 100)
+			m, err := b.Recv(func(f []byte) { got = append(got, bytes.Clone(f)) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m > PortBatch {
+				t.Fatalf("one Recv handed over %d frames, more than PortBatch", m)
+			}
+		}
+	}
 	for len(got) < n && time.Now().Before(deadline) {
 		fds := []unix.PollFd{{Fd: int32(b.Fd()), Events: unix.POLLIN}}
 		unix.Poll(fds, 100)
@@ -61,6 +85,9 @@ func TestPacketPortRoundTrip(t *testing.T) {
 	a.Recv(func([]byte) { echo++ })
 	if echo != 0 {
 		t.Fatalf("the sender read %d of its own frames back", echo)
+	}
+	if ring > 0 {
+		return
 	}
 	if _, err := OpenPacketPort(l.NSPath("h0"), "p9", 0); err == nil {
 		t.Fatal("opening a missing interface succeeded")

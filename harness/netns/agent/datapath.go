@@ -75,6 +75,10 @@ func (a *agent) setEarly() {
 	if !all {
 		a.quantum = 0
 	}
+	a.scanRings = all
+	for _, p := range a.ports {
+		a.scanRings = a.scanRings && p.sock.Ring()
+	}
 }
 
 // flushDue says whether frames wait that must be written by now.
@@ -153,4 +157,32 @@ func (p *port) hold(a *agent, pk *pkt.Packet, at clock.Time) {
 		in.armed = true
 		a.clk.AfterFuncRanked(at-a.clk.Now(), p.rank, in.fire)
 	}
+}
+
+// Receive rings (netns.OpenPacketPortRing) for the ports whose peer this agent hosts: the ring must hold
+// every frame the peer can write between two reads, at most a flush interval plus a catch-up step
+// (1.5 link delays) of the shortest frames, and twice that for margin: 2.5 x delay x rate / 512 bits
+// (dilation does not change it; 488 -> 512 frames for 100 Gb/s, 1 us). A port needing more than
+// ringPortMax, or past ringAgentMax for the agent, reads with recvmmsg from its socket buffer instead.
+const (
+	ringPortMax  = 2 << 20
+	ringAgentMax = 256 << 20
+)
+
+// ringFor is how many frames port pc's receive ring holds (0: no ring).
+func (a *agent) ringFor(pc netns.AgentPort) int {
+	if a.dp != batched || !a.hosted[pc.PeerNode] || pc.TxChan != 0 || pc.RxChan != 0 || pc.IngressDelay != 0 || pc.Delay <= 0 {
+		return 0
+	}
+	need := int(2.5*pc.Delay.Seconds()*pc.RateBps/512) + 1
+	frames := 256
+	for frames < need {
+		frames *= 2
+	}
+	bytes := frames * (a.setup.MTU + 14 + 96)
+	if bytes > ringPortMax || a.ringBytes+bytes > ringAgentMax {
+		return 0
+	}
+	a.ringBytes += bytes
+	return frames
 }

@@ -318,6 +318,12 @@ type agent struct {
 	// every timer (21 k wake-ups per second on NDC(4,1) at D=2000) only costs CPU. Half the smallest
 	// slack, so a flush is still written a quarter of that before its frames are due.
 	quantum clock.Time
+	// scanRings: every port writes early and reads through a ring, so a flush is followed by a look at
+	// every ring instead of an epoll call.
+	scanRings bool
+	// hosted are the nodes this agent hosts; ringBytes the receive-ring memory its ports have taken.
+	hosted    map[int]bool
+	ringBytes int
 }
 
 func newAgent(s *netns.AgentSetup) (*agent, error) {
@@ -341,6 +347,10 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 	pcap := map[[2]any]bool{}
 	for _, pc := range s.Pcap {
 		pcap[[2]any{pc.Device, pc.Port}] = true
+	}
+	a.hosted = map[int]bool{}
+	for _, d := range s.Devices {
+		a.hosted[d.Node] = true
 	}
 	for _, d := range s.Devices {
 		dev := &device{name: d.Name, node: d.Node}
@@ -366,7 +376,7 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 		}
 		a.devs = append(a.devs, dev)
 		for i, pc := range d.Ports {
-			sock, err := netns.OpenPacketPort(d.NSPath, pc.Ifname, s.MTU)
+			sock, err := netns.OpenPacketPortRing(d.NSPath, pc.Ifname, s.MTU, a.ringFor(pc))
 			if err != nil {
 				a.close()
 				return nil, fmt.Errorf("device %s: %w", d.Name, err)

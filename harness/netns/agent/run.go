@@ -237,25 +237,22 @@ func (a *agent) catchUp() error {
 			return nil
 		}
 		if !ok || next > wall || next+a.step >= wall || next > lim {
-			a.clk.RunDueUntil(lim)
+			// Up to the wall clock (read once: the frames written early must be held by then).
+			w := a.clk.Wall()
+			if err := a.flushBefore(w); err != nil {
+				return err
+			}
+			a.clk.RunDueUntil(min(lim, w))
 			return nil
 		}
 		t := min(next+a.step, lim)
+		if err := a.flushBefore(t); err != nil {
+			return err
+		}
 		a.clk.RunDueUntil(t)
 		a.clk.AdvanceTo(t)
 		a.fid.CatchUpSteps++
-		for _, p := range a.ports {
-			if err := p.flush(a); err != nil {
-				return err
-			}
-		}
-		// Only the ports with frames waiting: one epoll call, where reading every port cost a system
-		// call each.
-		ready, err := a.waiter.wait(0)
-		if err != nil && !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("waiting for frames: %w", err)
-		}
-		if err := a.receiveReady(ready, false); err != nil {
+		if err := a.flushAndRead(false); err != nil {
 			return err
 		}
 		a.collect()
@@ -377,6 +374,16 @@ func (a *agent) flushBefore(t clock.Time) error {
 func (a *agent) flushAndRead(sync bool) error {
 	if err := a.flushAll(); err != nil {
 		return err
+	}
+	if a.scanRings {
+		// Every frame comes from this agent and every port has a ring: looking at each ring is a few
+		// memory reads, where epoll is a system call.
+		for _, p := range a.ports {
+			if err := a.receive(p, sync); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	ready, err := a.waiter.wait(0)
 	if err != nil && !errors.Is(err, unix.EINTR) {
