@@ -12,6 +12,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"golang.org/x/sys/unix"
 )
 
 // Server is one machine's agent server (`lab agent serve`): it accepts coordinators that prove they
@@ -54,6 +55,9 @@ func (s *Server) Check() error {
 		return fmt.Errorf("--underlay: %w", err)
 	}
 	s.underIf, s.underMTU = name, mtu
+	if err := writableProcSys(); err != nil {
+		return err
+	}
 	if s.Name == "" {
 		s.Name, _ = os.Hostname()
 	}
@@ -270,4 +274,19 @@ func (ss *session) teardown() {
 	delete(ss.s.labs, ss.lab)
 	ss.s.mu.Unlock()
 	ss.lab = ""
+}
+
+// writableProcSys makes /proc/sys writable where it is not: a container's is a read-only bind mount
+// (unless the engine is told otherwise, which Compose v1 cannot), and the agent sets each namespace's
+// sysctls through it. The remount changes only this mount namespace's view (the container's); on a
+// host /proc/sys is already writable and nothing happens.
+func writableProcSys() error {
+	const probe = "/proc/sys/net/ipv4/ip_forward"
+	if unix.Access(probe, unix.W_OK) == nil {
+		return nil
+	}
+	if err := unix.Mount("/proc/sys", "/proc/sys", "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("/proc/sys is read-only and could not be remounted writable (%v): give the container CAP_SYS_ADMIN and no AppArmor profile", err)
+	}
+	return nil
 }

@@ -155,6 +155,11 @@ func prepareRun(l *lab.Lab, opts RunOptions) (*netnsRun, error) {
 	if r.res.Lab == "" {
 		runSeq++
 		r.res.Lab = fmt.Sprintf("r%d-%d", os.Getpid()%100000, runSeq)
+		if opts.Machines != nil {
+			// The machines may serve other coordinators, whose PIDs may be ours (a container's is 1).
+			tok, _ := newToken()
+			r.res.Lab = "c" + tok[:12]
+		}
 	}
 	if len(r.dl.Kernel) == 0 {
 		return r, nil

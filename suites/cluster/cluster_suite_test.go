@@ -44,10 +44,11 @@ func mustDocker(args ...string) string {
 
 // What a container needs to make namespaces without --privileged (which asks for every capability,
 // more than a nested Docker such as CI's can give): the capabilities the agent uses, no seccomp or
-// AppArmor filter on mount/unshare/setns, a writable /proc/sys for the namespaces' sysctls, and /run on
-// tmpfs as on a host (namespaces are mounted under /run/netns).
+// AppArmor filter on mount/unshare/setns (the agent remounts the container's read-only /proc/sys
+// writable for the namespaces' sysctls), and /run on tmpfs as on a host (namespaces are mounted under
+// /run/netns). The same as deploy/compose's.
 var caps = []string{"--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN", "--cap-add", "NET_RAW", "--cap-add", "SYS_NICE",
-	"--security-opt", "apparmor=unconfined", "--security-opt", "seccomp=unconfined", "--security-opt", "systempaths=unconfined",
+	"--security-opt", "apparmor=unconfined", "--security-opt", "seccomp=unconfined",
 	"--tmpfs", "/run"}
 
 // startAgent starts machine name on network nw; extra flags go to `lab agent serve`.
