@@ -202,7 +202,7 @@ func (m *nicMem) send(quanta uint16, change bool) {
 				continue
 			}
 		}
-		f := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Segs: 1, Src: -1, Dst: -1, Prio: n.cfg.ControlPrio, PauseMask: mask}
+		f := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Src: -1, Dst: -1, Prio: n.cfg.ControlPrio, PauseMask: mask}
 		for prio := 0; prio < 8; prio++ {
 			if mask&(1<<uint(prio)) != 0 {
 				f.PauseQuanta[prio] = quanta

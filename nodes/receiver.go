@@ -177,7 +177,7 @@ func (n *NIC) lossGap(p *pkt.Packet, rx *rxQP) {
 
 // sendCtl sends an ACK, NACK or CNP for data packet p back to its sender, in the strict control queue.
 func (n *NIC) sendCtl(kind pkt.Kind, p *pkt.Packet, rx *rxQP, sack uint32, size int) {
-	c := n.pool.New(pkt.Packet{Kind: kind, Segs: 1, Src: n.cfg.Host, Dst: p.Src, Flow: p.Flow, SPort: p.SPort,
+	c := n.pool.New(pkt.Packet{Kind: kind, Src: n.cfg.Host, Dst: p.Src, Flow: p.Flow, SPort: p.SPort,
 		DPort: RoCEv2Port, Proto: ProtoUDP, Prio: n.cfg.ControlPrio, PSN: rx.expected, SackPSN: sack,
 		SentAt: n.clk.Now(), InPort: -1,
 		// The data frame's accumulated queueing delay, reflected for telemetry path selection (on the

@@ -91,7 +91,7 @@ func (t *passThrough) onPFC(n *NIC, in int, p *pkt.Packet) {
 				continue
 			}
 			for _, up := range upstreamPrios(n.layout, prio) {
-				f := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Segs: 1, Src: -1, Dst: -1, Prio: uint8(up),
+				f := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Src: -1, Dst: -1, Prio: uint8(up),
 					PauseMask: 1 << uint(up)}
 				f.PauseQuanta[up] = quanta
 				n.SendControl(out, f)
@@ -239,7 +239,7 @@ func (g *ingressPFC) send(port, prio int, quanta uint16, change bool) {
 	if quanta == 0 && g.n.memHolds() {
 		return // the memory guard's resume lifts it
 	}
-	f := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Segs: 1, Src: -1, Dst: -1, Prio: uint8(prio), PauseMask: 1 << uint(prio)}
+	f := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Src: -1, Dst: -1, Prio: uint8(prio), PauseMask: 1 << uint(prio)}
 	f.PauseQuanta[prio] = quanta
 	g.n.SendControl(port, f)
 	if change {

@@ -252,7 +252,7 @@ func (q *qp) send(psn uint32) {
 	}
 	route, _ := q.routeFor(psn, payload, now) // spread.go
 	size := int32(pkt.DataSize(int(payload), len(route)))
-	p := n.pool.New(pkt.Packet{Kind: pkt.Data, Size: size, Segs: 1, Src: n.cfg.Host, Dst: q.dst, Flow: q.id, SPort: q.sport,
+	p := n.pool.New(pkt.Packet{Kind: pkt.Data, Size: size, Src: n.cfg.Host, Dst: q.dst, Flow: q.id, SPort: q.sport,
 		DPort: RoCEv2Port, Proto: ProtoUDP, Prio: q.prio, ECN: pkt.ECT0, PSN: psn, Payload: payload, Last: last,
 		SentAt: now, Route: route, InPort: -1})
 	if route != nil {

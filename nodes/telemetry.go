@@ -200,7 +200,7 @@ func (s *pathSel) probe(i int) uint32 {
 	s.pending[seq] = i
 	n.stats.TxProbe++
 	n.enqueue(q.port, n.control[q.port], &pkt.Packet{Kind: pkt.Probe, Size: int32(pkt.ProbeSize + pkt.RouteOptionBytes(len(r))),
-		Segs: 1, Src: n.cfg.Host, Dst: q.dst, Flow: q.id, SPort: q.sport, DPort: ProbePort, Proto: ProtoUDP, Prio: q.prio,
+		Src: n.cfg.Host, Dst: q.dst, Flow: q.id, SPort: q.sport, DPort: ProbePort, Proto: ProtoUDP, Prio: q.prio,
 		PSN: seq, SentAt: n.clk.Now(), Route: r, Hop: 1, InPort: -1})
 	return seq
 }
@@ -424,7 +424,7 @@ func (n *NIC) onProbe(p *pkt.Packet) {
 		}
 		return
 	}
-	r := &pkt.Packet{Kind: pkt.Probe, Segs: 1, Src: n.cfg.Host, Dst: p.Src, Flow: p.Flow, SPort: p.SPort,
+	r := &pkt.Packet{Kind: pkt.Probe, Src: n.cfg.Host, Dst: p.Src, Flow: p.Flow, SPort: p.SPort,
 		DPort: ProbePort, Proto: ProtoUDP, Prio: n.cfg.ControlPrio, PSN: p.PSN, Last: true, SentAt: p.SentAt,
 		ProbeDelay: p.ProbeDelay, InPort: -1}
 	n.sendBack(r, pkt.ProbeSize)

@@ -97,7 +97,7 @@ func TestReorderBufferDeliversInOrder(t *testing.T) {
 		}
 		for i, psn := range order {
 			pr.b.Receive(0, &pkt.Packet{Kind: pkt.Data, Src: 0, Dst: 1, Flow: 7, PSN: psn, Payload: 1000, Size: 1100,
-				Segs: 1, SentAt: clock.Time(1+psn) * us, Last: psn == 4})
+				SentAt: clock.Time(1+psn) * us, Last: psn == 4})
 			if got := pr.b.rx[7].expected; got != want[i] {
 				t.Fatalf("buffered=%v: after PSN %d the in-order point is %d, want %d", buffered, psn, got, want[i])
 			}

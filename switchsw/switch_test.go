@@ -123,7 +123,7 @@ func newStarDelay(t testing.TB, cfg Config, d clock.Time) *star {
 }
 
 func data(src, dst int32, flow uint32, psn uint32, size int32) *pkt.Packet {
-	return &pkt.Packet{Kind: pkt.Data, Size: size, Segs: 1, Src: src, Dst: dst, Flow: flow, SPort: uint16(flow),
+	return &pkt.Packet{Kind: pkt.Data, Size: size, Src: src, Dst: dst, Flow: flow, SPort: uint16(flow),
 		DPort: 4791, Proto: 17, Prio: 3, PSN: psn, ECN: pkt.ECT0}
 }
 

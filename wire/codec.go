@@ -472,7 +472,6 @@ func decodePFC(b []byte, p *pkt.Packet) error {
 	}
 	p.Kind = pkt.PFC
 	p.Size = pkt.MinFrame
-	p.Segs = 1
 	p.Src, p.Dst = -1, -1
 	p.PauseMask = b[17]
 	for i := range p.PauseQuanta {
@@ -498,7 +497,6 @@ func decodePortFC(b []byte, p *pkt.Packet) error {
 	}
 	p.Kind = pkt.PortFC
 	p.Size = pkt.MinFrame
-	p.Segs = 1
 	p.Src, p.Dst = -1, -1
 	p.FCQueue = int16(binary.BigEndian.Uint16(h[2:]))
 	p.FCPort = int16(binary.BigEndian.Uint16(h[4:]))
@@ -555,7 +553,6 @@ func decodeIPv4(b []byte, p *pkt.Packet) error {
 	}
 	p.Kind = pkt.IP
 	p.Size = int32(len(b))
-	p.Segs = 1
 	p.Src, p.Dst = int32(src), int32(dst)
 	p.Proto = proto
 	p.Prio = DSCPPrio(ip[1] >> 2)
@@ -604,7 +601,6 @@ func decodeEngine(ip []byte, ihl int, dport uint16, p *pkt.Packet) error {
 		return errf(ErrMalformed, "UDP length %d, IPv4 carries %d UDP bytes", ul, len(u))
 	}
 	p.Size = int32(pkt.EthHdr + len(ip))
-	p.Segs = 1
 	p.SPort = binary.BigEndian.Uint16(u[0:])
 	p.DPort = dport
 	p.Proto = 17

@@ -15,7 +15,7 @@ import (
 )
 
 // sized fills in Size the way an engine would (from the pkt constants, not from FrameSize, so that the
-// tests hold Encode to the pkt contract) and Segs.
+// tests hold Encode to the pkt contract).
 func sized(p pkt.Packet) pkt.Packet {
 	rb := pkt.RouteOptionBytes(len(p.Route))
 	switch p.Kind {
@@ -34,7 +34,6 @@ func sized(p pkt.Packet) pkt.Packet {
 	case pkt.IP:
 		p.Size = int32(len(p.Raw))
 	}
-	p.Segs = 1
 	return p
 }
 

@@ -124,7 +124,7 @@ func (f *PFC) refreshFire(port, prio int) {
 }
 
 func (f *PFC) send(port, prio int, quanta uint16, change bool) {
-	fr := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Segs: 1, Src: -1, Dst: -1, Prio: uint8(prio), PauseMask: 1 << uint(prio)}
+	fr := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Src: -1, Dst: -1, Prio: uint8(prio), PauseMask: 1 << uint(prio)}
 	fr.PauseQuanta[prio] = quanta
 	f.dev.SendControl(port, fr)
 	f.dev.Note(port, prio, quanta > 0, true, change, 0)

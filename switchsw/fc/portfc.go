@@ -191,7 +191,7 @@ func (f *PortFC) signal(out, q int, on bool) {
 		if port == out {
 			continue
 		}
-		f.dev.SendControl(port, &pkt.Packet{Kind: pkt.PortFC, Size: pkt.MinFrame, Segs: 1, Src: -1, Dst: -1,
+		f.dev.SendControl(port, &pkt.Packet{Kind: pkt.PortFC, Size: pkt.MinFrame, Src: -1, Dst: -1,
 			FCQueue: int16(q), FCPort: int16(out), FCPause: on})
 		f.dev.Note(port, q, on, true, true, 0)
 	}

@@ -67,7 +67,7 @@ func newNDC41Switch(t *testing.T, id int) *ndc41Switch {
 }
 
 func dataFrame(flow uint32, src, dst int32, route []uint8) *pkt.Packet {
-	return &pkt.Packet{Kind: pkt.Data, Size: int32(pkt.DataSize(1000, len(route))), Segs: 1, Src: src, Dst: dst,
+	return &pkt.Packet{Kind: pkt.Data, Size: int32(pkt.DataSize(1000, len(route))), Src: src, Dst: dst,
 		Flow: flow, Prio: 3, Payload: 1000, Route: route, Hop: 1}
 }
 
