@@ -175,6 +175,26 @@ var _ = Describe("A lab over several machines", Ordered, ContinueOnFailure, func
 		}
 	})
 
+	It("leaves nothing on any machine when the coordinator is killed mid-run", func() {
+		long := strings.Replace(incast, "size: 200KB", "size: 20MB", 1)
+		p := filepath.Join(dir, "long-coord.yaml")
+		Expect(os.WriteFile(p, []byte(long), 0o644)).To(Succeed())
+		cmd := exec.Command(labBin, "run", p, "-o", filepath.Join(dir, "coordkilled"), "--name", "clq-"+tag[len(tag)-4:],
+			"--cluster", clusterFile("coord", "secret.key", "m1", "m3"))
+		var buf syncBuffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		Expect(cmd.Start()).To(Succeed())
+		Eventually(buf.String, 60*time.Second, 100*time.Millisecond).Should(ContainSubstring("running"))
+		for _, m := range []string{"m1", "m3"} {
+			out, _ := docker("exec", tag+"-"+m, "/lab", "status")
+			Expect(out).To(ContainSubstring("clq-"), "machine %s has the lab while it runs", m)
+		}
+		Expect(cmd.Process.Signal(syscall.SIGKILL)).To(Succeed())
+		cmd.Wait()
+		nothingOn("m1")
+		nothingOn("m3")
+	})
+
 	It("ends with partial results when a machine is lost mid-run, and leaves nothing on the others", func() {
 		long := strings.Replace(incast, "size: 200KB", "size: 20MB", 1) // about 30 s of wall time
 		seq++
