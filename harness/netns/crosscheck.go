@@ -32,6 +32,13 @@ const (
 	// crossFCTRel bounds the average FCT over the flows both runs completed (paired by flow id): 3%, three
 	// times the faithful runs' spread and well under the +8% of unsynchronised agents.
 	crossFCTRel = 0.03
+	// crossSetRel bounds the flows only one run completed (outside the edge, see flowPairs), relative to
+	// the schedule-keeping run's completed flows. Runs that keep the schedule exactly still break ties
+	// between frames due at the same instant in another order than the virtual backend (by port, not by
+	// scheduling order), and under a busy workload individual flows then diverge: Dragonfly(2,4,2)
+	// WebSearch 0.5, 3 ms, netns identical with one and two agents, against the virtual backend 9 of
+	// 447 completed flows (2.0%) in one run only, paired FCT +0.6%, per-flow median 2.2% apart.
+	crossSetRel = 0.05
 )
 
 // DefaultCrossCheckBudget bounds the schedule-keeping run's wall time (at least the netns run's own).
@@ -85,8 +92,10 @@ func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult
 		count("flows completed", int64(n.Flows.Completed), int64(v.Flows.Completed))
 		drops := n.Drops.Lossy + n.Drops.Lossless + v.Drops.Lossy + v.Drops.Lossless
 		if drops == 0 {
-			if d := p.setDiff(); d != "" {
+			if d := p.setDiff(); d != "" && float64(len(p.onlyNetns)+len(p.onlyVirt)) > crossSetRel*float64(v.Flows.Completed) {
 				off = append(off, d)
+			} else if d != "" {
+				f.Reason += "; " + d
 			}
 			if p.virtual > 0 && math.Abs(p.netns-p.virtual) > crossFCTRel*p.virtual {
 				off = append(off, fmt.Sprintf("FCT avg over the %d flows both completed %.4g s vs %.4g s (%+.1f%%)",
