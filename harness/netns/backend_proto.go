@@ -190,7 +190,7 @@ type AgentFidelity struct {
 	MaxArrivalErr clock.Time `json:"max_arrival_err,omitempty"`
 	// CatchUpSteps counts steps taken to catch up after the loop woke late (agent catchUp).
 	CatchUpSteps uint64 `json:"catch_up_steps,omitempty"`
-	// CPUTime is the CPU the agent process used from its start to its records (user + system: most of
+	// CPUTime is the CPU the agent process used from the run's start to its records (user + system: most of
 	// an agent's is the kernel's, moving frames), for `lab bench`'s frames per CPU-second.
 	CPUTime     clock.Time `json:"cpu_time,omitempty"`
 	RealtimeErr string     `json:"realtime_err,omitempty"`

@@ -324,6 +324,7 @@ type agent struct {
 	// hosted are the nodes this agent hosts; ringBytes the receive-ring memory its ports have taken.
 	hosted    map[int]bool
 	ringBytes int
+	cpu0      clock.Time // the process's CPU when the run started (processCPU)
 }
 
 func newAgent(s *netns.AgentSetup) (*agent, error) {
@@ -508,6 +509,7 @@ func (a *agent) violation(s string) { a.log.Violations = append(a.log.Violations
 
 // run is the event loop. It returns when stop is requested or the clock passes end.
 func (a *agent) run(epoch int64, end clock.Time, done, reachedEnd func()) error {
+	a.cpu0 = processCPU()
 	a.clk.SetEpoch(epoch) // the engines hold this clock already; nothing has read it yet
 	// Captures are stamped with the wall time of the run's start plus the engine time of each frame.
 	start := time.Now().Add(-a.clk.Wall().Duration())

@@ -419,10 +419,7 @@ func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
 			}
 		}
 	}
-	var ru unix.Rusage
-	if unix.Getrusage(unix.RUSAGE_SELF, &ru) == nil {
-		a.fid.CPUTime = clock.Time(ru.Utime.Nano()+ru.Stime.Nano()) * clock.Nanosecond
-	}
+	a.fid.CPUTime = processCPU() - a.cpu0
 	lag := a.clk.Lag()
 	a.fid.TimerLagAt = lag.MaxAt
 	a.fid.Timers, a.fid.TimerLagMax, a.fid.TimerLagSum, a.fid.LagOver = lag.Fired, lag.Max, lag.Sum, lag.Over
