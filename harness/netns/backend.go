@@ -70,9 +70,11 @@ type RunOptions struct {
 	Machines Machines
 }
 
-// DefaultAgents: one process hosting every device measured best on 2 cores (idle-path slowdown 1.04
-// with 1 agent, 1.35 with 2, 1.46 with one per device on NDC(2,1) at D=1000): a frame handed between
-// engines of one agent still crosses a veth, but no cross-process wake-up sits on its path.
+// DefaultAgents is one process hosting every device. Two agents in lockstep give identical results
+// and on the 2-core VM (WebSearch 0.5, D=1000, 3 ms, other work running) took 0.75-0.8 of one's wall
+// time on fat-tree k=4 and 0.55-0.65 on Dragonfly(2,4,2), but 0.95-1.4 on NDC(2,1) and NDC(4,1),
+// where one agent keeps up and the windows only add wake-ups; --agents 2 is the choice for the larger
+// fabrics.
 const DefaultAgents = 1
 
 // KernelMTU is the link MTU of a lab with kernel-tcp hosts and no host.mtu: Ethernet's.
