@@ -72,7 +72,7 @@ type RunOptions struct {
 
 // DefaultAgents is one process hosting every device. Two agents in lockstep give identical results
 // and on the 2-core VM (WebSearch 0.5, D=1000, 3 ms, other work running) took 0.75-0.8 of one's wall
-// time on fat-tree k=4 and 0.55-0.65 on Dragonfly(2,4,2), but 0.95-1.4 on NDC(2,1) and NDC(4,1),
+// time on fat-tree k=4 and 0.55-0.65 on Dragonfly(2,4,2), but 0.9-1.4 on NDC(2,1) and NDC(4,1),
 // where one agent keeps up and the windows only add wake-ups; --agents 2 is the choice for the larger
 // fabrics.
 const DefaultAgents = 1
