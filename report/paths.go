@@ -22,8 +22,15 @@ type PathSpread struct {
 }
 
 func pathSpread(flows []records.Flow) *PathSpread {
+	// Floating-point sums depend on their order, and the log's flow order need not repeat from run to run
+	// (max_share_avg moved in its last digit between two runs of one seed): add in flow-ID order.
+	byID := make([]*records.Flow, len(flows))
+	for i := range flows {
+		byID[i] = &flows[i]
+	}
+	sort.SliceStable(byID, func(i, j int) bool { return byID[i].ID < byID[j].ID })
 	var ps PathSpread
-	for _, f := range flows {
+	for _, f := range byID {
 		if len(f.PathBytes) == 0 {
 			continue
 		}
