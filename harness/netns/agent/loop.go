@@ -327,6 +327,8 @@ type agent struct {
 	cpu0      clock.Time // the process's CPU when the run started (processCPU)
 }
 
+// newAgent makes an agent's engines and ports from its setup: the steps below, in order. On an error
+// everything made so far is closed.
 func newAgent(s *netns.AgentSetup) (*agent, error) {
 	if err := clock.PreciseThread(); err != nil {
 		return nil, fmt.Errorf("timer slack: %w", err)
@@ -345,6 +347,29 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 			a.fid.Realtime = true
 		}
 	}
+	if err := a.makeDevices(); err != nil {
+		a.close()
+		return nil, err
+	}
+	a.fds = append(a.fds, unix.PollFd{Fd: int32(w.fd), Events: unix.POLLIN})
+	if a.waiter, err = newWaiter(a.fds); err != nil {
+		a.close()
+		return nil, err
+	}
+	a.pairPeers()
+	a.setEarly()
+	a.step = a.catchUpStep()
+	a.initLock()
+	if err := a.checkFlows(); err != nil {
+		a.close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// makeDevices makes each device's engine (a switch or a NIC) and opens its ports.
+func (a *agent) makeDevices() error {
+	s := a.setup
 	pcap := map[[2]any]bool{}
 	for _, pc := range s.Pcap {
 		pcap[[2]any{pc.Device, pc.Port}] = true
@@ -360,55 +385,60 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 		case d.Switch != nil:
 			sw, err := switchsw.New(*d.Switch, a.clk, links, &a.log)
 			if err != nil {
-				a.close()
-				return nil, fmt.Errorf("switch %s: %w", d.Name, err)
+				return fmt.Errorf("switch %s: %w", d.Name, err)
 			}
 			dev.eng = sw
 		case d.Host != nil:
 			nic, err := nodes.New(*d.Host, a.clk, links, &a.log)
 			if err != nil {
-				a.close()
-				return nil, fmt.Errorf("host %s: %w", d.Name, err)
+				return fmt.Errorf("host %s: %w", d.Name, err)
 			}
 			dev.eng, dev.nic = nic, nic
 		default:
-			a.close()
-			return nil, fmt.Errorf("device %s: neither a switch nor a host config", d.Name)
+			return fmt.Errorf("device %s: neither a switch nor a host config", d.Name)
 		}
 		a.devs = append(a.devs, dev)
 		for i, pc := range d.Ports {
-			sock, err := netns.OpenPacketPortRing(d.NSPath, pc.Ifname, s.MTU, a.ringFor(pc))
-			if err != nil {
-				a.close()
-				return nil, fmt.Errorf("device %s: %w", d.Name, err)
+			if err := a.openPort(d, dev, i, pc, pcap[[2]any{d.Name, i}]); err != nil {
+				return err
 			}
-			p := &port{dev: dev, index: i, sock: sock, cfg: pc, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps),
-				rank: uint32(min(1+d.Node*1024+i, clock.MaxRank))}
-			p.link = &link{a: a, p: p, delay: pc.Delay}
-			p.link.fire = p.link.release
-			p.inbox.fire = func() { p.releaseInbox(a) }
-			dev.eng.SetLink(i, p.link)
-			if pcap[[2]any{d.Name, i}] {
-				f, err := os.Create(filepath.Join(s.PcapDir, fmt.Sprintf("%s-p%d.pcap", d.Name, i)))
-				if err == nil {
-					p.pcap, err = wire.NewPcapWriter(f, 0)
-				}
-				if err != nil {
-					a.close()
-					return nil, fmt.Errorf("pcap for %s p%d: %w", d.Name, i, err)
-				}
-				p.pfile = f
-			}
-			dev.ports = append(dev.ports, p)
-			a.ports = append(a.ports, p)
-			a.fds = append(a.fds, unix.PollFd{Fd: int32(sock.Fd()), Events: unix.POLLIN})
 		}
 	}
-	a.fds = append(a.fds, unix.PollFd{Fd: int32(w.fd), Events: unix.POLLIN})
-	if a.waiter, err = newWaiter(a.fds); err != nil {
-		a.close()
-		return nil, err
+	return nil
+}
+
+// openPort opens port i of dev (its socket, its link, and its pcap file when one is asked for).
+func (a *agent) openPort(d netns.AgentDevice, dev *device, i int, pc netns.AgentPort, withPcap bool) error {
+	s := a.setup
+	sock, err := netns.OpenPacketPortRing(d.NSPath, pc.Ifname, s.MTU, a.ringFor(pc))
+	if err != nil {
+		return fmt.Errorf("device %s: %w", d.Name, err)
 	}
+	p := &port{dev: dev, index: i, sock: sock, cfg: pc, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps),
+		rank: uint32(min(1+d.Node*1024+i, clock.MaxRank))}
+	// In the agent's lists before anything below can fail, so close() closes its socket.
+	dev.ports = append(dev.ports, p)
+	a.ports = append(a.ports, p)
+	a.fds = append(a.fds, unix.PollFd{Fd: int32(sock.Fd()), Events: unix.POLLIN})
+	p.link = &link{a: a, p: p, delay: pc.Delay}
+	p.link.fire = p.link.release
+	p.inbox.fire = func() { p.releaseInbox(a) }
+	dev.eng.SetLink(i, p.link)
+	if withPcap {
+		f, err := os.Create(filepath.Join(s.PcapDir, fmt.Sprintf("%s-p%d.pcap", d.Name, i)))
+		if err == nil {
+			p.pcap, err = wire.NewPcapWriter(f, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("pcap for %s p%d: %w", d.Name, i, err)
+		}
+		p.pfile = f
+	}
+	return nil
+}
+
+// pairPeers links each port to the other end of its cable when this agent hosts that end too.
+func (a *agent) pairPeers() {
 	for _, p := range a.ports {
 		for _, q := range a.ports {
 			if q.dev.node == p.cfg.PeerNode && q.index == p.cfg.PeerPort {
@@ -416,49 +446,54 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 			}
 		}
 	}
-	a.setEarly()
-	// A frame written early is due a link delay after it departs and a step writes what departed in
-	// it, so a step shorter than the link delay (delay - slack) never takes one late. On the other ports
-	// a step no longer than one data frame's serialization (the fidelity yardstick) keeps every frame
-	// written at its due time within that of its schedule, however late the loop runs; a quarter link
-	// delay bounds it where frames are long.
-	// A cut link's frame leaves at once and the other agent takes it by its stamp: it bounds no step.
-	// (Bounding steps by it made two agents take 65 times the catch-up steps of one on NDC(4,1).)
-	a.step = -1
+}
+
+// catchUpStep is how far one catch-up step may run the clock.
+//
+// A frame written early is due a link delay after it departs and a step writes what departed in
+// it, so a step shorter than the link delay (delay - slack) never takes one late. On the other ports
+// a step no longer than one data frame's serialization (the fidelity yardstick) keeps every frame
+// written at its due time within that of its schedule, however late the loop runs; a quarter link
+// delay bounds it where frames are long.
+// A cut link's frame leaves at once and the other agent takes it by its stamp: it bounds no step.
+// (Bounding steps by it made two agents take 65 times the catch-up steps of one on NDC(4,1).)
+func (a *agent) catchUpStep() clock.Time {
+	step := clock.Time(-1)
 	for _, p := range a.ports {
 		d := min(p.link.delay, p.yard) / 4
 		if p.early {
 			d = p.link.delay - p.slack
 		}
-		if p.cfg.TxChan == 0 && (a.step < 0 || d < a.step) {
-			a.step = d
+		if p.cfg.TxChan == 0 && (step < 0 || d < step) {
+			step = d
 		}
 	}
-	if a.step < 0 { // every port is cut: steps as long as the shortest link delay allows
+	if step < 0 { // every port is cut: steps as long as the shortest link delay allows
 		for _, p := range a.ports {
-			if a.step < 0 || p.link.delay*3/4 < a.step {
-				a.step = p.link.delay * 3 / 4
+			if step < 0 || p.link.delay*3/4 < step {
+				step = p.link.delay * 3 / 4
 			}
 		}
 	}
 	floor := minCatchUpStep
-	if s.MinCatchUpStep > 0 {
-		floor = s.MinCatchUpStep
+	if a.setup.MinCatchUpStep > 0 {
+		floor = a.setup.MinCatchUpStep
 	}
-	a.step = max(a.step, floor)
-	a.initLock()
+	return max(step, floor)
+}
+
+// checkFlows refuses a flow that starts at a node this agent does not host as a NIC.
+func (a *agent) checkFlows() error {
 	byNode := map[int]*device{}
 	for _, d := range a.devs {
 		byNode[d.node] = d
 	}
-	for _, f := range s.Flows {
-		d := byNode[f.Node]
-		if d == nil || d.nic == nil {
-			a.close()
-			return nil, fmt.Errorf("flow %d starts at node %d, which this agent does not host as a NIC", f.Flow.ID, f.Node)
+	for _, f := range a.setup.Flows {
+		if d := byNode[f.Node]; d == nil || d.nic == nil {
+			return fmt.Errorf("flow %d starts at node %d, which this agent does not host as a NIC", f.Flow.ID, f.Node)
 		}
 	}
-	return a, nil
+	return nil
 }
 
 // watch starts the deadlock monitor on the agent clock: the same package and rule the virtual backend
