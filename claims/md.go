@@ -41,7 +41,11 @@ func MeasuredText(c Claim) string {
 	if c.Unit != "" {
 		s += " " + c.Unit
 	}
-	return s + fmt.Sprintf("; %d seed(s) x %d topology(ies)", c.Seeds, max(c.TopologySeeds, 1))
+	s += fmt.Sprintf("; %d seed(s) x %d topology(ies)", c.Seeds, max(c.TopologySeeds, 1))
+	if strings.HasPrefix(c.Provenance, "re-run") {
+		s += "; re-run"
+	}
+	return s
 }
 
 func g4(x float64) string { return strconv.FormatFloat(x, 'g', 4, 64) }
