@@ -144,7 +144,8 @@ spec z-hosts 'workload: [{kind: permutation, size: 10KB, hosts: []}]'
 spec z-workload 'workload: []'
 spec z-noworkload ''
 spec z-lossless-p $'workload: [{kind: permutation, size: 10KB}]\nrouting: {lossless_priorities: 0}'
-for s in z-dilation z-delay z-fraction z-dcqcn-g z-mtu z-priorities z-routing-k z-hosts z-workload z-noworkload z-lossless-p; do
+spec f-seed $'workload: [{kind: permutation, size: 10KB}]\nseed: 1.5'
+for s in z-dilation z-delay z-fraction z-dcqcn-g z-mtu z-priorities z-routing-k z-hosts z-workload z-noworkload z-lossless-p f-seed; do
 	run "$s" "$labbin" run "$dir/$s.yaml" -o "$dir/out-$s"
 done
 run seeds-0 "$labbin" run "$dir/okrun.yaml" -o "$dir/out-s0" --seeds 0

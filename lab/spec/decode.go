@@ -266,6 +266,12 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 			d.errf(n, path, "want a single value, got a %s", kindName(n))
 			return
 		}
+		// yaml.v3 truncates a float into an integer field (seed: 1.5 ran as seed 1, seeds: 2.5 as 2): a
+		// value with a fraction or an exponent is no integer here.
+		if isInt(v.Kind()) && n.ShortTag() == "!!float" {
+			d.errf(n, path, "%q is not %s", n.Value, wantOf(v.Kind()))
+			return
+		}
 		p := reflect.New(v.Type())
 		if err := n.Decode(p.Interface()); err != nil {
 			d.errf(n, path, "%q is not %s", n.Value, wantOf(v.Kind()))
@@ -279,6 +285,15 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
 		v.Set(p.Elem())
 		d.noteZero(n, v, path)
 	}
+}
+
+func isInt(k reflect.Kind) bool {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 func wantOf(k reflect.Kind) string {
