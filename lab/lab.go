@@ -258,7 +258,7 @@ func (l *Lab) maxFrame() int {
 }
 
 // hostBDP is one host link's rate x one-way delay, the unit "Nbdp" sizes resolve to where a size is not
-// per port (ECN thresholds, headroom override): the PortFC paper's "single-hop" BDP (portfc.md §3.1).
+// per port (ECN thresholds, headroom override): the PortFC paper's "single-hop" BDP (PortFC paper §V-A).
 func (l *Lab) hostBDP() int64 {
 	g := l.Graph
 	if len(g.Hosts) == 0 {
@@ -337,8 +337,8 @@ func (l *Lab) pathBase(p route.Path) nodes.PathBase {
 }
 
 // pathBDP is IRN's BDP-FC cap: the bottleneck host link rate x the base RTT of the longest shortest
-// path (propagation both ways plus one MTU frame's serialization per hop), as IRN sizes it (portfc.md
-// §5: "link rate x max-path base RTT"). The bottleneck is the slowest host link, so on Rail-only NDC
+// path (propagation both ways plus one MTU frame's serialization per hop), as IRN sizes its
+// BDP-FC window (link rate x max-path base RTT). The bottleneck is the slowest host link, so on Rail-only NDC
 // the window is the 100 Gb/s rail's, not the 160 Gb/s HBD's (PortFC §V-E: BDP-FC "constrained by the
 // slowest path segment"); delays are the longest host link's.
 func (l *Lab) pathBDP() int64 {

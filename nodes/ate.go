@@ -16,7 +16,7 @@ import (
 // w^H follows Eq. 3, w^H(t+1) = w^H(t) · p·B_H / T^H(t), clamped to [0,1], with w^N = 1 - w^H. The
 // paper's Algorithm 5 line 6 adds a weight to a traffic volume and contradicts w^N = 1 - w^H, and its
 // line 5 is absolute where Eq. 3 is multiplicative; the paper's own analysis (§III-F) is Eq. 3, so that
-// is what runs, and line 6 is read as an erratum (portfc.md §3.8). When T^H = 0 the update is skipped
+// is what runs, and line 6 is read as an erratum (PortFC paper §III-E, Algorithm 5). When T^H = 0 the update is skipped
 // (the paper's rule for sparse MoE traffic).
 //
 // Units. The paper calls T^H "inflight traffic" from node i into its first-hop HBD and B_H the HBD's

@@ -100,7 +100,7 @@ func jain(x []float64) float64 {
 	return s * s / (float64(len(x)) * s2)
 }
 
-// DCTCP sanity (expander-thesis.md §7 claim 10, Appendix E): N long flows through one 10 Gb/s bottleneck
+// DCTCP sanity (expander thesis §4.1.2, Appendix E): N long flows through one 10 Gb/s bottleneck
 // with K = 40 packets: in steady state the queue stays around K, far below the buffer (no drops), the
 // link is busy and the flows share it fairly.
 func TestDCTCPHoldsTheQueueAtK(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 )
 
 // Path selection among a flow's candidate source routes (Flow.Paths), per connection at the sending NIC,
-// from measured forward queueing delay (dragonfly-telemetry.md §2.2-2.3):
+// from measured forward queueing delay (telemetry paper §III):
 //
 //   - Switches add queueing delay to a field of the frame (switchsw): data frames their residence, path
 //     test messages (PTMs, Probe frames) the data backlog they bypass in the strict queue.
@@ -60,7 +60,7 @@ type TelemetryConfig struct {
 	Threshold clock.Time `json:"threshold_ps,omitempty"`
 }
 
-// Paper values (dragonfly-telemetry.md §2.3); Initial is ours, the paper says "a few".
+// Paper values (telemetry paper §III); Initial is ours, the paper says "a few".
 const (
 	DefaultTelemetryRatio   = 0.8
 	DefaultTelemetryMTUs    = 75

@@ -6,7 +6,7 @@ import (
 )
 
 // Bucket is the flows whose size is in [Min, Max) (Max 0: no upper bound), summarized as NetBench does
-// (expander-thesis.md §4): FCT mean and percentiles, slowdown, and mean per-flow throughput size*8/FCT.
+// (expander thesis §4.2): FCT mean and percentiles, slowdown, and mean per-flow throughput size*8/FCT.
 type Bucket struct {
 	Name        string
 	Min, Max    int64

@@ -8,8 +8,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
-// PortUtil is the expander thesis' port utilisation (its Figs 4.4-4.17; shared notes expander-thesis.md
-// claims 3-4): every output port's mean utilisation over the metered span (first to last link-meter
+// PortUtil is the expander thesis' port utilisation (its Figs 4.4-4.17): every output port's mean utilisation over the metered span (first to last link-meter
 // bin), split into network ports (switch to switch) and server ports (either end a host, both
 // directions), over every such port of the fabric, idle ones at 0. Sorted ascending.
 type PortUtil struct {

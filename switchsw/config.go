@@ -56,7 +56,7 @@ type Config struct {
 	// SampleEvery > 0 records each port's queue occupancy at this period.
 	SampleEvery clock.Time `json:"sample_every,omitempty"`
 	// ClassUp lists the turns (in-port, out-port) at which a data frame moves up one priority: DF-KSP's
-	// down-then-up turns in the virtual layers (fcplus.md §3.4), which the switch can tell from the two
+	// down-then-up turns in the virtual layers (FC+ paper §III-D), which the switch can tell from the two
 	// ports alone. Ingress accounting and the pause sent upstream keep the arrival priority.
 	ClassUp []Turn `json:"class_up,omitempty"`
 }

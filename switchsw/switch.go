@@ -191,7 +191,7 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 		if p.Kind == pkt.Probe && !p.Last {
 			// A path test message bypasses data in the strict queue, so it carries the queueing delay a
 			// data frame of its priority would see here instead: the backlog ahead of it at line rate
-			// (telemetry routing, dragonfly-telemetry.md §2.2). Replies (Last) carry the forward delay
+			// (telemetry routing, telemetry paper §III, Fig. 3). Replies (Last) carry the forward delay
 			// back unchanged.
 			eg := s.ports[out]
 			p.ProbeDelay += clock.TxTime(eg.Bytes(fc.QueueOf((*device)(s), int(p.Prio))), eg.Rate())

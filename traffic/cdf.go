@@ -39,7 +39,7 @@ type CDF struct {
 	Cum  []float64 // fractions in [0, 1]
 }
 
-// Built-in distributions (anchors.md §6, portfc.md §6.1, expander-thesis.md §3.3), cumulative in percent
+// Built-in distributions (sources per entry below; PortFC paper §V-A, expander thesis §4.3.1), cumulative in percent
 // as in the HPCC files.
 var builtin = map[string][][2]float64{
 	// HPCC traffic_gen/WebSearch_distribution.txt (DCTCP web search). Mean 1.71 MB with interpolation.
@@ -49,14 +49,14 @@ var builtin = map[string][][2]float64{
 	"hadoop": {{0, 0}, {100, 1}, {200, 2}, {300, 5}, {350, 15}, {400, 20}, {500, 30}, {600, 40}, {700, 50},
 		{1000, 60}, {2000, 67}, {7000, 70}, {30000, 72}, {50000, 82}, {80000, 87}, {120000, 90}, {300000, 95},
 		{1000000, 97.5}, {2000000, 99}, {10000000, 100}},
-	// VL2 data mining, the pFabric/netbench points (anchors.md §6).
+	// VL2 data mining, the points pFabric's simulations and netbench use.
 	"datamining": {{0, 0}, {180, 10}, {216, 20}, {560, 30}, {900, 40}, {1100, 50}, {1870, 60}, {3160, 70},
 		{10000, 80}, {400000, 90}, {3160000, 95}, {100000000, 98}, {1000000000, 100}},
 	// VL2 data mining as CONGA/LetFlow/ConWeave ship it (workloads/mining.txt).
 	"datamining-alt": {{100, 0}, {10000, 80}, {152522, 83.46}, {390541, 90}, {3223542, 95.3846},
 		{100000000, 99}, {1000000000, 100}},
-	// HPCC traffic_gen/AliStorage2019.txt. The PortFC paper's Storage CDF is not identified (portfc.md
-	// §6.1); this is the candidate, mean ~41 KB.
+	// HPCC traffic_gen/AliStorage2019.txt. The PortFC paper's Storage CDF is not identified (PortFC paper
+	// §V-A); this is the candidate, mean ~41 KB.
 	"storage": {{0, 0}, {4000, 22.93}, {8000, 69.21}, {16000, 80.61}, {32000, 90.47}, {64000, 93.53},
 		{128000, 96.77}, {256000, 97.53}, {2000000, 100}},
 }
@@ -213,7 +213,7 @@ func (c *CDF) CDF(x float64) float64 {
 	return c.Cum[i-1] + (x-s0)/(s1-s0)*(c.Cum[i]-c.Cum[i-1])
 }
 
-// Pareto is HULL's Pareto flow sizes (expander-thesis.md §3.3): scale x_m = mean(shape-1)/shape, draw
+// Pareto is HULL's Pareto flow sizes (expander thesis §4.3.1): scale x_m = mean(shape-1)/shape, draw
 // x_m / U^(1/shape), cap each draw. Mean is the mean of the capped distribution, which is what the load
 // formula must use: with shape 1.05, mean 100 KB and a 1 GB cap it is ~48.6 KB, not 100 KB.
 type Pareto struct {

@@ -77,7 +77,7 @@ func TestMeans(t *testing.T) {
 			t.Errorf("%s mean %.4g, want ~%.4g (digest: linear interpolation)", name, m, want)
 		}
 	}
-	// The capped Pareto's true mean is ~48.6 KB (expander-thesis.md §3.3), not its nominal 100 KB.
+	// The capped Pareto's true mean is ~48.6 KB (expander thesis §4.3.1), not its nominal 100 KB.
 	p := Pareto{Shape: 1.05, Nominal: 100e3, Cap: 1 << 30}
 	if m := p.Mean(); math.Abs(m-48577) > 100 {
 		t.Errorf("pareto capped mean %.0f, want ~48577", m)

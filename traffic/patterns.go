@@ -70,7 +70,7 @@ func Groups(hosts []int, group func(host int) int) [][]int {
 }
 
 // Adv1 is Dragonfly's ADV1 adversarial pattern as a shift: every host of group i sends to hosts of group
-// i+1 (mod the number of groups), uniformly (dragonfly-telemetry.md §4.2 uses one random pair of groups;
+// i+1 (mod the number of groups), uniformly (telemetry paper §IV-A uses one random pair of groups;
 // the shift loads every group's global links the same way and is the common simulator form).
 func Adv1(groups [][]int) (Matrix, error) {
 	if len(groups) < 2 {
@@ -86,7 +86,7 @@ func Adv1(groups [][]int) (Matrix, error) {
 	return m, nil
 }
 
-// Adv1Pair is ADV1 as the telemetry paper draws it (dragonfly-telemetry.md §4.2): two distinct random
+// Adv1Pair is ADV1 as the telemetry paper draws it (telemetry paper §IV-A): two distinct random
 // groups, every host of the first sends to hosts of the second uniformly. It returns the two groups.
 func Adv1Pair(r *rand.Rand, groups [][]int) (Matrix, [2]int, error) {
 	if len(groups) < 2 {
@@ -104,7 +104,7 @@ func Adv1Pair(r *rand.Rand, groups [][]int) (Matrix, [2]int, error) {
 	return m, [2]int{a, b}, nil
 }
 
-// Unf is Dragonfly's UNF (dragonfly-telemetry.md §4.2): every host sends to hosts outside its own group,
+// Unf is Dragonfly's UNF (telemetry paper §IV-A): every host sends to hosts outside its own group,
 // uniformly.
 func Unf(groups [][]int) (Matrix, error) {
 	if len(groups) < 2 {
@@ -144,7 +144,7 @@ func Connections(r *rand.Rand, m Matrix, n int, size int64, at clock.Time, class
 }
 
 // Adv2 is Dragonfly's ADV2: one random group receives, every host of every other group sends to it
-// uniformly (a group-level incast, dragonfly-telemetry.md §4.2).
+// uniformly (a group-level incast, telemetry paper §IV-A).
 func Adv2(r *rand.Rand, groups [][]int) (Matrix, int, error) {
 	if len(groups) < 2 {
 		return Matrix{}, 0, fmt.Errorf("adv2 needs at least 2 groups, the topology has %d", len(groups))
@@ -184,7 +184,7 @@ func Once(r *rand.Rand, m Matrix, size int64, at clock.Time, draw bool, class st
 	return s.number(), nil
 }
 
-// Skewed is a ProjecToR-style skewed rack-to-rack matrix (expander-thesis.md §3.4; the released
+// Skewed is a ProjecToR-style skewed rack-to-rack matrix (expander thesis §4.3.2; the released
 // 128-ToR ProjecToR probabilities are not available here): every rack i gets a sender weight a_i and a
 // receiver weight b_j, each rank^-zipf over its own random order of the racks, a rack pair (i != j) has
 // probability a_i b_j / sum, split evenly over its host pairs. zipf 0 is uniform over rack pairs. It

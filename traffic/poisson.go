@@ -108,7 +108,7 @@ func weighted(r *rand.Rand, w []float64) int {
 	return len(w) - 1
 }
 
-// Arrivals is a Poisson source (HPCC traffic_gen convention, anchors.md §6): every source host is an
+// Arrivals is a Poisson source (the HPCC simulator's traffic_gen convention): every source host is an
 // independent Poisson process whose mean inter-arrival is mean_size*8 / (rate*load), so the bytes it
 // offers average load x its link rate; sizes come from Sizes and destinations from Matrix.
 type Arrivals struct {

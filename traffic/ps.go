@@ -10,7 +10,7 @@ import (
 	"github.com/fabriclab/fabriclab/units"
 )
 
-// PS is a parameter-server job (portfc.md §6.4): per round, every worker pushes Push bytes to the server
+// PS is a parameter-server job (PortFC paper §V-D): per round, every worker pushes Push bytes to the server
 // (many-to-one), then the server sends Broadcast bytes to every worker (one-to-many). A round's
 // broadcast depends on all of its pushes completing, and the next round's push of a worker on that
 // worker's broadcast completing, through Flow.After; the first pushes start at At.
@@ -66,7 +66,7 @@ func ParamServer(p PS) (Schedule, error) {
 	return s, nil
 }
 
-// MoE is expert-parallel all-to-all traffic (portfc.md §6.5): Tokens tokens spread evenly over Hosts
+// MoE is expert-parallel all-to-all traffic (PortFC paper §V-E): Tokens tokens spread evenly over Hosts
 // (token t on Hosts[t mod len]), Experts experts likewise (expert e on Hosts[e mod len]). Per layer
 // every token goes to TopK distinct experts (dispatch, many-to-few) and comes back (combine,
 // few-to-many). Expert popularity is Zipf: expert e is chosen with weight 1/(e+1)^Zipf among those not

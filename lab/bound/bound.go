@@ -1,6 +1,6 @@
 // Package bound computes LP throughput bounds: the maximum concurrent multicommodity flow g such that
 // every terminal pair can exchange g times its traffic-matrix demand at once, with trunk links the only
-// bottleneck (fibre-channel.md §3.1). Either over any path (routing "free": arc formulation, one
+// bottleneck (Fibre Channel paper §2.4). Either over any path (routing "free": arc formulation, one
 // commodity per destination switch) or restricted to the paths a router lists (path formulation, the
 // LP "balancing" of a static routing). Solved by the Garg-Könemann/Fleischer scheme to a certified gap
 // (mcf.go: a feasible flow G and a dual bound Upper), which reaches the FC+ paper's scale; gonum's dense
@@ -45,7 +45,7 @@ func Uniform(f *route.Fabric) TM {
 // Result is an LP solution.
 type Result struct {
 	// G is the max concurrent flow: every switch pair can carry G times its demand at once. It can exceed
-	// 1 (the FC+ paper's all-to-all 1.204): host links are not constrained, trunks are (fcplus.md §7.1).
+	// 1 (the FC+ paper's all-to-all 1.204): host links are not constrained, trunks are (FC+ paper §V-A).
 	// Throughput's G is a feasible flow (a lower bound on the optimum) and Upper a dual bound on it;
 	// Simplex's G is the optimum and Upper equals it.
 	G, Upper float64

@@ -8,7 +8,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
-// Golden values of the Fibre Channel paper (fibre-channel.md §1.2, §2.3), c = 16 ports per switch.
+// Golden values of the Fibre Channel paper (its §2.2 and §3.2), c = 16 ports per switch.
 func TestFibreChannelGoldens(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -137,7 +137,7 @@ func TestNearWorstIsLongestMatching(t *testing.T) {
 	}
 }
 
-// The Fibre Channel paper's analytic bound, against the digest's table (fibre-channel.md §3.6, c = 16).
+// The Fibre Channel paper's analytic bound, against values worked out from its §2.5 formulas (c = 16).
 func TestFibreChannelAnalytic(t *testing.T) {
 	for _, c := range []struct {
 		s, n int
@@ -161,7 +161,7 @@ func TestFibreChannelAnalytic(t *testing.T) {
 	}
 }
 
-// The Fibre Channel paper's port identity and cut (fibre-channel.md §5 item 8): on every fabric 2L + N
+// The Fibre Channel paper's port identity and cut (Fibre Channel paper §2.6): on every fabric 2L + N
 // equals the ports in use, which is cS when every switch fills its c ports; and the min-degree cut the
 // analytic bound uses, N(c - ⌈N/S⌉) / (⌈N/S⌉(N - ⌈N/S⌉)), equals the general per-switch cut
 // N·s_i / (n_i(N - n_i)) at the switch with the most terminals when s_i = c - n_i.

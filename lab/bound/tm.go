@@ -58,7 +58,7 @@ func RandomFraction(f *route.Fabric, r *rand.Rand, frac float64) TM {
 }
 
 // NearWorst is the near-worst permutation the FC+ paper takes from FC (Jyothi et al.'s longest
-// matching, fcplus.md §7.2): the switch-level permutation without fixed points that maximises the total
+// matching, FC+ paper §V-A): the switch-level permutation without fixed points that maximises the total
 // shortest-path distance (an assignment problem, solved exactly by the Hungarian method), each switch
 // sending all its hosts' traffic to its partner.
 func NearWorst(f *route.Fabric) TM {
@@ -248,8 +248,8 @@ func hungarian(cost [][]float64) []int {
 	return out
 }
 
-// Analytic is the Fibre Channel paper's closed-form bound for uniform traffic (fibre-channel.md
-// §3.4-3.5): S switches of c ports, N terminals, L = (cS-N)/2 trunks.
+// Analytic is the Fibre Channel paper's closed-form bound for uniform traffic (Fibre Channel paper
+// §2.5-2.6): S switches of c ports, N terminals, L = (cS-N)/2 trunks.
 type Analytic struct {
 	S, C, N    int
 	PathLength float64 `json:"path_length"` // (cS-N)·S² / (N·(2S² - (2+c)·S + N))

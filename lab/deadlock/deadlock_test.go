@@ -93,7 +93,7 @@ func TestFatTreeShortestAcyclic(t *testing.T) {
 	}
 }
 
-// ringPaths are the PortFC paper's deadlock ring (portfc.md §6.6/§7 claim 1): on NDC(2,1), four 4-hop
+// ringPaths are the PortFC paper's deadlock ring (PortFC paper §V-F, Fig. 19): on NDC(2,1), four 4-hop
 // flows going the same way round the 4-host, 4-switch ring, each pinned through the next host.
 func ringPaths(t *testing.T) (*topo.Graph, []route.Path) {
 	g := build(t, "ndc", map[string]string{"n": "2", "k": "1"})

@@ -66,7 +66,7 @@ func PFCStar(P, base int) Mapper {
 	}
 }
 
-// PortFC is the PortFC queue allocation (portfc.md §2, the paper's GetQIdx) for NDC with k = 1:
+// PortFC is the PortFC queue allocation (PortFC paper §III-B, the paper's GetQIdx) for NDC with k = 1:
 //
 //   - switch S, egress toward node X: DDQ (n-1) when X is the frame's destination, else IHFQ idx, idx
 //     being the egress port e at the next switch S' (after relay X), compressed to n-1 values by

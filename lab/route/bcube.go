@@ -7,7 +7,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
-// BCube/NDC digit-correction routing (portfc.md §1.3, after BCube SIGCOMM'09). A host's Addr holds its
+// BCube/NDC digit-correction routing (PortFC paper §III-A, after BCube SIGCOMM'09). A host's Addr holds its
 // BCube digits a_0 first; its port l leads to its layer-l switch, which joins the hosts that differ from
 // it only in digit l. Correcting digit l means: leave by the layer-l switch, arrive at the host whose
 // digit l is the destination's. Every path alternates host, switch, host, ...; the hosts in the middle

@@ -8,7 +8,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
-// Dragonfly routing (dragonfly-telemetry.md §1.1, §2): the candidate paths of a pair are the minimal path
+// Dragonfly routing (telemetry paper §II-A, §III, §IV-A): the candidate paths of a pair are the minimal path
 // (MIN: local hop to the gateway, the global link to the destination group, local hop to the destination
 // switch) and one Valiant path through every other group (VAL: l?-g-l?-g-l?), intra-group routing always
 // minimal. In the paper's balanced, maximum-size Dragonflies a VAL path is fully determined by its

@@ -7,7 +7,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
-// fc is the FC paper's routing baseline as the FC+ paper describes it (fcplus.md §2.4, §10.6): up-down
+// fc is the FC paper's routing baseline as the FC+ paper describes it (FC+ paper §II-C): up-down
 // paths only (one lossless priority), pairwise edge-disjoint, as many as a maximum flow finds: unit
 // capacity on every directed trunk arc of the directed up-down graph (updownksp.go), augmenting paths
 // by BFS, then the flow decomposed into paths, shortest first, at most max_paths of them. A greedy

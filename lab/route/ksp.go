@@ -15,12 +15,12 @@ import (
 )
 
 // ksp: Yen's k shortest loopless paths between switches by hop count (gonum's YenKShortestPaths), the
-// FC+ paper's deadlock-prone baseline KSP-K. dfksp: the FC+ paper's DF-KSP (fcplus.md §3): enumerate
+// FC+ paper's deadlock-prone baseline KSP-K. dfksp: the FC+ paper's DF-KSP (FC+ paper §III-B): enumerate
 // shortest paths in order and keep those with at most lossless_priorities−1 down-up turns in virtual
 // layer, until k are kept; each kept path carries its per-hop lossless class (Path.Prio).
 
 // DefaultK is the paths-per-pair default for ksp and dfksp when the spec gives none: the FC+ paper's
-// K = 8 small-scale configuration (fcplus.md §12.2), not its 32, which small graphs cannot supply.
+// K = 32 (§V-A) scaled down to 8,, which small graphs cannot supply.
 const DefaultK = 8
 
 func init() {
@@ -174,7 +174,7 @@ func (f *Fabric) layerMoves(sp SwPath) (intra, link []int) {
 }
 
 // DownUps is T_du: how often the path's virtual layer goes down and then up again, counting intra-switch
-// moves (fcplus.md §3.1).
+// moves (FC+ paper §III-B).
 func (f *Fabric) DownUps(sp SwPath) int {
 	n := 0
 	for _, c := range f.Classes(sp) {
@@ -185,7 +185,7 @@ func (f *Fabric) DownUps(sp SwPath) int {
 
 // Classes is the lossless class of each arc of sp: it starts at 0 and rises by one at every down-up
 // turn; the turn is local to one switch, so the class of the arc leaving it is known from (in-port,
-// out-port) (fcplus.md §3.4).
+// out-port) (FC+ paper §III-D).
 func (f *Fabric) Classes(sp SwPath) []uint8 {
 	intra, link := f.layerMoves(sp)
 	out := make([]uint8, len(sp))

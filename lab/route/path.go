@@ -23,7 +23,7 @@ type Path struct {
 	// Prio, when set (DF-KSP with several lossless priorities), is the lossless class of each hop:
 	// Prio[i] is the class the packet travels in on the link out of Nodes[i], 0 being the flow's own
 	// priority. A switch moves a packet up one class where the path turns down-then-up, which it can
-	// decide from (in-port, out-port) alone (fcplus.md §3.4). Nil means one class throughout.
+	// decide from (in-port, out-port) alone (FC+ paper §III-D). Nil means one class throughout.
 	Prio []uint8
 }
 

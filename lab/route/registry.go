@@ -175,7 +175,7 @@ func newBCube(g *topo.Graph, params map[string]string) (Router, error) {
 
 func (r *bcubeRouter) Name() string { return "bcube" }
 
-// Paths puts the lowest-layer-first path first (the harness default, portfc.md §1.3), then BCube's
+// Paths puts the lowest-layer-first path first (the harness default), then BCube's
 // parallel paths not already listed, shortest first.
 func (r *bcubeRouter) Paths(src, dst int) ([]Path, error) {
 	first, err := BCubePath(r.g, src, dst, nil)

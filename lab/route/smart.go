@@ -9,7 +9,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
-// Smart routing (fibre-channel.md §2.4): start from every turn except U-turns, and while the buffer
+// Smart routing (Fibre Channel paper §3.3): start from every turn except U-turns, and while the buffer
 // dependency graph (nodes: directed trunk arcs; edges: allowed turns) has a cycle, cut the turn on it
 // whose removal hurts the average routing distance p̄ least, spreading cuts across switches on ties;
 // if every cut on a cycle disconnects a pair, start over in tree mode (the turns of a BFS spanning tree

@@ -9,7 +9,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
-// Turn-restricted routings (fibre-channel.md §2): a routing given as the set of allowed turns
+// Turn-restricted routings (Fibre Channel paper §3): a routing given as the set of allowed turns
 // (arc in -> arc out at a switch) of the buffer dependency graph. up*/down* forbids DOWN then UP; smart
 // routing cuts turns greedily until the graph is acyclic. Their paths are every simple path through
 // allowed turns, shortest first, capped at max_paths per pair; the LP (lab/bound) balances over them.
@@ -62,7 +62,7 @@ func (t Turns) Dist(s int) []int {
 	return d
 }
 
-// PBar is the terminal-weighted average routing distance (fibre-channel.md §2.4 PBAR), +Inf if some pair
+// PBar is the terminal-weighted average routing distance (Fibre Channel paper §3.3 PBAR), +Inf if some pair
 // of switches with terminals cannot reach each other.
 func (t Turns) PBar() float64 {
 	f := t.F
@@ -128,7 +128,7 @@ func (t Turns) Paths(a, b, limit, slack int) []SwPath {
 
 // TrialScore scores one randomized trial of updown or smart by the throughput of uniform all-to-all
 // traffic over its paths; the best-scoring trial is the routing. The Fibre Channel paper picks by the LP
-// (fibre-channel.md §2.3): lab/bound cannot be imported here (it imports route), so package lab sets
+// (Fibre Channel paper §3.2): lab/bound cannot be imported here (it imports route), so package lab sets
 // TrialScore to bound.TrialLP at init; EvenSplitThroughput is what a caller without it gets.
 var TrialScore = EvenSplitThroughput
 
@@ -175,7 +175,7 @@ type UpDown struct {
 	id   []int
 }
 
-// NewUpDown orients every arc by (BFS distance from root, id) (fibre-channel.md §2.3): u→v is UP iff
+// NewUpDown orients every arc by (BFS distance from root, id) (Fibre Channel paper §3.2): u→v is UP iff
 // v is closer to the root, ties broken by the lower id; a path may never go DOWN then UP.
 func NewUpDown(f *Fabric, root int, id []int) *UpDown {
 	u := &UpDown{Root: root, id: id}

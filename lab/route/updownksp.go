@@ -14,7 +14,7 @@ import (
 )
 
 // upDownGraph is the FC+ paper's directed virtual up-down graph for DF-KSP with one lossless priority
-// (fcplus.md §3.3): every path in it is an up-down path, so Yen's k shortest paths on it are FC+(1L-K)'s
+// (FC+ paper §III-C): every path in it is an up-down path, so Yen's k shortest paths on it are FC+(1L-K)'s
 // paths directly, with no filtering and no restart (filtering undirected paths needed K_2 >> K: at N=52,
 // s=18, K=32 it took 38 s for 100 pairs and did not finish all pairs in 35 minutes).
 //
@@ -39,7 +39,7 @@ func newUpDownGraph(f *Fabric) *upDownGraph { return newClassGraph(f, 1) }
 
 // newClassGraph generalises the up-down graph to DF-KSP with nlp lossless priorities: a state also
 // carries the path's class, which rises by one at a down-up turn (up after down), up to nlp-1. Yen on
-// it gives DF-KSP's K shortest paths with at most nlp-1 down-up turns directly (fcplus.md §3.2), with
+// it gives DF-KSP's K shortest paths with at most nlp-1 down-up turns directly (FC+ paper §III-B), with
 // no filter and no restart.
 func newClassGraph(f *Fabric, nlp int) *upDownGraph {
 	g := f.G

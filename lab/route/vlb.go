@@ -8,7 +8,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
-// vlb: Valiant load balancing (expander-thesis.md §2.3). Each flow picks an intermediate switch w,
+// vlb: Valiant load balancing (expander thesis §4.2.1). Each flow picks an intermediate switch w,
 // uniformly among all switches but its source and destination ToR ([R] RangeValiantSwitch re-draws
 // those), and travels a shortest path src ToR -> w then a shortest path w -> dst ToR, with the ECMP choice
 // on each hop drawn too. The choice is per flow, not per flowlet: the engines carry a flow's source route
@@ -48,7 +48,7 @@ type FlowRouter interface {
 // DefaultVLBSeed is the seed when neither the routing block nor the spec gives one.
 const DefaultVLBSeed = 1
 
-// DefaultHybridThreshold is HYBRID's Q (expander-thesis.md §2.4), when the factory is called without a
+// DefaultHybridThreshold is HYBRID's Q (expander thesis §4.2.1, §4.3.3), when the factory is called without a
 // threshold (the spec resolves its own default to the same value).
 const DefaultHybridThreshold = 100_000
 

@@ -5,40 +5,40 @@ import (
 )
 
 // Defaults. Where a paper gives the value it is cited; [I] marks our own choice where none does.
-// portfc.md §6.1 is the PortFC paper's common NS-3 setup (§V-A); [HPCC] is the HPCC ns-3 simulator the
-// PortFC authors most likely used (portfc.md §5).
+// "PortFC paper §V-A" is that paper's common NS-3 setup; [HPCC] is the HPCC ns-3 simulator the
+// PortFC authors most likely used (PortFC paper §V-A).
 var (
 	DefaultBackend  = "virtual" // the deterministic in-process backend
 	DefaultSeed     = int64(1)  // [I]
 	DefaultDilation = 1.0       // docs/architecture.md §Time dilation: the virtual backend runs at D = 1
 
-	DefaultLinkRate  = Gbps(100)               // portfc.md §6.1: 100 Gbps links
-	DefaultLinkDelay = Time(clock.Microsecond) // portfc.md §6.1: 1 us link delay
+	DefaultLinkRate  = Gbps(100)               // PortFC paper §V-A: 100 Gbps links
+	DefaultLinkDelay = Time(clock.Microsecond) // PortFC paper §V-A: 1 us link delay
 
-	DefaultBuffer   = Bytes(5_000_000) // portfc.md §6.1: 5 MB switch buffer
-	DefaultXOFF     = BDPs(6)          // portfc.md §6.1: X_OFF = 6 BDP (PortFC, PFC, PFC*)
-	DefaultXON      = BDPs(4)          // portfc.md §6.1: X_ON = 4 BDP
-	DefaultECNKMin  = Bytes(100_000)   // portfc.md §6.1: DCQCN K_min 100 KB
-	DefaultECNKMax  = Bytes(400_000)   // portfc.md §6.1: K_max 400 KB
-	DefaultECNPMax  = 0.2              // portfc.md §6.1: P_max 0.2
-	DefaultRelayPFC = "pass-through"   // portfc.md §5: Fig. 5, "nodes merely forwarding flow control information"
-	// DefaultPFCStarPriorities: portfc.md §5, tag = min(switch hops so far, P-1); P = 2 makes every NDC(n,1)
+	DefaultBuffer   = Bytes(5_000_000) // PortFC paper §V-A: 5 MB switch buffer
+	DefaultXOFF     = BDPs(6)          // PortFC paper §V-A: X_OFF = 6 BDP (PortFC, PFC, PFC*)
+	DefaultXON      = BDPs(4)          // PortFC paper §V-A: X_ON = 4 BDP
+	DefaultECNKMin  = Bytes(100_000)   // PortFC paper §V-A: DCQCN K_min 100 KB
+	DefaultECNKMax  = Bytes(400_000)   // PortFC paper §V-A: K_max 400 KB
+	DefaultECNPMax  = 0.2              // PortFC paper §V-A: P_max 0.2
+	DefaultRelayPFC = "pass-through"   // PortFC paper §II-C, Fig. 5: "nodes merely forwarding flow control information"
+	// DefaultPFCStarPriorities: PortFC paper §V-A, tag = min(switch hops so far, P-1); P = 2 makes every NDC(n,1)
 	// path's tags strictly increase [I].
 	DefaultPFCStarPriorities = 2
 
-	DefaultMTU          = 1000                          // portfc.md §6.1 [HPCC]: 1000 B payload
+	DefaultMTU          = 1000                          // [HPCC]: 1000 B payload
 	DefaultAckEvery     = 1                             // [HPCC] acks every packet
-	DefaultGBNRTO       = Time(10 * clock.Millisecond)  // portfc.md §6.1: Go-Back-N RTO 10 ms (also lossless' safety net [I])
-	DefaultRTOLow       = Time(100 * clock.Microsecond) // portfc.md §6.1: IRN RTO_low 100 us
-	DefaultRTOHigh      = Time(320 * clock.Microsecond) // portfc.md §6.1: IRN RTO_high 320 us
-	DefaultRTOThreshold = 3                             // portfc.md §6.1: IRN RtoThreshold N = 3
-	DefaultNACKInterval = Time(500 * clock.Microsecond) // portfc.md §5 [HPCC]: NACK generation interval 500 us
+	DefaultGBNRTO       = Time(10 * clock.Millisecond)  // PortFC paper §V-A: Go-Back-N RTO 10 ms (also lossless' safety net [I])
+	DefaultRTOLow       = Time(100 * clock.Microsecond) // PortFC paper §V-A: IRN RTO_low 100 us
+	DefaultRTOHigh      = Time(320 * clock.Microsecond) // PortFC paper §V-A: IRN RTO_high 320 us
+	DefaultRTOThreshold = 3                             // PortFC paper §V-A: IRN RtoThreshold N = 3
+	DefaultNACKInterval = Time(500 * clock.Microsecond) // [HPCC]: NACK generation interval 500 us
 	// DefaultNICBuffer [I]: the PortFC paper gives nodes no buffer (digest §9.8); a relay node is a small
 	// switch, so it gets the paper's switch buffer.
 	DefaultNICBuffer   = Bytes(5_000_000)
 	DefaultRelayWeight = 1 // [I] equal DRR quanta; docs/portfc.md "server-aware scheduling"
 
-	// DCQCN, Mellanox mode as in HPCC (portfc.md §5: "recommendations in the Mellanox firmware").
+	// DCQCN, Mellanox mode as in HPCC (PortFC paper §V-A: "recommendations in the Mellanox firmware").
 	DefaultDCQCNG            = 1.0 / 256
 	DefaultDCQCNAlphaResume  = Time(clock.Microsecond)
 	DefaultDCQCNRateDecrease = Time(4 * clock.Microsecond)
@@ -49,20 +49,20 @@ var (
 	DefaultDCQCNRateHAIPer25G = 50e6
 	DefaultDCQCNMinRate       = Rate(1e9) // [HPCC] min rate 1000 Mb/s
 
-	DefaultK                  = 8              // expander-thesis.md: KSP(8)
-	DefaultLosslessPriorities = 1              // fcplus.md: FC+(1L)
-	DefaultTrials             = 10             // fibre-channel.md §2.3: best of 10 up*/down* trials
+	DefaultK                  = 8              // expander thesis: KSP(8)
+	DefaultLosslessPriorities = 1              // FC+ paper: FC+(1L)
+	DefaultTrials             = 10             // Fibre Channel paper §3.2: best of 10 up*/down* trials
 	DefaultSpread             = "flow"         // ECMP's per-flow hash over the K paths; the FC+ paper does not say
-	DefaultHybridThreshold    = Bytes(100_000) // expander-thesis.md §2.4: HYBRID Q = 100 KB
-	DefaultATEP               = 0.9            // portfc.md §3.8: ATE's p, "generally set to 0.9"
+	DefaultHybridThreshold    = Bytes(100_000) // expander thesis §4.2.1, §4.3.3: HYBRID Q = 100 KB
+	DefaultATEP               = 0.9            // PortFC paper §III-E, Algorithm 5: ATE's p, "generally set to 0.9"
 
 	DefaultIncastCount = 1
 	DefaultPSRounds    = 1
-	DefaultPSServer    = "h0" // [I]: the PortFC paper does not place the PS (portfc.md §6.4)
-	DefaultMoETopK     = 2    // portfc.md §6.5: top-1/top-2 experts; Mixtral-style top-2 [I]
+	DefaultPSServer    = "h0" // [I]: the PortFC paper does not place the PS (PortFC paper §V-D)
+	DefaultMoETopK     = 2    // PortFC paper §V-E: top-1/top-2 experts; Mixtral-style top-2 [I]
 	DefaultMoELayers   = 1
 	DefaultFraction    = 1.0
-	// Pareto flow sizes: expander-thesis.md §3.3 (HULL): shape 1.05, mean 100 KB, each draw capped at 1 GB.
+	// Pareto flow sizes: expander thesis §4.3.1 (HULL): shape 1.05, mean 100 KB, each draw capped at 1 GB.
 	DefaultParetoShape = 1.05
 	DefaultParetoMean  = Bytes(100_000)
 	DefaultParetoCap   = Bytes(1_000_000_000)
@@ -117,7 +117,7 @@ func (s *Spec) ApplyDefaults() {
 		if h.Transport == "kernel-tcp" {
 			h.CC = "cubic" // Linux's default
 		} else {
-			h.CC = "dcqcn" // portfc.md §5: "All schemes run DCQCN"
+			h.CC = "dcqcn" // PortFC paper §V-A: "All schemes run DCQCN"
 		}
 	}
 
@@ -220,7 +220,7 @@ func (s *Spec) ApplyDefaults() {
 	r := &s.Routing
 	if r.Algorithm == "" {
 		if t.Family == "ndc" {
-			r.Algorithm = "bcube" // portfc.md §1.3: BCube digit correction
+			r.Algorithm = "bcube" // PortFC paper §III-A: BCube digit correction
 		} else {
 			r.Algorithm = "shortest"
 		}

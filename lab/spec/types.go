@@ -91,7 +91,7 @@ type Switch struct {
 	Priorities int `yaml:"priorities,omitempty"`
 	// RelayPFC is how relay hosts of server-centric fabrics take part in pfc/pfcstar: "pass-through"
 	// (forward the downstream switch's pauses) or "ingress" (run PFC at their own ingress). The PortFC
-	// paper is ambiguous (portfc.md §5), so both exist.
+	// paper is ambiguous (its §II-C, Fig. 5, and §V-A), so both exist.
 	RelayPFC string `yaml:"relay_pfc,omitempty"`
 }
 
@@ -282,7 +282,7 @@ var (
 	ATEMeasures   = []string{"inflight", "assigned", "offered"} // nodes.ATEInFlight, ATEAssigned, ATEOffered
 	Spreads       = []string{"flow", "flowlet", "packet"}       // nodes.SpreadFlow, SpreadFlowlet, SpreadPacket
 	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "unf", "projector", "trace"}
-	// CDFs are the built-in flow-size distributions (anchors.md §6, expander-thesis.md §3.3); a cdf may
+	// CDFs are the built-in flow-size distributions (the HPCC simulator's traffic_gen CDFs named in traffic/cdf.go, expander thesis §4.3.1); a cdf may
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).
 	CDFs          = []string{"websearch", "hadoop", "datamining", "datamining-alt", "storage", "pareto"}
 	RelayPFCModes = []string{"pass-through", "ingress"}

@@ -7,7 +7,7 @@ func init() {
 	}, buildDragonfly)
 }
 
-// buildDragonfly builds Dragonfly(p,a,h) (dragonfly-telemetry.md §1.1): groups of a switches joined by a
+// buildDragonfly builds Dragonfly(p,a,h) (telemetry paper §II-A, §IV-A): groups of a switches joined by a
 // full mesh of "local" links, p hosts per switch, h "global" links per switch. The paper's topologies
 // are the maximum size, g = a·h+1 groups with exactly one global link between every pair of groups;
 // that is the default. groups=G (2 ≤ G ≤ a·h+1, a·h divisible by G−1) builds a smaller Dragonfly with

@@ -593,7 +593,7 @@ func TestStatsAgainstGonum(t *testing.T) {
 	}
 }
 
-// Xpander by repeated lifts and incremental expansion (expander-thesis.md §1.3): XP(256,12) (256 is not
+// Xpander by repeated lifts and incremental expansion (expander thesis §2.2.2): XP(256,12) (256 is not
 // a multiple of 13) and 2,2,2,2-lifts of K_13 are 12-regular and connected, with the thesis' link count.
 func TestXpanderLiftsAndGrowth(t *testing.T) {
 	for _, tc := range []map[string]string{

@@ -6,7 +6,7 @@ func init() {
 	register("fattree", []paramSpec{{name: "k", required: true}, {name: "core_fraction", def: "0"}, {name: "server_links", def: "true"}}, buildFatTree)
 }
 
-// buildFatTree builds the k-ary three-tier fat-tree (expander-thesis.md §1.1): k pods of k/2 edge and
+// buildFatTree builds the k-ary three-tier fat-tree (expander thesis §2.1): k pods of k/2 edge and
 // k/2 aggregation switches, (k/2)^2 core switches, k^3/4 hosts (k/2 per edge switch).
 //
 // Numbering: hosts by edge switch (h0..h(k/2−1) on edge switch 0 of pod 0, ...). Switches: all edge

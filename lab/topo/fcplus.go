@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// FC ("Flattened Clos") and FC+ (fcplus.md §2): every ToR is split into virtual switches placed on k
+// FC ("Flattened Clos") and FC+ (FC+ paper §III-A): every ToR is split into virtual switches placed on k
 // virtual layers; physical links join only virtual switches of different ToRs in adjacent layers, so
 // every link has a fixed "up" direction and up-down paths give deadlock-free routing with one lossless
 // priority.
@@ -32,7 +32,7 @@ func init() {
 // vswitch is one virtual switch: its ToR, layer, and how many links it takes up and down.
 type vswitch struct{ tor, layer, up, down int }
 
-// FCPlusParams resolves Strategy* (fcplus.md §2.1): k = s/2+1 layers, N_gl = (s−2)/(2(v−2)) layers per
+// FCPlusParams resolves Strategy* (FC+ paper §III-A): k = s/2+1 layers, N_gl = (s−2)/(2(v−2)) layers per
 // group. v = 0 picks the smallest valid v ≥ 2+(s−2)/10.
 func FCPlusParams(s, v int) (k, vOut, ngl int, err error) {
 	if s < 4 || s%2 != 0 {
@@ -178,7 +178,7 @@ func buildFC(p *params) (*Graph, error) {
 }
 
 // wireLayers draws one random bipartite graph between each pair of adjacent layers with the virtual
-// switches' degrees, forbidding links inside a ToR and parallel links between ToRs (fcplus.md §2.2
+// switches' degrees, forbidding links inside a ToR and parallel links between ToRs (FC+ paper §III-A
 // recommends simple graphs), repairing conflicts by edge swaps inside the same bipartite graph.
 func wireLayers(p *params, n, k int, vs []vswitch, r *rand.Rand) (*Graph, bool) {
 	type edge struct{ lo, hi int } // ToRs at the lower and upper layer

@@ -33,7 +33,7 @@ func TestFCPlusParamsStrategyStar(t *testing.T) {
 	}
 }
 
-// The builder's wiring against the construction's invariants (fcplus.md §2.2): every ToR uses exactly s
+// The builder's wiring against the construction's invariants (FC+ paper §III-A): every ToR uses exactly s
 // fabric ports, no two ToRs share two links, each of the k-1 bipartite graphs between adjacent virtual
 // layers has exactly N edges, and every ToR pair has an up-down path (one lossless priority suffices).
 func TestFCPlusBuilderInvariants(t *testing.T) {

@@ -7,7 +7,7 @@ func init() {
 	}, buildNDC)
 }
 
-// buildNDC builds NDC(n,k), i.e. BCube(n,k) (portfc.md §1, BCube SIGCOMM'09 addressing).
+// buildNDC builds NDC(n,k), i.e. BCube(n,k) (PortFC paper §III-A, BCube SIGCOMM'09 addressing).
 //
 // Hosts: n^(k+1), host h<id> has the BCube address a_0..a_k with id = Σ a_i·n^i, stored in Node.Addr
 // with a_0 first. Host port l goes to the host's layer-l switch, so a host's port index is the layer.
@@ -21,8 +21,8 @@ func init() {
 //
 // rail=true is the Rail-only variant (PortFC §II-A, §V-E): layer-0 switches are the high-bandwidth
 // domain inside a server, so layer-0 links run at hbd_rate and are classed "hbd"; higher layers are
-// rails at rate, classed "rail". Which layer is the HBD is the paper's Fig. 1(b) reading (portfc.md
-// §1.4); the paper never states it in the text.
+// rails at rate, classed "rail". Which layer is the HBD is the paper's Fig. 1(b) reading (PortFC paper
+// §II-A); the paper never states it in the text.
 func buildNDC(p *params) (*Graph, error) {
 	n, err := p.int("n", 2)
 	if err != nil {

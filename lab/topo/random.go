@@ -48,7 +48,7 @@ func randomCommon(p *params) (switches, degree int, seed uint64, err error) {
 }
 
 // buildJellyfish builds a random degree-regular graph among switches (the Jellyfish of
-// expander-thesis.md §1.2), with hosts_per_switch or hosts attached. The thesis' Algorithm 1 joins
+// expander thesis §2.2.1, Algorithm 1), with hosts_per_switch or hosts attached. The thesis' Algorithm 1 joins
 // random pairs of switches with free ports; when it gets stuck, the original Jellyfish paper's
 // edge-swap step (break a random link x–y and join both ends to the stuck switch) finishes the graph.
 // Disconnected results are discarded and drawn again from the same seeded stream.
@@ -183,7 +183,7 @@ func jellyfishOnce(r *rand.Rand, n, d int) ([]map[int]bool, bool) {
 	return nil, false
 }
 
-// buildXpander builds an Xpander (expander-thesis.md §1.3): the complete graph K_(degree+1) lifted once
+// buildXpander builds an Xpander (expander thesis §2.2.2): the complete graph K_(degree+1) lifted once
 // by L = switches/(degree+1), each base edge u–v becoming a random perfect matching between u's and v's
 // L copies. A lift of a simple graph is simple and degree-regular by construction; disconnected lifts
 // are drawn again. The thesis' spectral-gap local search and incremental expansion to sizes that are
@@ -244,7 +244,7 @@ func buildXpander(p *params) (*Graph, error) {
 	return nil, p.errf("degree", "no connected lift of K_%d to %d switches after %d attempts", d+1, n, attempts)
 }
 
-// xpanderLifts is the lift sequence from K_{d+1} (expander-thesis.md §1.3: lift repeatedly until the
+// xpanderLifts is the lift sequence from K_{d+1} (expander thesis §2.2.2: lift repeatedly until the
 // vertex count's lower bound, then add switches one by one to the exact n): topology.lifts "2,2,4"
 // (or "2x2x4"), or by default one lift to the largest multiple of degree+1 not above n.
 func xpanderLifts(p *params, n, d int) ([]int, error) {

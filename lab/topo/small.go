@@ -11,7 +11,7 @@ func init() {
 	register("envelope", attachKeys, buildEnvelope)
 }
 
-// Small fixed fabrics (fibre-channel.md). All are switch-only graphs with hosts attached by
+// Small fixed fabrics (Fibre Channel paper §2-3). All are switch-only graphs with hosts attached by
 // hosts_per_switch (default 1) or hosts (spread evenly, lower-numbered switches take the extra), host
 // ports first on every switch, fabric links after host links in the order each builder lists.
 

@@ -16,7 +16,7 @@ import (
 	"github.com/fabriclab/fabriclab/report"
 )
 
-// paper is the common part of every spec: the PortFC paper's §V-A parameters (portfc.md §6.1): 100 Gb/s,
+// paper is the common part of every spec: the PortFC paper's §V-A parameters: 100 Gb/s,
 // 1 us links, 5 MB switch buffers, XOFF/XON 6/4 BDP (one-way BDP, 12.5 KB), DCQCN with K 100/400 KB,
 // P 0.2, 1000 B payloads. %s slots: topology, flow control (with its extra keys), workload, duration.
 const paper = `
@@ -38,7 +38,7 @@ duration: %s
 `
 
 // fcKeys is the flow-control line for a mode: the baselines run PFC at relay nodes' ingress with the
-// same thresholds (portfc.md §5, node mode (ii)), PFC* with the default P = 2 tags.
+// same thresholds (PortFC paper §V-A), PFC* with the default P = 2 tags.
 func fcKeys(mode string) string {
 	switch mode {
 	case "pfc":

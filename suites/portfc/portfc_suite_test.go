@@ -10,7 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-// The PortFC paper's claims (portfc.md §7) on the virtual backend at the paper's parameters. Fast specs
+// The PortFC paper's claims (PortFC paper §V) on the virtual backend at the paper's parameters. Fast specs
 // are labelled smoke too. Run them all, and print the claims table, with
 //
 //	ginkgo --label-filter=portfc ./suites/portfc

@@ -43,7 +43,7 @@ func paths(r *run, class string) []route.Path {
 }
 
 var _ = Describe("claim 1: the NDC(2,1) deadlock ring", Label("portfc"), func() {
-	// The paper's ring (§V-F, portfc.md §6.6): two-hop background flows from 0, four four-hop loop
+	// The paper's ring (PortFC paper §V-F, Fig. 19): two-hop background flows from 0, four four-hop loop
 	// flows from 1 ms. Flow sizes are ours (the paper gives none). Baselines run relay_pfc ingress
 	// (fcKeys): under pass-through no device on this ring ever originates a pause (each switch has one
 	// input and one output), so nothing could deadlock (docs/portfc.md §5).

@@ -14,7 +14,7 @@ import (
 	"github.com/fabriclab/fabriclab/report"
 )
 
-// DF-KSP with two lossless priorities on FC+ (fcplus.md §3.4): a path moves up one class where it turns
+// DF-KSP with two lossless priorities on FC+ (FC+ paper §III-D): a path moves up one class where it turns
 // down-then-up in the virtual layers, and the switch applies that from (in-port, out-port) alone.
 var _ = Describe("DF-KSP lossless classes in the switches", Label("routing", "smoke"), func() {
 	It("raises the class at the down-up turns of every path flows are spread over: each switch sends exactly the class-1 frames the paths say", func() {

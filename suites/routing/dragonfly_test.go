@@ -13,7 +13,7 @@ import (
 	"github.com/fabriclab/fabriclab/report"
 )
 
-// dragonflySpec is the paper's D1 itself, not a scale-down (dragonfly-telemetry.md §1.1: p=2, a=4, h=2,
+// dragonflySpec is the paper's D1 itself, not a scale-down (telemetry paper §IV-A: p=2, a=4, h=2,
 // 9 groups, 36 switches, 72 hosts, one 100 Gb/s global link per group pair; absolute arrangement, which the
 // paper does not specify) under the paper's ADV1 (§4.2: sources in Group1, destinations in Group2).
 //

@@ -18,7 +18,7 @@ import (
 	"github.com/fabriclab/fabriclab/report"
 )
 
-// The expander thesis' crossover (expander-thesis.md §7 claim 5, §6.1 Fig 4.4 vs 4.8): on an Xpander,
+// The expander thesis' crossover (expander thesis §4.3.7-4.3.8, Fig 4.4 vs 4.8): on an Xpander,
 // when a few whole ToRs talk all-to-all, shortest-path ECMP has too few paths between them (2.5 per
 // ToR pair here) and VLB's detours win; when every ToR is active the detours cost twice the capacity and
 // ECMP wins.

@@ -15,7 +15,7 @@ import (
 	"github.com/fabriclab/fabriclab/report"
 )
 
-// envelopeSpec is the Fibre Channel paper's envelope experiment (fibre-channel.md §2.5, claim 3) on the
+// envelopeSpec is the Fibre Channel paper's envelope experiment (Fibre Channel paper §3) on the
 // virtual backend: one host per switch, PFC on one lossless priority with small thresholds, go-back-N
 // lossless transport without congestion control (FC has none: credits only), and the four two-hop rim
 // pairs h_i -> h_(i+2). The paper's buffer depth and load are [UNSPECIFIED]; ours are chosen small (XOFF a
@@ -38,7 +38,7 @@ duration: 5ms
 `
 
 // rimFlows lists h_i -> h_(i+2) for the four rim switches; pinned, each goes clockwise through its
-// neighbour s_(i+1), the routing fibre-channel.md §2.5 shows cyclic.
+// neighbour s_(i+1), the routing Fibre Channel paper §3 shows cyclic.
 func rimFlows(pinned bool) string {
 	var b strings.Builder
 	for i := 0; i < 4; i++ {

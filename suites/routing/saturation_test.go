@@ -12,7 +12,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/route"
 )
 
-// Emulated saturation throughput never beats the LP (fibre-channel.md §5 claim 6): every host sends the
+// Emulated saturation throughput never beats the LP (Fibre Channel paper §2.4: the LP is an upper bound): every host sends the
 // same bytes to a permutation partner at once, over the routing's own paths; the busiest host's bytes
 // over the last completion, as a fraction of its link, is the throughput the fabric sustained. The LP of
 // the same matrix over the same paths (with host links unconstrained: min(1, LP) is the ceiling) bounds

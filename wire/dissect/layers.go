@@ -307,7 +307,7 @@ func (f *PFC) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeOpti
 func decodePFCLayer(data []byte, p gopacket.PacketBuilder) error { return decodeWith(&PFC{}, data, p) }
 
 // PortFC is a fabriclab PortFC pause/resume frame (EtherType 0x88B5, IEEE local experimental), carrying
-// the {type, qIdx, portIdx} of the PortFC paper (portfc.md §3.1) with explicit 16-bit indices:
+// the {type, qIdx, portIdx} of the PortFC paper (PortFC paper §III-C) with explicit 16-bit indices:
 //
 //	byte 0    version (high nibble, 1) | type (low nibble: 1 pause, 2 resume)
 //	byte 1    reserved (0; room for a hop count)

@@ -1,5 +1,5 @@
 // Package dynamic is the flow-level arithmetic the Kassing expander thesis compares static fabrics
-// with (expander-thesis.md §1.5, §5.5-5.6; thesis §3.3.3 and Appendices A-C): the "perfect" and
+// with (expander thesis §2.3, §3.1.4, §3.3.3 and Appendices A-C): the "perfect" and
 // "restricted" dynamic-topology bounds, the Cerf/Moore lower bound on a regular graph's average
 // shortest path they rest on, the equal-cost oversubscribed fat-tree, and the buffering a round-robin
 // dynamic topology needs under all-to-all traffic. Every number is computed from the thesis' stated
