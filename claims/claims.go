@@ -34,7 +34,7 @@ const (
 
 // Claim is one row of docs/claims.json.
 type Claim struct {
-	ID    string `json:"id"`    // paper-claim[.part], the claim numbers of the digests' claim lists
+	ID    string `json:"id"`    // paper-claim[.part], our claim numbers per paper (docs/claims.md)
 	Paper string `json:"paper"` // one of Papers
 	Claim string `json:"claim"` // one line, our words
 	// Published is the paper's number as it prints it, with units; Kind and Band are how the rule reads

@@ -125,8 +125,8 @@ func (l *Lab) hostFC(n int, c *nodes.Config) {
 // delivers after the pause. A node's b-queue stops one hop after the pause (one PFC headroom,
 // switchsw.Headroom: two BDPs in flight plus frames already being serialized), but its relay queue is
 // never paused: the relayed pause must cross a second link to stop the IHFQ of the switch feeding it,
-// so a second headroom's worth keeps arriving through the relay. The paper's "X_OFF + headroom"
-// (digest §7 claim 5) is this with the headroom counted per feeding node and per hop.
+// so a second headroom's worth keeps arriving through the relay. A one-hop "X_OFF + headroom"
+// bound (not the paper's; it gives none) is this with the headroom counted per feeding node and per hop.
 func PortFCQueueBound(xoff int64, n int, rateBps float64, delay clock.Time, mtu int) int64 {
 	return xoff + int64(n-1)*2*switchsw.Headroom(rateBps, delay, mtu)
 }

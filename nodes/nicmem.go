@@ -9,7 +9,7 @@ import (
 )
 
 // NIC memory guards (NICMemConfig.Guard): what a relay node does as the frames it forwards fill its
-// memory. The PortFC paper gives nodes no buffer size and never pauses their relay queue (digest §9.8),
+// memory. The PortFC paper gives nodes no buffer size and never pauses their relay queue,
 // which makes a node's memory unbounded; a real NIC or DPDK server has a finite pool.
 const (
 	// GuardPause (lossless fabrics): at XOFF bytes held the node sends an 802.1Qbb pause of every data

@@ -70,7 +70,7 @@ func PFCStar(P, base int) Mapper {
 //
 //   - switch S, egress toward node X: DDQ (n-1) when X is the frame's destination, else IHFQ idx, idx
 //     being the egress port e at the next switch S' (after relay X), compressed to n-1 values by
-//     leaving out S”s port toward X: idx = e if e < port(S',X) else e-1 (digest §2.1 rule);
+//     leaving out S”s port toward X: idx = e if e < port(S',X) else e-1 (PortFC paper §III-B);
 //   - sending node, egress toward S: four-hop queue a[idx] (0..n-2) when the next node is a relay, two-hop
 //     queue b = (n-1)+idx when it is the destination, idx being S's egress port compressed by S's port
 //     toward the node;

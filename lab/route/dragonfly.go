@@ -216,7 +216,7 @@ func (d *Dragonfly) Paths(src, dst int) ([]Path, error) {
 			continue
 		}
 		// Into the intermediate group by its link from gs; Valiant routing continues minimally from the
-		// switch where that link lands to gi's gateway toward gt (digest §1.1).
+		// switch where that link lands to gi's gateway toward gt (telemetry paper §II-A).
 		p, err := d.path(src, dst, s, d.gate[gs][gi][1], t)
 		if err != nil {
 			return nil, err

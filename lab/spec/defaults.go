@@ -33,7 +33,7 @@ var (
 	DefaultRTOHigh      = Time(320 * clock.Microsecond) // PortFC paper §V-A: IRN RTO_high 320 us
 	DefaultRTOThreshold = 3                             // PortFC paper §V-A: IRN RtoThreshold N = 3
 	DefaultNACKInterval = Time(500 * clock.Microsecond) // [HPCC]: NACK generation interval 500 us
-	// DefaultNICBuffer [I]: the PortFC paper gives nodes no buffer (digest §9.8); a relay node is a small
+	// DefaultNICBuffer [I]: the PortFC paper gives nodes no buffer; a relay node is a small
 	// switch, so it gets the paper's switch buffer.
 	DefaultNICBuffer   = Bytes(5_000_000)
 	DefaultRelayWeight = 1 // [I] equal DRR quanta; docs/portfc.md "server-aware scheduling"

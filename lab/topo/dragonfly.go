@@ -19,10 +19,10 @@ func init() {
 // Ports of a switch: hosts 0..p−1, then local links to the other switches of its group in increasing
 // order, then its global ports. Global port t (0..h−1) of switch i of group q is the group's global
 // port k = i·h+t. Port k leads to the target at offset o = k mod (G−1) (parallel link number k/(G−1)):
-//   - arrangement=absolute (Kim et al.'s consecutive, the digest's default): group o if o < q, else o+1;
+//   - arrangement=absolute (Kim et al.'s consecutive, our default): group o if o < q, else o+1;
 //   - arrangement=relative: group (q+o+1) mod G.
 //
-// The paper does not say which arrangement it used (digest §1.1, [UNSPECIFIED]).
+// The paper does not say which arrangement it used.
 func buildDragonfly(p *params) (*Graph, error) {
 	hp, err := p.int("p", 1)
 	if err != nil {

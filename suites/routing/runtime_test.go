@@ -19,7 +19,7 @@ import (
 // virtual backend: one host per switch, PFC on one lossless priority with small thresholds, go-back-N
 // lossless transport without congestion control (FC has none: credits only), and the four two-hop rim
 // pairs h_i -> h_(i+2). The paper's buffer depth and load are [UNSPECIFIED]; ours are chosen small (XOFF a
-// few frames above a BDP) and at overload (every rim link is offered 2x its rate), the digest's advice for
+// few frames above a BDP) and at overload (every rim link is offered 2x its rate), for
 // a fast, deterministic deadlock. %s slots: routing algorithm, the flows' extra keys (path pins).
 const envelopeSpec = `
 name: envelope-runtime

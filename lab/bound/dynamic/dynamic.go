@@ -3,7 +3,8 @@
 // "restricted" dynamic-topology bounds, the Cerf/Moore lower bound on a regular graph's average
 // shortest path they rest on, the equal-cost oversubscribed fat-tree, and the buffering a round-robin
 // dynamic topology needs under all-to-all traffic. Every number is computed from the thesis' stated
-// inputs; the tests compare with the numbers the thesis (or its digest) prints.
+// inputs; the tests compare with the numbers the thesis prints or
+// that follow from its formulas.
 package dynamic
 
 import (
@@ -53,7 +54,7 @@ func MooreBound(n, r int) (Moore, error) {
 // Restricted is the "restricted" dynamic-topology bound (non-zero switching time, no buffering, thesis
 // L325 and Appendix C): the best r-regular static network's all-to-all throughput, r/⟨D⟩ per node, with
 // ⟨D⟩ at its Cerf bound d*, so r/(d*·s) of a server link for s servers per node. Not capped at 1, as
-// the thesis states it (its digest caps at 1, which never binds for n = 578, r = 25, s = 24 and the
+// the thesis states it (a cap at 1 would never bind for n = 578, r = 25, s = 24 and the
 // fractions x >= 0.1 it lists).
 func Restricted(n, r, s int) (float64, Moore, error) {
 	if s < 1 {
@@ -67,7 +68,7 @@ func Restricted(n, r, s int) (float64, Moore, error) {
 }
 
 // ActiveNodes is the thesis' "n = α·n_original" for an all-to-all among a fraction x of the nodes,
-// rounded to the nearest node: the thesis gives no rounding; its digest's six numbers need the
+// rounded to the nearest node: the thesis gives no rounding; the six values of Fig 3.4 we check need the
 // nearest one (x = 0.2 of 578 is 115.6: 116 nodes give 0.584, 115 would give 0.585).
 func ActiveNodes(n int, x float64) (int, error) {
 	if x <= 0 || x > 1 {

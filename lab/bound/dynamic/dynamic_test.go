@@ -29,7 +29,7 @@ func TestPerfectThesis(t *testing.T) {
 	}
 }
 
-// Appendix C's d* is the Cerf bound the digest quotes for XP(256,12) (2.388) and, at n = 578, r = 25,
+// Appendix C's d* is the Cerf bound for XP(256,12) (2.388) and, at n = 578, r = 25,
 // puts 25 nodes at distance 1 and the other 552 at distance 2.
 func TestMooreBound(t *testing.T) {
 	m, err := MooreBound(256, 12)
@@ -55,7 +55,7 @@ func TestMooreBound(t *testing.T) {
 	}
 }
 
-// The digest's restricted bound per active fraction (§5.5, derived from Appendix C; the thesis plots
+// The restricted bound per active fraction (derived from Appendix C; the thesis plots
 // it in Fig 3.4 without printing values): n = round(x·578), r = 25, s = 24.
 func TestRestrictedThesis(t *testing.T) {
 	for _, c := range []struct{ x, want float64 }{
