@@ -74,7 +74,7 @@ func TestMeans(t *testing.T) {
 	for name, want := range map[string]float64{"websearch": 1.7111e6, "hadoop": 121.0e3, "storage": 41.0e3} {
 		c, _ := Builtin(name)
 		if m := c.Mean(); math.Abs(m-want)/want > 0.02 {
-			t.Errorf("%s mean %.4g, want ~%.4g (digest: linear interpolation)", name, m, want)
+			t.Errorf("%s mean %.4g, want ~%.4g (linear interpolation between the CDF points)", name, m, want)
 		}
 	}
 	// The capped Pareto's true mean is ~48.6 KB (expander thesis §4.3.1), not its nominal 100 KB.

@@ -168,7 +168,7 @@ func (c *claimsTable) String() string {
 	rows := append([][4]string{}, c.rows...)
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-58s | %-30s | %-44s | %s\n", "claim (portfc.md §7)", "paper", "measured (virtual backend)", "holds")
+	fmt.Fprintf(&b, "%-58s | %-30s | %-44s | %s\n", "claim (docs/portfc.md §7)", "paper", "measured (virtual backend)", "holds")
 	b.WriteString(strings.Repeat("-", 150) + "\n")
 	for _, r := range rows {
 		fmt.Fprintf(&b, "%-58s | %-30s | %-44s | %s\n", r[0], r[1], r[2], r[3])

@@ -124,7 +124,7 @@ var _ = Describe("channel dependency cycles of routings", Label("routing"), func
 				Expect(len(classes)).To(BeNumerically("<=", int(nlp[0]-'0')))
 			}
 		},
-		Entry("N=8, s=6 (the digest's tiny configuration), K=4", Label("smoke"), []string{"switches=8", "s=6", "seed=1"}, "4"),
+		Entry("N=8, s=6 (a tiny configuration), K=4", Label("smoke"), []string{"switches=8", "s=6", "seed=1"}, "4"),
 		Entry("N=24, s=10, K=8", []string{"switches=24", "s=10", "seed=2"}, "8"),
 	)
 
