@@ -99,15 +99,7 @@ func (r *Real) Sync() Time {
 }
 
 // AfterFunc schedules f at Now()+d; a negative d is treated as 0.
-func (r *Real) AfterFunc(d Time, f func()) Timer {
-	if d < 0 {
-		d = 0
-	}
-	r.seq++
-	e := &event{at: r.now + d, seq: r.seq, f: f}
-	r.events = heapPush(r.events, e)
-	return e
-}
+func (r *Real) AfterFunc(d Time, f func()) Timer { return r.AfterFuncRanked(d, 0, f) }
 
 // rankShift places a timer's rank above its sequence number in the heap's tie-break: 2^40 timers per
 // run (12 days at a million a second) below, ranks up to 2^23 above.
