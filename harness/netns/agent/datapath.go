@@ -147,7 +147,8 @@ func (a *agent) decode(frame []byte) (*pkt.Packet, error) {
 }
 
 // hold keeps pk, read on p before its due time at, until then: the port's inbox (lockstep.go), one
-// timer for its head, hands it to the engine exactly when due.
+// timer for its head, hands it to the engine exactly when due. Frames between an agent's own devices
+// and cut-link frames (deliverAt) wait the same way.
 func (p *port) hold(a *agent, pk *pkt.Packet, at clock.Time) {
 	in := &p.inbox
 	in.q = append(in.q, inFlight{at: at, p: pk})

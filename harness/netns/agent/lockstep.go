@@ -208,12 +208,7 @@ func (a *agent) deliverAt(p *port, pk *pkt.Packet, due clock.Time) {
 		p.dev.eng.Receive(p.index, pk)
 		return
 	}
-	in := &p.inbox
-	in.q = append(in.q, inFlight{at: due, p: pk})
-	if !in.armed {
-		in.armed = true
-		a.clk.AfterFuncRanked(due-a.clk.Now(), p.rank, in.fire)
-	}
+	p.hold(a, pk, due)
 }
 
 // inbox holds a cut link's frames read ahead of their due time, in due order (one link is FIFO with one
