@@ -172,8 +172,7 @@ func (a *agent) report(finished bool) {
 func (a *agent) crossFrame(p *port, frame []byte) ([]byte, clock.Time, bool) {
 	body, due, seq, err := netns.ParseStamp(frame)
 	if err != nil {
-		p.dev.malformed++
-		a.fid.Malformed++
+		a.malformed(p)
 		a.fid.BadStamps++
 		return nil, 0, false
 	}
@@ -181,8 +180,7 @@ func (a *agent) crossFrame(p *port, frame []byte) ([]byte, clock.Time, bool) {
 		// A duplicate, or a frame given up on as lost: dropped, and counted with the malformed so the
 		// verdict's frame accounting still adds up.
 		a.fid.StaleCross = a.lock.win.Stale
-		p.dev.malformed++
-		a.fid.Malformed++
+		a.malformed(p)
 		return nil, 0, false
 	}
 	return body, due, true

@@ -311,9 +311,7 @@ func (a *agent) take(p *port, frame []byte, sync bool) {
 	// leave with a later frame's route, dropped as no-route downstream).
 	pk, err := a.decode(frame)
 	if err != nil {
-		p.dev.malformed++
-		p.malformed++
-		a.fid.Malformed++
+		a.malformed(p)
 		return
 	}
 	if p.cfg.RxChan != 0 {
@@ -349,6 +347,14 @@ func (a *agent) take(p *port, frame []byte, sync bool) {
 		return
 	}
 	p.dev.eng.Receive(p.index, pk)
+}
+
+// malformed counts a frame read on p and dropped as malformed: for the port (lab inspect, ports.csv),
+// its device (the run's counters) and the fidelity record, which must all add up.
+func (a *agent) malformed(p *port) {
+	p.malformed++
+	p.dev.malformed++
+	a.fid.Malformed++
 }
 
 // flushIfDue writes the waiting frames once the earliest of them must go, and reads what the flush
