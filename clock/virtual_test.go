@@ -78,35 +78,38 @@ func TestVirtualHeapOrderRandom(t *testing.T) {
 // BenchmarkVirtualDeep keeps 4096 events pending (a fat-tree's ports and links in flight) at random
 // near-future times, as the virtual backend does; the Schedule variant allocates nothing.
 func BenchmarkVirtualDeep(b *testing.B) {
-	for _, sched := range []bool{false, true} {
-		name := "AfterFunc"
+	b.Run("AfterFunc", func(b *testing.B) { benchPending(b, Microsecond, 1, false) })
+	b.Run("Schedule", func(b *testing.B) { benchPending(b, Microsecond, 1, true) })
+}
+
+// benchPending steps a clock that keeps 4096 events pending, each rescheduling itself up to span ahead
+// (a xorshift draw); the first ones are spaced by gap. sched uses Schedule instead of AfterFunc.
+func benchPending(b *testing.B, span, gap Time, sched bool) {
+	v := NewVirtual()
+	x := uint64(88172645463325252)
+	var tick func()
+	tick = func() {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		d := Time(x % uint64(span))
 		if sched {
-			name = "Schedule"
+			v.Schedule(d, tick)
+		} else {
+			v.AfterFunc(d, tick)
 		}
-		b.Run(name, func(b *testing.B) {
-			v := NewVirtual()
-			x := uint64(88172645463325252)
-			var tick func()
-			tick = func() {
-				x ^= x << 13
-				x ^= x >> 7
-				x ^= x << 17
-				d := Time(x % uint64(Microsecond))
-				if sched {
-					v.Schedule(d, tick)
-				} else {
-					v.AfterFunc(d, tick)
-				}
-			}
-			for i := 0; i < 4096; i++ {
-				v.AfterFunc(Time(i), tick)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				v.Step()
-			}
-		})
+	}
+	for i := 0; i < 4096; i++ {
+		if sched {
+			v.Schedule(Time(i)*gap, tick)
+		} else {
+			v.AfterFunc(Time(i)*gap, tick)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v.Step()
 	}
 }
 
@@ -239,22 +242,4 @@ func TestWheelBurstsReuseArrays(t *testing.T) {
 
 // BenchmarkVirtualFar keeps 4096 events pending up to 100 us ahead, beyond the wheel's 4.19 us span, so
 // nearly every event goes through the heap (transport timers do).
-func BenchmarkVirtualFar(b *testing.B) {
-	v := NewVirtual()
-	x := uint64(88172645463325252)
-	var tick func()
-	tick = func() {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		v.Schedule(Time(x%uint64(100*Microsecond)), tick)
-	}
-	for i := 0; i < 4096; i++ {
-		v.Schedule(Time(i)*25*Nanosecond, tick)
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		v.Step()
-	}
-}
+func BenchmarkVirtualFar(b *testing.B) { benchPending(b, 100*Microsecond, 25*Nanosecond, true) }
