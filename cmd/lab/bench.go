@@ -181,11 +181,12 @@ func benchSubstrate(ctx context.Context, w io.Writer, bf benchFlags) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "one forwarding device between two veths (%d B frames, %v each, counted at the receiver; per CPU-second of the generator, receiver and forwarder threads):\n", fr.Size, bf.frameDur)
+	fmt.Fprintf(w, "one forwarding device between two veths (%d B frames, %v each, counted at the receiver; per CPU-second of the generator and receiver threads and, for the Go switch, the agent process):\n", fr.Size, bf.frameDur)
 	fmt.Fprintf(w, "  %-18s %10s %10s %14s\n", "", "frames/s", "offered", "frames/cpu_s")
 	fmt.Fprintf(w, "  %-18s %10.0f %10.0f %14.0f\n", "linux bridge", fr.BridgeFPS, fr.BridgeOffered, fr.BridgePerCPU)
 	fmt.Fprintf(w, "  %-18s %10.0f %10.0f %14.0f\n", "kernel forwarding", fr.RouterFPS, fr.RouterOffered, fr.RouterPerCPU)
-	fmt.Fprintf(w, "  %-18s %10.0f %10.0f %14.0f  (malformed %d)\n", "Go switch", fr.SwitchFPS, fr.SwitchOffered, fr.SwitchPerCPU, fr.Forwarder.Malformed)
+	fmt.Fprintf(w, "  %-18s %10.0f %10.0f %14.0f  (the agent: read %d, malformed %d, switch drops %d)\n", "Go switch", fr.SwitchFPS, fr.SwitchOffered, fr.SwitchPerCPU,
+		fr.SwitchRx, fr.Malformed, fr.SwitchDrops)
 	fmt.Fprintf(w, "  ratio Go/bridge %.3f (frames/s), %.3f (per CPU-second)\n", fr.Ratio, fr.SwitchPerCPU/max(fr.BridgePerCPU, 1))
 	if !bf.tcp {
 		return nil
@@ -194,28 +195,31 @@ func benchSubstrate(ctx context.Context, w io.Writer, bf benchFlags) error {
 	if err != nil {
 		return err
 	}
-	kr, err := bench.RunKernel(ctx, bf.name+"t", l)
+	kr, err := bench.RunKernel(ctx, bf.name+"t", l, 0)
 	if err != nil {
 		return err
 	}
 	var sum float64
 	done := 0
+	var retrans int64
 	for i, f := range kr.Flows {
+		retrans += f.Retransmits
 		if f.Completed {
 			done++
 			sum += kr.GoodputBps[i]
 		}
 	}
-	fmt.Fprintf(w, "kernel TCP (%s) on NDC(%d,1), %d flows of %s, MTU %d, dilation %g: links %.4g Mb/s\n",
+	fmt.Fprintf(w, "kernel TCP (%s) on NDC(%d,1) through the agent, %d flows of %s, MTU %d, dilation %g: links %.4g Mb/s\n",
 		bf.cc, bf.n, len(kr.Flows), bf.flowSize, bf.mtu, kr.Dilation, kr.LinkBps/1e6)
 	if done > 0 {
 		avg := sum / float64(done)
-		fmt.Fprintf(w, "  per-flow goodput avg %.4g Mb/s = %.3f of the link; aggregate %.4g Mb/s; %d/%d completed\n",
-			avg/1e6, avg/kr.LinkBps, kr.AggregateBp/1e6, done, len(kr.Flows))
+		fmt.Fprintf(w, "  per-flow goodput avg %.4g Mb/s = %.3f of the link; aggregate %.4g Mb/s; %d/%d completed, %d retransmits\n",
+			avg/1e6, avg/kr.LinkBps, kr.AggregateBp/1e6, done, len(kr.Flows), retrans)
 	}
-	ok, why := kr.Forwarder.Faithful(kr.LinkBps, bf.mtu+14)
-	fmt.Fprintf(w, "  forwarder: %d frames in, %d out, timer lag mean %v max %v, faithful %v %s\n",
-		kr.Forwarder.Rx, kr.Forwarder.Tx, kr.Forwarder.Lag.Mean(), kr.Forwarder.Lag.Max, ok, why)
+	ok, why := kr.Faithful(bf.mtu + 14)
+	m := kr.Monitor
+	fmt.Fprintf(w, "  agent: %d frames read, %d written, %d late, %d malformed, timer lag mean %v max %v, faithful %v %s\n",
+		m.RxFrames, m.Frames, m.LateFrames, m.Malformed, kr.TimerLagMean(), m.TimerLagMax, ok, why)
 	return nil
 }
 

@@ -1,3 +1,7 @@
+// Package bench measures the netns substrate and the agent: frame-hops per CPU-second and pace of the
+// agents on a fabric (`lab bench`), frames per second through the agent's Go switch against a Linux
+// bridge and kernel forwarding on the same veths, and kernel-TCP runs through the agents as `lab run`
+// makes them (suites/kernel).
 package bench
 
 import (
@@ -7,16 +11,17 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/fabriclab/fabriclab/fib"
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/lab/topo"
-	"github.com/fabriclab/fabriclab/switchsw"
-	"github.com/fabriclab/fabriclab/switchsw/fc"
 	"github.com/fabriclab/fabriclab/wire"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -30,7 +35,7 @@ type FramesOptions struct {
 }
 
 // FramesResult compares one forwarding device between two veths: the kernel's bridge, the kernel's IPv4
-// forwarding and the Go switch.
+// forwarding and the agent's Go switch.
 type FramesResult struct {
 	Size                            int
 	BridgeFPS, RouterFPS, SwitchFPS float64 // frames/s counted at the receiver
@@ -38,14 +43,54 @@ type FramesResult struct {
 	RouterOffered, SwitchOffered    float64
 	Ratio                           float64 // SwitchFPS / BridgeFPS
 	// Frames received per CPU-second of the whole path: the generator's and the receiver's threads
-	// (the kernel's forwarding runs in the generator's softirq) and, for the Go switch, its loop thread.
+	// (the kernel's forwarding runs in the generator's softirq) and, for the Go switch, the agent process.
 	BridgePerCPU, RouterPerCPU, SwitchPerCPU float64
-	Forwarder                                ForwarderStats
+	// The agent's own counters of s0 (lab inspect's): frames it read, frames that did not decode, and
+	// frames its switch dropped.
+	SwitchRx, Malformed, SwitchDrops uint64
+}
+
+// framesLab is h0 - s0 - h1 as a live lab: kernel-stack hosts, so the agent hosts s0 alone, and
+// dilation 1, so s0's 100 Gb/s ports never pace the flood (the 1 us cables stay: the agent applies a
+// kernel host's uplink delay on arrival, as in every live lab). The graph goes to the spec through a
+// topology file (switch-centric: NDC(2,0) would make the hosts relays in the agent).
+func framesLab(name string) (*lab.Lab, error) {
+	b := topo.NewBuilder("bench", nil, 100e9, clock.Microsecond)
+	h0, h1, s0 := b.AddHost(), b.AddHost(), b.AddSwitch()
+	b.Connect(h0, s0)
+	b.Connect(h1, s0)
+	js, err := b.G.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "fabriclab-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, "topology.json")
+	if err := os.WriteFile(path, js, 0o644); err != nil {
+		return nil, err
+	}
+	s, err := spec.Parse([]byte(fmt.Sprintf(`name: %s
+backend: netns
+dilation: 1
+topology: {family: file, path: %q}
+switch: {buffer: 4MB, flow_control: lossy}
+host: {transport: kernel-tcp, mtu: %d}
+routing: {algorithm: shortest}
+duration: 1s
+`, name, path, netns.DefaultMTU)))
+	if err != nil {
+		return nil, err
+	}
+	return lab.Build(s)
 }
 
 // FramesPerSecond measures, in one lab (h0 - s0 - h1), how many frames per second reach h1 when a
-// sendmmsg generator on h0 floods UDP frames through s0: first with s0 a Linux bridge, then with s0 the
-// switchsw engine in a Forwarder on the same veths. The lab is torn down before it returns.
+// sendmmsg generator on h0 floods UDP frames through s0: with s0 a Linux bridge, then a kernel IPv4
+// router, then the agent that `lab run` and `lab up` use, hosting s0's switch engine on the same veths.
+// The lab is torn down before it returns.
 func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, err error) {
 	if o.Lab == "" {
 		o.Lab = "bench"
@@ -59,11 +104,11 @@ func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, e
 	if o.Duration <= 0 {
 		o.Duration = 2 * time.Second
 	}
-	b := topo.NewBuilder("bench", nil, 100e9, 0)
-	h0, h1, s0 := b.AddHost(), b.AddHost(), b.AddSwitch()
-	b.Connect(h0, s0)
-	b.Connect(h1, s0)
-	l, err := netns.Up(ctx, o.Lab, b.G, netns.Options{})
+	ll, err := framesLab(o.Lab)
+	if err != nil {
+		return nil, err
+	}
+	l, err := netns.Up(ctx, o.Lab, ll.Graph, netns.Options{MTU: netns.LabMTU(ll)})
 	if err != nil {
 		return nil, err
 	}
@@ -84,16 +129,38 @@ func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, e
 	defer sink.Close()
 	frame := udpFrame(0, 1, o.Size)
 	res = &FramesResult{Size: o.Size}
-
-	// The bridge, made inside s0's namespace (ours) and removed before the Go switch takes the ports.
 	nl, err := l.Handle("s0")
 	if err != nil {
 		return nil, err
 	}
 	defer nl.Close()
+	bl, err := bridgeRun(ctx, nl, gen, sink, frame, o.Duration)
+	if err != nil {
+		return nil, fmt.Errorf("bridge run: %w", err)
+	}
+	res.BridgeOffered, res.BridgeFPS, res.BridgePerCPU = bl.offered, bl.got, bl.perCPU(0)
+	rt, err := routerRun(ctx, l, nl, gen, sink, o)
+	if err != nil {
+		return nil, fmt.Errorf("kernel forwarding run: %w", err)
+	}
+	res.RouterOffered, res.RouterFPS, res.RouterPerCPU = rt.offered, rt.got, rt.perCPU(0)
+	sw, agentCPU, err := switchRun(ctx, ll, l, gen, sink, frame, o.Duration, res)
+	if err != nil {
+		return nil, fmt.Errorf("Go switch run: %w", err)
+	}
+	res.SwitchOffered, res.SwitchFPS, res.SwitchPerCPU = sw.offered, sw.got, sw.perCPU(agentCPU)
+	if res.BridgeFPS > 0 {
+		res.Ratio = res.SwitchFPS / res.BridgeFPS
+	}
+	return res, nil
+}
+
+// bridgeRun measures s0 as a Linux bridge of its two ports, made inside s0's namespace (ours) and
+// removed again before the next device takes the ports.
+func bridgeRun(ctx context.Context, nl *netlink.Handle, gen, sink *netns.PacketPort, frame []byte, d time.Duration) (blasted, error) {
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
 	if err := nl.LinkAdd(br); err != nil {
-		return nil, fmt.Errorf("bridge in s0: %w", err)
+		return blasted{}, fmt.Errorf("bridge in s0: %w", err)
 	}
 	for _, p := range []string{"p0", "p1"} {
 		lk, err := nl.LinkByName(p)
@@ -101,44 +168,74 @@ func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, e
 			err = nl.LinkSetMaster(lk, br)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("bridge port %s: %w", p, err)
+			return blasted{}, fmt.Errorf("bridge port %s: %w", p, err)
 		}
 	}
 	if err := nl.LinkSetUp(br); err != nil {
-		return nil, err
+		return blasted{}, err
 	}
-	bl, err := blast(ctx, gen, sink, frame, o.Duration)
+	bl, err := blast(ctx, gen, sink, frame, d)
 	if err != nil {
-		return nil, fmt.Errorf("bridge run: %w", err)
+		return blasted{}, err
 	}
-	res.BridgeOffered, res.BridgeFPS, res.BridgePerCPU = bl.offered, bl.got, bl.perCPU(0)
 	if err := nl.LinkDel(br); err != nil {
-		return nil, fmt.Errorf("remove bridge: %w", err)
+		return blasted{}, fmt.Errorf("remove bridge: %w", err)
 	}
-	rt, err := routerRun(ctx, l, nl, gen, sink, o)
-	if err != nil {
-		return nil, fmt.Errorf("kernel forwarding run: %w", err)
-	}
-	res.RouterOffered, res.RouterFPS, res.RouterPerCPU = rt.offered, rt.got, rt.perCPU(0)
+	return bl, nil
+}
 
-	cfg := switchsw.Config{Device: int32(s0), BufferBytes: 4 << 20, FlowControl: fc.Config{Mode: "lossy"},
-		Ports: []switchsw.PortConfig{{RateBps: 100e9, PeerIsHost: true, PeerHost: 0}, {RateBps: 100e9, PeerIsHost: true, PeerHost: 1}},
-		FIB:   fib.Of([]uint8{0}, []uint8{1})}
-	fwd, err := StartForwarder([]Switch{{Name: "s0", NSPath: l.NSPath("s0"), Config: cfg}}, 0)
+// switchRun measures s0 as the agent's switch: the agent process a live lab runs (netns.StartLive),
+// hosting s0's engine on the same veths. It returns the blast, the agent's CPU over the blast's
+// window (every thread, the kernel work its sends do included) and fills in the agent's counters.
+func switchRun(ctx context.Context, ll *lab.Lab, l *netns.Lab, gen, sink *netns.PacketPort, frame []byte, d time.Duration, res *FramesResult) (blasted, time.Duration, error) {
+	lv, err := netns.StartLive(ctx, ll, l)
 	if err != nil {
-		return nil, err
+		return blasted{}, 0, err
 	}
-	sw, err := blast(ctx, gen, sink, frame, o.Duration)
-	fs, ferr := fwd.Stop()
-	res.SwitchOffered, res.SwitchFPS, res.SwitchPerCPU = sw.offered, sw.got, sw.perCPU(fs.CPU)
-	res.Forwarder = fs
-	if err = errors.Join(err, ferr); err != nil {
-		return nil, fmt.Errorf("Go switch run: %w", err)
+	defer lv.Stop()
+	c0, err := processCPU(lv.Pid())
+	if err != nil {
+		return blasted{}, 0, err
 	}
-	if res.BridgeFPS > 0 {
-		res.Ratio = res.SwitchFPS / res.BridgeFPS
+	sw, err := blast(ctx, gen, sink, frame, d)
+	c1, cerr := processCPU(lv.Pid())
+	if err = errors.Join(err, cerr); err != nil {
+		return blasted{}, 0, err
 	}
-	return res, nil
+	in, err := lv.Request(netns.LiveMsg{Op: "inspect"})
+	if err != nil {
+		return blasted{}, 0, err
+	}
+	for _, dev := range in.Devices {
+		if dev.Name != "s0" {
+			continue
+		}
+		res.SwitchRx, res.SwitchDrops = dev.RxFrames, dev.Drops
+		for _, p := range dev.Ports {
+			res.Malformed += p.Malformed
+		}
+	}
+	return sw, c1 - c0, nil
+}
+
+// processCPU is process pid's CPU so far, every thread's time on a CPU (schedstat, nanoseconds).
+func processCPU(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended
+		}
+		var ns int64
+		if _, err := fmt.Sscan(string(b), &ns); err == nil {
+			sum += time.Duration(ns)
+		}
+	}
+	return sum, nil
 }
 
 // blasted is what one blast measured: frames/s offered and received over its window, frames received
@@ -149,7 +246,7 @@ type blasted struct {
 	cpu          time.Duration
 }
 
-// perCPU is frames received per CPU-second of the generator, receiver and extra (a forwarder's thread).
+// perCPU is frames received per CPU-second of the generator, receiver and extra (the agent's).
 func (b blasted) perCPU(extra time.Duration) float64 {
 	if c := (b.cpu + extra).Seconds(); c > 0 {
 		return float64(b.frames) / c

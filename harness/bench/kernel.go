@@ -2,111 +2,69 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/records"
-	"github.com/fabriclab/fabriclab/switchsw"
+	"github.com/fabriclab/fabriclab/report"
 )
 
-// KernelMTU is the interface MTU of kernel-stack hosts when the spec's host.mtu is unset: Ethernet's.
-const KernelMTU = 1500
-
-// KernelResult is a kernel-TCP run through Go switches.
+// KernelResult is a kernel-TCP run through the agent's Go switches, as `lab run` makes it.
 type KernelResult struct {
-	Dilation    float64
-	LinkBps     float64 // the host links' emulated (dilated) rate
-	Flows       []records.Flow
-	Stats       []kernelhost.Stat
-	Forwarder   ForwarderStats
+	Dilation float64
+	Agents   int
+	LinkBps  float64 // the host links' emulated (dilated) rate
+	Flows    []records.Flow
+	Stats    []kernelhost.Stat // the senders' TCP_INFO, by flow
+	// Fidelity is the run's verdict and Monitor the agents' own account (frames late, timer lag,
+	// malformed frames, cross-agent frames), both as run.json has them.
+	Fidelity report.Fidelity
+	Monitor  netns.AgentFidelity
+	// Marked is the CE marks the switches applied, from their counters (counters.csv's ecn_marked).
+	Marked      uint64
+	Log         *records.Log
 	GoodputBps  []float64 // per flow: size x 8 / FCT, in real (dilated) time
 	AggregateBp float64   // all bytes / (last finish - first start)
 }
 
-// DilateSwitch converts a switch config to dilation d: rates / d, delays and timers x d, bytes unchanged.
-func DilateSwitch(c switchsw.Config, d float64) switchsw.Config {
-	t := func(x clock.Time) clock.Time { return clock.Time(float64(x)*d + 0.5) }
-	c.Ports = append([]switchsw.PortConfig(nil), c.Ports...)
-	for i := range c.Ports {
-		c.Ports[i].RateBps /= d
-		c.Ports[i].Delay = t(c.Ports[i].Delay)
-	}
-	c.FlowControl.Refresh = t(c.FlowControl.Refresh)
-	c.FlowletGap = t(c.FlowletGap)
-	c.SampleEvery = t(c.SampleEvery)
-	return c
+// TimerLagMean is the agents' mean timer lag over the run.
+func (r *KernelResult) TimerLagMean() clock.Time {
+	return clock.Time(r.Monitor.TimerLagSum / float64(max(r.Monitor.Timers, 1)))
 }
 
-// RunKernel brings lab l (host.transport kernel-tcp) up as namespaces named name, hosts its switches in
-// a Forwarder at the spec's dilation, runs its flows as kernel TCP and tears everything down.
-func RunKernel(ctx context.Context, name string, l *lab.Lab) (res *KernelResult, err error) {
+// RunKernel runs lab l (host.transport kernel-tcp) on the netns backend as lab name, in agents agent
+// processes (0: the default), exactly as `lab run` does: the agents host the switches, the kernel hosts
+// run the flows as Linux TCP. Everything is torn down before it returns. Records are in dilated time.
+func RunKernel(ctx context.Context, name string, l *lab.Lab, agents int) (*KernelResult, error) {
 	s := l.Spec
-	if s.Host.Transport != "kernel-tcp" {
-		return nil, fmt.Errorf("host.transport: %q, want kernel-tcp", s.Host.Transport)
+	if s.Host.Transport != netns.KernelTCP {
+		return nil, fmt.Errorf("host.transport: %q, want %s", s.Host.Transport, netns.KernelTCP)
 	}
 	if err := kernelhost.Available(s.Host.CC); err != nil {
 		return nil, err
 	}
-	d := s.Dilation
-	if d < 1 {
-		d = 1
-	}
-	mtu := s.Host.MTU
-	if mtu == 0 {
-		mtu = KernelMTU
-	}
-	nl, err := netns.Up(ctx, name, l.Graph, netns.Options{MTU: mtu})
+	hosts := kernelhost.ForNetns(l)
+	log, rr, err := netns.Run(ctx, l, netns.RunOptions{Name: name, Agents: agents, Kernel: hosts})
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if derr := netns.Down(name); derr != nil {
-			err = errors.Join(err, fmt.Errorf("tear down lab %s: %w", name, derr))
+	res := &KernelResult{Dilation: rr.Dilation, Agents: rr.Agents, Flows: log.Flows, Stats: hosts.Stats,
+		Fidelity: rr.Fidelity, Monitor: rr.Monitor, Log: log}
+	for _, c := range log.Counters {
+		if l.Graph.Nodes[c.Device].Kind == topo.Switch {
+			res.Marked += c.ECNMarked
 		}
-	}()
-	g := l.Graph
-	var hosts []kernelhost.Host
-	for _, h := range l.Hosts {
-		hosts = append(hosts, kernelhost.Host{Device: g.Nodes[h.Node].Name, Index: g.Nodes[h.Node].Index})
 	}
-	if err := kernelhost.Setup(nl, hosts, kernelhost.Config{CC: s.Host.CC, ECN: s.Switch.ECN.ECNEnabled()}); err != nil {
-		return nil, err
-	}
-	var sws []Switch
-	for _, sd := range l.Switches {
-		name := g.Nodes[sd.Node].Name
-		sws = append(sws, Switch{Name: name, NSPath: nl.NSPath(name), Config: DilateSwitch(sd.Config, d)})
-	}
-	fwd, err := StartForwarder(sws, mtu)
-	if err != nil {
-		return nil, err
-	}
-	var flows []kernelhost.Flow
-	for _, f := range l.Flows {
-		if len(f.After) > 0 {
-			return nil, fmt.Errorf("flow %d: kernel hosts cannot start a flow after others (traffic.Flow.After); use fixed start times", f.ID)
-		}
-		flows = append(flows, kernelhost.Flow{ID: f.ID, Src: f.Src, Dst: f.Dst, Size: f.Size,
-			At: clock.Time(float64(f.At)*d + 0.5).Duration(), Ideal: clock.Time(float64(f.Ideal)*d + 0.5), Class: f.Class})
-	}
-	kr, rerr := kernelhost.Run(ctx, nl, flows, kernelhost.Options{CC: s.Host.CC,
-		Timeout: time.Duration(float64(l.End.Duration())*d) + 30*time.Second})
-	fs, ferr := fwd.Stop()
-	if rerr != nil || ferr != nil {
-		return nil, errors.Join(rerr, ferr)
-	}
-	res = &KernelResult{Dilation: d, Flows: kr.Flows, Stats: kr.Stats, Forwarder: fs}
 	if len(l.Hosts) > 0 {
-		res.LinkBps = g.LinkAt(l.Hosts[0].Node, 0).RateBps / d
+		res.LinkBps = l.Graph.LinkAt(l.Hosts[0].Node, 0).RateBps / rr.Dilation
 	}
 	var bytes int64
 	var first, last clock.Time = -1, 0
-	for _, f := range kr.Flows {
+	for _, f := range log.Flows {
 		gp := 0.0
 		if f.Completed && f.FCT() > 0 {
 			gp = float64(f.Size) * 8 / f.FCT().Seconds()
@@ -122,4 +80,20 @@ func RunKernel(ctx context.Context, name string, l *lab.Lab) (res *KernelResult,
 		res.AggregateBp = float64(bytes) * 8 / (last - first).Seconds()
 	}
 	return res, nil
+}
+
+// Faithful says whether rates measured through the run can be trusted: the run's fidelity verdict, and
+// the agents' timers late by less than half a frameBytes frame's serialization at the host link's rate
+// on average (a late loop idles a backlogged port in real time, and the capacity lost shows up as lower
+// goodput, which the verdict's one-frame-per-frame count may not catch).
+func (r *KernelResult) Faithful(frameBytes int) (bool, string) {
+	if !r.Fidelity.Faithful {
+		return false, r.Fidelity.Reason
+	}
+	frame := clock.TxTime(frameBytes, r.LinkBps)
+	if lag := r.TimerLagMean(); r.Monitor.Timers > 0 && lag > frame/2 {
+		return false, fmt.Sprintf("agent timers ran %v late on average, more than half a %d-byte frame's %v at %.3g b/s (machine busy?)",
+			lag, frameBytes, frame, r.LinkBps)
+	}
+	return true, ""
 }

@@ -45,7 +45,7 @@ duration: 1s
 func TestKernelTwoHops(t *testing.T) {
 	needRoot(t)
 	l := chainSpec(t, "")
-	res, err := RunKernel(context.Background(), "ut-kchain", l)
+	res, err := RunKernel(context.Background(), "ut-kchain", l, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +53,15 @@ func TestKernelTwoHops(t *testing.T) {
 	if !f.Completed {
 		t.Fatal("flow did not complete")
 	}
-	t.Logf("goodput %.1f Mb/s of %.0f Mb/s emulated (FCT %v, retrans %d, fwd rx %d tx %d malformed %d lag mean %v max %v)",
-		res.GoodputBps[0]/1e6, res.LinkBps/1e6, f.FCT(), res.Stats[0].Retransmits, res.Forwarder.Rx, res.Forwarder.Tx,
-		res.Forwarder.Malformed, res.Forwarder.Lag.Mean(), res.Forwarder.Lag.Max)
-	if res.Forwarder.Malformed != 0 {
-		t.Errorf("%d malformed frames", res.Forwarder.Malformed)
+	m := res.Monitor
+	t.Logf("goodput %.1f Mb/s of %.0f Mb/s emulated (FCT %v, retrans %d, agent rx %d tx %d late %d malformed %d lag mean %v max %v; %s)",
+		res.GoodputBps[0]/1e6, res.LinkBps/1e6, f.FCT(), res.Stats[0].Retransmits, m.RxFrames, m.Frames, m.LateFrames,
+		m.Malformed, res.TimerLagMean(), m.TimerLagMax, res.Fidelity.Reason)
+	if m.Malformed != 0 {
+		t.Errorf("%d malformed frames", m.Malformed)
+	}
+	if m.RxFrames == 0 || m.Frames == 0 {
+		t.Errorf("the agent read %d and wrote %d frames: the flow did not cross its switches", m.RxFrames, m.Frames)
 	}
 	// The goodput claim (>= 90% of the emulated link) is the kernel suite's, which runs alone; here
 	// the test only proves the path carries kernel TCP intact. An idle link still bounds goodput from
@@ -73,12 +77,15 @@ func TestFramesPerSecond(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("bridge %.0f fps (offered %.0f), Go switch %.0f fps (offered %.0f), ratio %.3f, malformed %d",
-		r.BridgeFPS, r.BridgeOffered, r.SwitchFPS, r.SwitchOffered, r.Ratio, r.Forwarder.Malformed)
+	t.Logf("bridge %.0f fps (offered %.0f), Go switch %.0f fps (offered %.0f), ratio %.3f; agent read %d, malformed %d, drops %d",
+		r.BridgeFPS, r.BridgeOffered, r.SwitchFPS, r.SwitchOffered, r.Ratio, r.SwitchRx, r.Malformed, r.SwitchDrops)
 	if r.BridgeFPS == 0 || r.SwitchFPS == 0 {
 		t.Fatalf("a device forwarded nothing: %+v", r)
 	}
-	if r.Forwarder.Malformed != 0 {
-		t.Errorf("the switch could not decode %d generated frames", r.Forwarder.Malformed)
+	if r.Malformed != 0 {
+		t.Errorf("the switch could not decode %d generated frames", r.Malformed)
+	}
+	if r.SwitchRx == 0 {
+		t.Errorf("the agent's switch read no frame, yet %.0f frames/s reached h1", r.SwitchFPS)
 	}
 }

@@ -12,11 +12,17 @@ import (
 
 // ForNetns is the netns backend's runner for the kernel-tcp hosts of l (netns.RunOptions.Kernel): the
 // agents run the switches, the kernel owns the hosts' ports, and the flows' records join the agents'.
-func ForNetns(l *lab.Lab) netns.KernelHosts { return &backendHosts{l: l} }
+func ForNetns(l *lab.Lab) *NetnsHosts { return &NetnsHosts{l: l} }
 
-type backendHosts struct{ l *lab.Lab }
+// NetnsHosts runs a lab's kernel-tcp hosts for the netns backend (ForNetns).
+type NetnsHosts struct {
+	l *lab.Lab
+	// Stats is what the senders' kernels said about each flow (TCP_INFO), once Run has returned: the
+	// records carry retransmissions, and CE echoes exist only here.
+	Stats []Stat
+}
 
-func (b *backendHosts) Setup(nl *netns.Lab, hosts []lab.HostDev) error {
+func (b *NetnsHosts) Setup(nl *netns.Lab, hosts []lab.HostDev) error {
 	g := b.l.Graph
 	var hs []Host
 	for _, h := range hosts {
@@ -26,7 +32,7 @@ func (b *backendHosts) Setup(nl *netns.Lab, hosts []lab.HostDev) error {
 	return Setup(nl, hs, Config{CC: s.Host.CC, ECN: s.Switch.ECN.ECNEnabled()})
 }
 
-func (b *backendHosts) Run(ctx context.Context, nl *netns.Lab, plans []lab.FlowPlan, start int64, offset clock.Time) ([]records.Flow, error) {
+func (b *NetnsHosts) Run(ctx context.Context, nl *netns.Lab, plans []lab.FlowPlan, start int64, offset clock.Time) ([]records.Flow, error) {
 	var flows []Flow
 	var last clock.Time
 	for _, f := range plans {
@@ -46,6 +52,7 @@ func (b *backendHosts) Run(ctx context.Context, nl *netns.Lab, plans []lab.FlowP
 	if r == nil {
 		return nil, err
 	}
+	b.Stats = r.Stats
 	for i := range r.Flows {
 		r.Flows[i].Start += offset
 		if r.Flows[i].Completed {

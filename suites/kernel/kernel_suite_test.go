@@ -1,6 +1,6 @@
-// Package kernel_test checks kernel-stack hosts: real Linux TCP between host namespaces through Go
-// switches (the switchsw engine on AF_PACKET ports), ECN marking of kernel frames, and the substrate
-// benchmark behind `lab bench`. Needs root.
+// Package kernel_test checks kernel-stack hosts: real Linux TCP between host namespaces through the Go
+// switches of the agent `lab run` uses (one process, or two in lockstep), ECN marking of kernel frames,
+// and the substrate benchmark behind `lab bench`. Needs root.
 //
 // Run: sudo ginkgo --no-color --label-filter=kernel ./suites/kernel   (the fast specs are also smoke)
 package kernel_test
@@ -12,6 +12,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the backend re-executes the suite's binary as its agents
 )
 
 func TestKernel(t *testing.T) {
