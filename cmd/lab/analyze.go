@@ -50,6 +50,11 @@ type analysis struct {
 	K2Censored int     `json:"k2_censored,omitempty"`
 	Eq6        float64 `json:"eq6_bound,omitempty"`
 	MeanHops   float64 `json:"mean_hops,omitempty"`
+	// UpDownPaths is the FC+ paper's N_P / N_P6 / N_P4 (Tables III, IV; --updown-paths): the mean number
+	// of every path with at most UpDownNLP-1 down-up turns per ordered switch pair, within each hop
+	// limit ("all": any length).
+	UpDownPaths map[string]float64 `json:"updown_paths,omitempty"`
+	UpDownNLP   int                `json:"updown_nlp,omitempty"`
 	// FibreChannel is the Fibre Channel paper's analytic bound (§3.4-3.5) for uniform traffic.
 	FibreChannel *bound.Analytic `json:"fibre_channel_bound,omitempty"`
 	// Regular is the expander thesis' all-to-all bound for a fabric of equal switches (Appendix C).
@@ -96,6 +101,8 @@ type lpOptions struct {
 	lpOnly       bool
 	k2Pairs      int
 	k2K, k2NLP   int
+	udLimits     string
+	udNLP        int
 }
 
 func init() {
@@ -143,6 +150,8 @@ func init() {
 	cmd.Flags().IntVar(&o.k2Pairs, "k2", 0, "FC+: also measure the paper's K_2/K (Table II) over this many random switch pairs (--tm-seed): how many of Yen's undirected shortest paths a filtering DF-KSP reads to keep --k2-k with at most --k2-nlp - 1 down-up turns (the spec's routing is not used: give a cheap one)")
 	cmd.Flags().IntVar(&o.k2K, "k2-k", 32, "--k2: K")
 	cmd.Flags().IntVar(&o.k2NLP, "k2-nlp", 2, "--k2: lossless priorities (2: the paper's 2L filtering)")
+	cmd.Flags().StringVar(&o.udLimits, "updown-paths", "", "FC/FC+: also count every path with at most --updown-nlp - 1 down-up turns between every switch pair, within each of these hop limits (a comma list of numbers and all: 4,6,all is the paper's N_P4, N_P6, N_P of Tables III and IV)")
+	cmd.Flags().IntVar(&o.udNLP, "updown-nlp", 1, "--updown-paths: lossless priorities (1: up-down paths)")
 	cmd.Flags().BoolVar(&o.lpOnly, "lp-only", false, "skip paths per pair and cycles (they list every pair's paths; the LP needs only the matrix's pairs)")
 	root.AddCommand(cmd)
 }
@@ -156,6 +165,11 @@ func analyze(l *lab.Lab, o lpOptions) (*analysis, error) {
 	}
 	if o.k2Pairs > 0 {
 		if err := analyzeK2(l, a, o); err != nil {
+			return nil, err
+		}
+	}
+	if o.udLimits != "" {
+		if err := analyzeUpDownPaths(l, a, o); err != nil {
 			return nil, err
 		}
 	}
@@ -203,6 +217,43 @@ func analyzeK2(l *lab.Lab, a *analysis, o lpOptions) error {
 		sum += float64(depth) / float64(k)
 	}
 	a.K2OverK = sum / float64(o.k2Pairs)
+	return nil
+}
+
+// analyzeUpDownPaths fills UpDownPaths with one enumeration up to the largest limit asked for.
+func analyzeUpDownPaths(l *lab.Lab, a *analysis, o lpOptions) error {
+	if l.Graph.Family != "fcplus" && l.Graph.Family != "fc" {
+		return fmt.Errorf("--updown-paths: topology family %s has no virtual layers (fcplus or fc)", l.Graph.Family)
+	}
+	limits := map[string]int{}
+	longest := 0
+	for _, s := range strings.Split(o.udLimits, ",") {
+		s = strings.TrimSpace(s)
+		if s == "all" {
+			limits[s], longest = -1, -1
+			continue
+		}
+		h, err := strconv.Atoi(s)
+		if err != nil || h < 1 {
+			return fmt.Errorf("--updown-paths %q: %q is neither a hop count of at least 1 nor all", o.udLimits, s)
+		}
+		limits[s] = h
+		if longest >= 0 {
+			longest = max(longest, h)
+		}
+	}
+	f, err := route.NewFabric(l.Graph)
+	if err != nil {
+		return err
+	}
+	c, err := f.CountUpDownPaths(o.udNLP, longest)
+	if err != nil {
+		return fmt.Errorf("--updown-paths: %w", err)
+	}
+	a.UpDownPaths, a.UpDownNLP = map[string]float64{}, o.udNLP
+	for s, h := range limits {
+		a.UpDownPaths[s] = c.PerPair(h)
+	}
 	return nil
 }
 
@@ -348,6 +399,16 @@ func writeAnalysis(w io.Writer, l *lab.Lab, a *analysis) {
 func writeLP(w io.Writer, a *analysis) {
 	if a.K2OverK > 0 {
 		fmt.Fprintf(w, "K_2 / K          %.3f (%d pairs above 16K)\n", a.K2OverK, a.K2Censored)
+	}
+	if len(a.UpDownPaths) > 0 {
+		keys := make([]string, 0, len(a.UpDownPaths))
+		for k := range a.UpDownPaths {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(w, "paths <= %-3s hops %.2f per switch pair (every path with at most %d down-up turns)\n", k, a.UpDownPaths[k], a.UpDownNLP-1)
+		}
 	}
 	if a.LPTM == "" && a.LPUnavailable == "" { // --tm none
 		return

@@ -16,7 +16,10 @@ import (
 // hosts as for every switch-only family), seed; fcplus takes v (virtual switches per ToR, default the
 // paper's Strategy*: the smallest v ≥ 2+(s−2)/10 making N_gl integral), fc takes k (layers, default the
 // smallest k whose uniform split s/(2(k−1)) is integral and gives every ToR pair an up-down path, the
-// FC paper's "smallest value to guarantee each switch pair has at least 1 up-down path").
+// FC paper's "smallest value to guarantee each switch pair has at least 1 up-down path"). A k given
+// whose split is not integral (the FC+ paper's Table III has k = 6 and 8 at s = 18) spreads the s/2
+// links each ToR puts on the k−1 bipartite graphs as evenly as whole links allow (fcSplit); the FC
+// paper's own rule for that case is in its appendix, which we do not have.
 //
 // Layering is recorded on the links: a fabric link's Class is "vl<m>" where m is the virtual layer of
 // its A end and m+1 that of its B end (A is always the lower end). VLayerOfPort reads it back. Node.VLayer
@@ -135,8 +138,8 @@ func buildFC(p *params) (*Graph, error) {
 		if err != nil {
 			return nil, err
 		}
-		if s%(2*(k-1)) != 0 {
-			return nil, p.errf("k", "s/(2(k-1)) must be an integer (uniform FC port split)")
+		if k-1 > s/2 {
+			return nil, p.errf("k", "at most s/2+1 = %d layers (every bipartite graph needs a link per ToR)", s/2+1)
 		}
 		ks = []int{k}
 	} else {
@@ -147,18 +150,18 @@ func buildFC(p *params) (*Graph, error) {
 		}
 	}
 	for _, k := range ks {
-		d := s / (2 * (k - 1))
+		d := fcSplit(s, k)
 		r := newRand(seed)
 		for try := 0; try < attempts; try++ {
 			var vs []vswitch
 			for i := 0; i < n; i++ {
 				for m := 1; m <= k; m++ {
-					x := vswitch{tor: i, layer: m, up: d, down: d}
-					if m == 1 {
-						x.down = 0
+					x := vswitch{tor: i, layer: m}
+					if m > 1 {
+						x.down = d[m-2]
 					}
-					if m == k {
-						x.up = 0
+					if m < k {
+						x.up = d[m-1]
 					}
 					vs = append(vs, x)
 				}
@@ -175,6 +178,22 @@ func buildFC(p *params) (*Graph, error) {
 		}
 	}
 	return nil, p.errf("s", "no FC wiring with an up-down path between every ToR pair (tried k = %v)", ks)
+}
+
+// fcSplit is how many links each ToR puts on each of FC's k−1 bipartite graphs (up from layer m is
+// d[m−1]): s/(2(k−1)) each when that is whole; otherwise one more on r = (s/2) mod (k−1) graphs spaced
+// evenly along the stack (graph ⌊(i+½)(k−1)/r⌋ for i < r), which is symmetric about the middle layer.
+func fcSplit(s, k int) []int {
+	half := s / 2
+	d := make([]int, k-1)
+	for m := range d {
+		d[m] = half / (k - 1)
+	}
+	r := half % (k - 1)
+	for i := 0; i < r; i++ {
+		d[(2*i+1)*(k-1)/(2*r)]++
+	}
+	return d
 }
 
 // wireLayers draws one random bipartite graph between each pair of adjacent layers with the virtual

@@ -1,6 +1,7 @@
 package topo
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -82,5 +83,43 @@ func TestFCPlusBuilderInvariants(t *testing.T) {
 				t.Fatalf("N=%d s=%d seed=%d: a ToR pair has no up-down path", c.n, c.s, seed)
 			}
 		}
+	}
+}
+
+// FC with a k whose uniform split is fractional (the FC+ paper's Table III: k = 6 and 8 at s = 18)
+// spreads the links evenly and symmetrically, and every ToR still has s fabric links.
+func TestFCUnevenSplit(t *testing.T) {
+	for _, c := range []struct {
+		s, k int
+		want []int
+	}{{18, 4, []int{3, 3, 3}}, {18, 6, []int{2, 2, 1, 2, 2}}, {18, 8, []int{1, 2, 1, 1, 1, 2, 1}}, {18, 10, []int{1, 1, 1, 1, 1, 1, 1, 1, 1}}} {
+		if got := fcSplit(c.s, c.k); !slices.Equal(got, c.want) {
+			t.Errorf("s=%d k=%d: split %v, want %v", c.s, c.k, got, c.want)
+		}
+	}
+	for _, k := range []int{6, 8} {
+		g := MustBuild("fc", "switches=100", "s=18", "k="+strconv.Itoa(k), "h=1", "seed=2")
+		perLayer := map[string]int{}
+		fabric := map[int]int{}
+		for _, l := range g.Links {
+			if strings.HasPrefix(l.Class, "vl") {
+				perLayer[l.Class]++
+				fabric[l.A.Node]++
+				fabric[l.B.Node]++
+			}
+		}
+		for m, d := range fcSplit(18, k) {
+			if got := perLayer["vl"+strconv.Itoa(m+1)]; got != 100*d {
+				t.Errorf("k=%d: %d links between layers %d and %d, want %d", k, got, m+1, m+2, 100*d)
+			}
+		}
+		for _, sw := range g.Switches {
+			if fabric[sw] != 18 {
+				t.Fatalf("k=%d: switch %d has %d fabric links, want 18", k, sw, fabric[sw])
+			}
+		}
+	}
+	if _, err := Build("fc", map[string]string{"switches": "100", "s": "18", "k": "11", "h": "1"}); err == nil || !strings.Contains(err.Error(), "k") {
+		t.Errorf("k=11 at s=18 (a graph without links): err %v, want one naming k", err)
 	}
 }
