@@ -162,7 +162,12 @@ func Verdict(m AgentFidelity, bound float64) report.Fidelity {
 		m.LateFrames, m.Frames, 100*frac, 100*bound, meanPs(m.SumLateness, m.Frames), m.MaxLateness,
 		meanPs(m.TimerLagSum, m.Timers), m.TimerLagMax, m.TimerLagAt)
 	detail += loopDetail(m)
-	if frac > bound {
+	switch {
+	case m.LateCross > 0 || m.LostCross > 0:
+		// Kernel hosts in lockstep: frames between agents are still taken against their stamps.
+		return report.Fidelity{Faithful: false, Reason: fmt.Sprintf("lockstep failed: %d cross-agent frames read after their due time (worst %v), %d lost on the way; %s",
+			m.LateCross, m.MaxCrossLate, m.LostCross, detail)}
+	case frac > bound:
 		return report.Fidelity{Faithful: false, Reason: "agents could not keep up: " + detail}
 	}
 	return report.Fidelity{Faithful: true, Reason: detail}

@@ -27,6 +27,10 @@ type coordination struct {
 	halted bool
 	// late is each agent's count of cross-agent frames read after their due time (from reached).
 	late []uint64
+	// kernelPending: the lab's kernel hosts are still running flows; kernelFinish is their last
+	// completion (agent time).
+	kernelPending bool
+	kernelFinish  clock.Time
 }
 
 // newCoordination numbers the cut links' channels (already set on the setups' ports by splitAgents)
@@ -129,8 +133,25 @@ func (c *coordination) agentDone(procs []*agentProc, i int, m AgentMsg, stopWhen
 		return // it reached the end with flows still running
 	}
 	c.done[i], c.finish[i] = true, m.Now
-	if stopWhenDone && !slices.Contains(c.done, false) {
-		c.halt(procs, slices.Max(c.finish))
+	c.stopIfDone(procs, stopWhenDone)
+}
+
+// kernelFinished notes that the kernel hosts are done (recs are their records): the agents' clocks run
+// on in real time whatever the spec's duration, so a run that stops when done ends at the later of
+// the kernel hosts' last completion and the agents'.
+func (c *coordination) kernelFinished(procs []*agentProc, recs []records.Flow, stopWhenDone bool) {
+	c.kernelPending = false
+	for _, f := range recs {
+		if f.Completed {
+			c.kernelFinish = max(c.kernelFinish, f.Finish)
+		}
+	}
+	c.stopIfDone(procs, stopWhenDone)
+}
+
+func (c *coordination) stopIfDone(procs []*agentProc, stopWhenDone bool) {
+	if stopWhenDone && !c.kernelPending && !slices.Contains(c.done, false) {
+		c.halt(procs, max(slices.Max(c.finish), c.kernelFinish))
 	}
 }
 
@@ -180,6 +201,9 @@ func (r *netnsRun) wait(ctx context.Context, kernelDone chan kernelOut) ([]recor
 				return nil, fmt.Errorf("kernel hosts: %w", k.err)
 			}
 			kernelRecs = k.flows
+			if r.coord != nil {
+				r.coord.kernelFinished(r.procs, kernelRecs, stopWhenDone)
+			}
 		case ev := <-r.cases:
 			p := r.procs[ev.i]
 			switch {
@@ -193,7 +217,7 @@ func (r *netnsRun) wait(ctx context.Context, kernelDone chan kernelOut) ([]recor
 			case ev.m.Type == "done":
 				doneCount++
 				if r.coord != nil {
-					r.coord.agentDone(r.procs, ev.i, ev.m, stopWhenDone && !kernelPending)
+					r.coord.agentDone(r.procs, ev.i, ev.m, stopWhenDone)
 				}
 			case ev.m.Type == "end":
 				endCount++

@@ -164,11 +164,6 @@ func prepareRun(l *lab.Lab, opts RunOptions) (*netnsRun, error) {
 	if len(r.dl.Kernel) == 0 {
 		return r, nil
 	}
-	if opts.Agents > 1 {
-		// Every veth of a lab has one MTU, a kernel host's; its full-size frames leave no room for the
-		// lockstep stamp on a link between two agents.
-		return r, fmt.Errorf("--agents %d: a lab with kernel-tcp hosts runs in one agent (frames between agents carry a %d-byte stamp that a kernel host's full-size frames leave no room for)", opts.Agents, StampLen)
-	}
 	if opts.Kernel == nil {
 		return r, errors.New("host.transport: kernel-tcp hosts need a kernel-host runner (RunOptions.Kernel, from package kernelhost)")
 	}
@@ -210,6 +205,11 @@ func (r *netnsRun) startAgents(ctx context.Context) error {
 		n = r.opts.Machines.Count() // one agent per machine, on the parts upMachines made
 	}
 	r.setups, r.res.Cut = splitAgents(r.l, r.dl, r.nl, n, r.pcaps, r.opts.PcapDir, r.parts)
+	if len(r.dl.Kernel) > 0 && len(r.setups) > 1 {
+		if err := stampRoom(r.nl, r.setups); err != nil {
+			return err
+		}
+	}
 	addFaults(r.setups, r.l, r.res.Dilation) // live.go
 	rt := r.opts.Realtime
 	if rt == 0 {
@@ -222,6 +222,7 @@ func (r *netnsRun) startAgents(ctx context.Context) error {
 	r.res.Agents = len(r.setups)
 	if len(r.setups) > 1 {
 		r.coord = newCoordination(r.l, r.dl, r.setups)
+		r.coord.kernelPending = len(r.dl.Kernel) > 0
 		if r.coord.lock.Lookahead() <= 0 {
 			// Agents may run apart only by a link's delay: with none, neither could ever move.
 			return fmt.Errorf("--agents %d: a link between two agents has no delay, and agents in lockstep run apart only by the delay of the links between them", r.opts.Agents)

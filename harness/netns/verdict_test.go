@@ -65,3 +65,22 @@ func TestVerdictScheduled(t *testing.T) {
 		t.Errorf("a scheduled lab's drop after a stall was put on the machine: %s", f.Reason)
 	}
 }
+
+// Kernel hosts in lockstep: the lab is not scheduled (kernel frames are taken when read), yet a frame
+// between agents read after its due time, or lost, still breaks the run.
+func TestVerdictKernelLockstep(t *testing.T) {
+	m := AgentFidelity{Frames: 1000, RxFrames: 1000, Arrivals: 300, CrossFrames: 300}
+	if m.Scheduled() {
+		t.Fatal("a lab whose agents read kernel frames is not scheduled")
+	}
+	if f := Verdict(m, DefaultFidelityBound); !f.Faithful {
+		t.Fatalf("no late frame, nothing lost: %s", f.Reason)
+	}
+	for _, c := range []AgentFidelity{{LateCross: 1, MaxCrossLate: clock.Microsecond}, {LostCross: 2}} {
+		bad := m
+		bad.LateCross, bad.MaxCrossLate, bad.LostCross = c.LateCross, c.MaxCrossLate, c.LostCross
+		if f := Verdict(bad, DefaultFidelityBound); f.Faithful || !strings.Contains(f.Reason, "lockstep failed") {
+			t.Errorf("late %d, lost %d: faithful %v (%s)", c.LateCross, c.LostCross, f.Faithful, f.Reason)
+		}
+	}
+}

@@ -148,6 +148,18 @@ func (a *agent) safeTime(finished bool) clock.Time {
 	return t
 }
 
+// wallReports is the longest the loop may sleep: an agent with a kernel host's port can promise no
+// more than the wall time (safeTime), so while it idles, the time it reports, and the grants of the
+// agents across its cut links, advance only as often as it wakes. Waking every quarter lookahead keeps
+// their grants ahead of the wall clock; without it an idle agent slept up to maxSleep and the others'
+// timers ran tens of milliseconds late waiting for its report.
+func (l *lockState) wallReports() clock.Time {
+	if !l.on || !l.external || l.l <= 0 {
+		return maxSleep
+	}
+	return max(l.l/4, clock.Microsecond)
+}
+
 // report tells the coordinator how far the agent has got, when that moved by a quarter lookahead, or the
 // agent waits at its grant, or it has finished.
 func (a *agent) report(finished bool) {

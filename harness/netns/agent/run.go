@@ -73,6 +73,7 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 		if a.flushAt != never && a.flushAt-wall < d {
 			d = a.flushAt - wall
 		}
+		d = min(d, a.lock.wallReports())
 		d = max(d, a.quantum)
 		before := a.clk.Wall()
 		a.fid.BusyTime += before - wall0
