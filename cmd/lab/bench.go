@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fabriclab/fabriclab/harness/bench"
+	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/lab/topo"
@@ -47,9 +48,9 @@ func init() {
 
  1. The agent on a fabric (--fabric FAMILY key=value ..., default ndc n=4 k=1) under Poisson WebSearch
     at --load for --duration of engine time at --dilation: for each --agents count and each --datapath
-    (batched: this build's; legacy: the data path of 26274ad, for a side-by-side ratio), the agents'
-    frame-hops per CPU-second, the pace (wall time / (engine time x D): 1 keeps real time) and the
-    fidelity verdict. --repeat alternates the runs.
+    (xdp: AF_XDP sockets; batched: AF_PACKET sockets with receive rings; legacy: the data path of
+    26274ad, for a side-by-side ratio), the agents' frame-hops per CPU-second, the pace (wall time /
+    (engine time x D): 1 keeps real time) and the fidelity verdict. --repeat alternates the runs.
  2. (--substrate) frames/s through one Go switch against a Linux bridge and kernel IP forwarding on
     the same veths, and with --tcp kernel TCP goodput on NDC(n,1) through Go switches.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -71,7 +72,7 @@ func init() {
 	f := cmd.Flags()
 	f.StringVar(&bf.fabric, "fabric", "ndc", "topology family of the agent bench (key=value arguments give its parameters; ndc defaults to n=4 k=1)")
 	f.StringVar(&bf.agents, "agents", "1", "agent counts to measure, comma-separated (e.g. 1,2)")
-	f.StringVar(&bf.datapaths, "datapath", "batched", "data paths to measure side by side: batched, legacy or batched,legacy")
+	f.StringVar(&bf.datapaths, "datapath", netns.DefaultDatapath, "data paths to measure side by side, comma-separated: xdp, batched, legacy (e.g. xdp,batched,legacy)")
 	f.StringVar(&bf.name, "name", "", "lab name prefix (namespaces fl-<name>-...; default bench<pid>), so two benches do not collide")
 	f.Float64Var(&bf.dilation, "dilation", 1000, "time dilation D of the agent bench")
 	f.Float64Var(&bf.load, "load", 0.5, "WebSearch load of the agent bench")
@@ -117,8 +118,8 @@ func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string)
 	}
 	dps := splitList(bf.datapaths)
 	for _, dp := range dps {
-		if dp != "batched" && dp != "legacy" {
-			return fmt.Errorf("--datapath: %q is not batched or legacy", dp)
+		if !netns.ValidDatapath(dp) {
+			return fmt.Errorf("--datapath: %q is not one of %s", dp, strings.Join(netns.Datapaths, ", "))
 		}
 	}
 	if bf.repeat < 1 {
@@ -147,20 +148,24 @@ func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string)
 				if !res.Fidelity.Faithful {
 					verdict = "UNFAITHFUL"
 				}
+				if res.Used != "" && res.Used != dp {
+					verdict += " (" + res.Used + ")"
+				}
 				fmt.Fprintf(w, "  %-8s %6d %10d %8.2f %14.0f %7.2f  %s\n", dp, res.Agents, res.Frames, res.CPU.Seconds(),
 					res.FramesPerCPUSecond(), res.Pace(), verdict)
-				k := fmt.Sprintf("%d", n)
-				if dp == "legacy" {
-					k = "L" + k
-				}
+				k := fmt.Sprintf("%s/%d", dp, n)
 				rate[k] = append(rate[k], res.FramesPerCPUSecond())
 			}
 		}
 	}
-	if len(dps) == 2 {
-		for _, n := range counts {
-			b, old := rate[fmt.Sprint(n)], rate[fmt.Sprintf("L%d", n)]
-			fmt.Fprintf(w, "  %d agents: batched/legacy frames per CPU-second %.2fx (mean of %d side-by-side pairs)\n", n, meanRatio(b, old), len(b))
+	for _, n := range counts {
+		old := rate[fmt.Sprintf("legacy/%d", n)]
+		for _, dp := range dps {
+			if dp == "legacy" || len(old) == 0 {
+				continue
+			}
+			b := rate[fmt.Sprintf("%s/%d", dp, n)]
+			fmt.Fprintf(w, "  %d agents: %s/legacy frames per CPU-second %.2fx (mean of %d side-by-side pairs)\n", n, dp, meanRatio(b, old), len(b))
 		}
 	}
 	return nil

@@ -66,7 +66,8 @@ duration: %dus
 
 // AgentResult is one netns run of a fabric as `lab bench` measures it.
 type AgentResult struct {
-	Datapath string // "batched" or "legacy" (netns.DatapathEnv)
+	Datapath string // "xdp", "batched" or "legacy" (netns.DatapathEnv)
+	Used     string // what the agents used (AgentFidelity.Datapath: xdp native, or why a port fell back)
 	Agents   int
 	Frames   uint64        // frames the agents wrote: one per frame and hop
 	CPU      clock.Time    // the agents' CPU, user + system, from their start to their records
@@ -96,16 +97,16 @@ func (r AgentResult) Pace() float64 {
 // the bench takes it off the wall time.
 const benchLead = 100 * time.Millisecond
 
-// RunAgents runs l on the netns backend as lab name with agents agent processes on datapath ("" or
-// "batched": this build's; "legacy": the 26274ad data path) and measures it. The lab is torn down
+// RunAgents runs l on the netns backend as lab name with agents agent processes on datapath ("": the
+// default; "xdp", "batched" or "legacy": the 26274ad data path) and measures it. The lab is torn down
 // before it returns. The cross-check against the virtual backend is skipped: it says nothing about
 // speed, and the verdict's lateness part still holds.
 func RunAgents(ctx context.Context, l *lab.Lab, name string, agents int, datapath string) (AgentResult, error) {
 	if datapath == "" {
-		datapath = "batched"
+		datapath = netns.DefaultDatapath
 	}
-	if datapath != "batched" && datapath != "legacy" {
-		return AgentResult{}, fmt.Errorf("datapath %q: want batched or legacy", datapath)
+	if !netns.ValidDatapath(datapath) {
+		return AgentResult{}, fmt.Errorf("datapath %q: want one of %s", datapath, strings.Join(netns.Datapaths, ", "))
 	}
 	prev, had := os.LookupEnv(netns.DatapathEnv)
 	os.Setenv(netns.DatapathEnv, datapath) // the agents inherit it
@@ -120,6 +121,6 @@ func RunAgents(ctx context.Context, l *lab.Lab, name string, agents int, datapat
 	if err != nil {
 		return AgentResult{}, err
 	}
-	return AgentResult{Datapath: datapath, Agents: res.Agents, Frames: res.Monitor.Frames, CPU: res.Monitor.CPUTime,
+	return AgentResult{Datapath: datapath, Used: res.Monitor.Datapath, Agents: res.Agents, Frames: res.Monitor.Frames, CPU: res.Monitor.CPUTime,
 		Wall: res.Wall - benchLead, Engine: res.End, Dilation: res.Dilation, Fidelity: res.Fidelity}, nil
 }

@@ -268,6 +268,9 @@ func sumFidelity(fs []AgentFidelity) AgentFidelity {
 		if f.RealtimeErr != "" {
 			s.RealtimeErr = f.RealtimeErr
 		}
+		if s.Datapath == "" || strings.Contains(f.Datapath, "AF_PACKET") { // a refusal is what to show
+			s.Datapath = f.Datapath
+		}
 	}
 	return s
 }

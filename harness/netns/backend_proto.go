@@ -194,7 +194,10 @@ type AgentFidelity struct {
 	// an agent's is the kernel's, moving frames), for `lab bench`'s frames per CPU-second.
 	CPUTime     clock.Time `json:"cpu_time,omitempty"`
 	RealtimeErr string     `json:"realtime_err,omitempty"`
-	Realtime    bool       `json:"realtime,omitempty"`
+	// Datapath is how the agent's ports moved frames: batched, legacy or xdp (native or generic), and
+	// with xdp how many ports the kernel refused an AF_XDP socket and why.
+	Datapath string `json:"datapath,omitempty"`
+	Realtime bool   `json:"realtime,omitempty"`
 	// Lockstep (several agents): frames read on cut links (CrossFrames), those read after their due time
 	// (LateCross, worst by MaxCrossLate: the protocol failed, the run is unfaithful), those whose stamp
 	// did not parse (BadStamps, also in Malformed), sequence numbers skipped or given up on (LostCross)

@@ -48,8 +48,8 @@ func calibrationKey() string {
 		}
 	}
 	dp := calibrationVersion
-	if os.Getenv(DatapathEnv) == "legacy" {
-		dp = "legacy"
+	if d := DatapathFromEnv(); d != DefaultDatapath {
+		dp = d
 	}
 	return fmt.Sprintf("%s|%s|%d cpus|%s", rel, model, runtime.NumCPU(), dp)
 }

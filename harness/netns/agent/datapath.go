@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"math"
-	"os"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
@@ -31,11 +30,15 @@ type datapath uint8
 const (
 	batched datapath = iota
 	legacy
+	xdp // batched, through AF_XDP sockets (xdp.go)
 )
 
 func datapathFromEnv() datapath {
-	if os.Getenv(netns.DatapathEnv) == "legacy" {
+	switch netns.DatapathFromEnv() {
+	case "legacy":
 		return legacy
+	case "xdp":
+		return xdp
 	}
 	return batched
 }
@@ -57,7 +60,7 @@ func (a *agent) setEarly() {
 			p.slack = p.link.delay // a cut link's frame goes at once: the other agent's grant counts it
 		}
 	}
-	if a.dp != batched {
+	if a.dp == legacy {
 		return
 	}
 	all := len(a.ports) > 0
@@ -173,7 +176,7 @@ const (
 
 // ringFor is how many frames port pc's receive ring holds (0: no ring).
 func (a *agent) ringFor(pc netns.AgentPort) int {
-	if a.dp != batched || !a.hosted[pc.PeerNode] || pc.TxChan != 0 || pc.RxChan != 0 || pc.IngressDelay != 0 || pc.Delay <= 0 {
+	if a.dp == legacy || !a.hosted[pc.PeerNode] || pc.TxChan != 0 || pc.RxChan != 0 || pc.IngressDelay != 0 || pc.Delay <= 0 {
 		return 0
 	}
 	need := int(2.5*pc.Delay.Seconds()*pc.RateBps/512) + 1

@@ -41,7 +41,7 @@ type device struct {
 type port struct {
 	dev   *device
 	index int
-	sock  *netns.PacketPort
+	sock  netns.Port
 	cfg   netns.AgentPort
 	link  *link
 	pcap  *wire.PcapWriter
@@ -312,6 +312,7 @@ type agent struct {
 	flushAt clock.Time
 	dueMin  clock.Time
 	dp      datapath
+	xdp     xdpState   // the AF_XDP data path's ports (xdp.go)
 	slab    []rxPacket // packets not yet handed out (decode)
 	// quantum is the shortest sleep of the loop when every port writes early (else 0): then no frame
 	// leaves the agent, each is taken exactly when due whenever the loop gets to it, and waking for
@@ -356,6 +357,7 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 		a.close()
 		return nil, err
 	}
+	a.fid.Datapath = a.datapathName()
 	a.pairPeers()
 	a.setEarly()
 	a.step = a.catchUpStep()
@@ -410,7 +412,7 @@ func (a *agent) makeDevices() error {
 // openPort opens port i of dev (its socket, its link, and its pcap file when one is asked for).
 func (a *agent) openPort(d netns.AgentDevice, dev *device, i int, pc netns.AgentPort, withPcap bool) error {
 	s := a.setup
-	sock, err := netns.OpenPacketPortRing(d.NSPath, pc.Ifname, s.MTU, a.ringFor(pc))
+	sock, err := a.openSock(d, pc)
 	if err != nil {
 		return fmt.Errorf("device %s: %w", d.Name, err)
 	}

@@ -427,6 +427,7 @@ func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
 		}
 	}
 	a.fid.CPUTime = processCPU() - a.cpu0
+	a.xdpFinish()
 	lag := a.clk.Lag()
 	a.fid.TimerLagAt = lag.MaxAt
 	a.fid.Timers, a.fid.TimerLagMax, a.fid.TimerLagSum, a.fid.LagOver = lag.Fired, lag.Max, lag.Sum, lag.Over

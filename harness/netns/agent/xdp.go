@@ -1,0 +1,71 @@
+package agent
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+)
+
+// xdpState is what the AF_XDP data path (FABRICLAB_DATAPATH=xdp) knows of its ports: how many took an
+// AF_XDP socket and why the first that did not was refused. A refused port reads and writes through
+// AF_PACKET (the batched data path) instead: the run goes on, and its fidelity record says so.
+type xdpState struct {
+	ports   []*netns.XDPPort
+	refused int
+	why     string
+}
+
+// openSock opens port pc's socket for the data path in use.
+func (a *agent) openSock(d netns.AgentDevice, pc netns.AgentPort) (netns.Port, error) {
+	if a.dp == xdp {
+		x, err := netns.OpenXDPPort(d.NSPath, pc.Ifname, a.setup.MTU, a.xdpRxFrames(pc))
+		if err == nil {
+			a.xdp.ports = append(a.xdp.ports, x)
+			return x, nil
+		}
+		if a.xdp.refused++; a.xdp.why == "" {
+			a.xdp.why = fmt.Sprintf("device %s: %v", d.Name, err)
+			fmt.Fprintf(os.Stderr, "agent %d: %s; such ports use AF_PACKET\n", os.Getpid(), a.xdp.why)
+		}
+	}
+	return netns.OpenPacketPortRing(d.NSPath, pc.Ifname, a.setup.MTU, a.ringFor(pc))
+}
+
+// xdpRxFrames is how many received frames port pc's socket holds: like a receive ring's (ringFor),
+// every frame its peer in this agent writes between two reads, twice over; a port whose peer is
+// elsewhere (another agent, a kernel host) is read when the loop gets to it, so it holds 4096.
+func (a *agent) xdpRxFrames(pc netns.AgentPort) int {
+	if !a.hosted[pc.PeerNode] || pc.TxChan != 0 || pc.RxChan != 0 || pc.IngressDelay != 0 || pc.Delay <= 0 {
+		return 4096
+	}
+	return int(2.5*pc.Delay.Seconds()*pc.RateBps/512) + 1
+}
+
+// datapathName is the fidelity record's name for the data path the ports use.
+func (a *agent) datapathName() string {
+	switch a.dp {
+	case legacy:
+		return "legacy"
+	case xdp:
+		if a.xdp.refused == 0 {
+			mode := ""
+			if len(a.xdp.ports) > 0 {
+				mode = " " + a.xdp.ports[0].Mode
+			}
+			return "xdp" + mode
+		}
+		return fmt.Sprintf("xdp on %d of %d ports (%s; the others AF_PACKET)", len(a.xdp.ports), len(a.ports), a.xdp.why)
+	}
+	return "batched"
+}
+
+// xdpFinish counts the frames AF_XDP sockets dropped for want of room (a full receive ring: the agent
+// did not read in time) with the frames the kernel refused.
+func (a *agent) xdpFinish() {
+	for _, x := range a.xdp.ports {
+		if s, err := x.Stats(); err == nil {
+			a.fid.KernelFull += s.Rx_dropped + s.Rx_ring_full + s.Rx_fill_ring_empty_descs
+		}
+	}
+}

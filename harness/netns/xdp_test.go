@@ -1,0 +1,114 @@
+package netns
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Frames go through AF_XDP ports as the same Ethernet frames an AF_PACKET port writes and reads:
+// AF_XDP to AF_PACKET (what is on the veth is exactly what was sent), AF_PACKET to AF_XDP, and AF_XDP
+// to AF_XDP in sends larger than the transmit ring and the kernel's budget per kick (into a receive
+// ring that holds them), in order.
+func TestXDPPortRoundTrip(t *testing.T) {
+	needRoot(t)
+	l, err := Up(context.Background(), "t-xdp", tiny(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Down("t-xdp")
+	open := func(t *testing.T, dev string, xdp bool, rx int) Port {
+		t.Helper()
+		var p Port
+		var err error
+		if xdp {
+			p, err = OpenXDPPort(l.NSPath(dev), PortName(0), 1500, rx)
+		} else {
+			p, err = OpenPacketPort(l.NSPath(dev), PortName(0), 1500)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, c := range []struct {
+		name     string
+		txX, rxX bool
+		n, batch int
+	}{{"xdp-to-packet", true, false, 300, 50}, {"packet-to-xdp", false, true, 300, 50}, {"xdp-to-xdp", true, true, 2000, 1000}} {
+		t.Run(c.name, func(t *testing.T) {
+			a, b := open(t, "h0", c.txX, 0), open(t, "s0", c.rxX, c.batch)
+			defer a.Close()
+			defer b.Close()
+			frames := testFrames(c.n)
+			var got [][]byte
+			for k := 0; k < c.n; k += c.batch {
+				if sent, err := a.Send(frames[k : k+c.batch]); err != nil || sent != c.batch {
+					t.Fatalf("sent %d of %d: %v", sent, c.batch, err)
+				}
+				got = readFrames(t, b, got, k+c.batch)
+			}
+			if len(got) != c.n {
+				t.Fatalf("received %d of %d frames", len(got), c.n)
+			}
+			for i := range got {
+				if !bytes.Equal(got[i], frames[i]) {
+					t.Fatalf("frame %d differs: % x", i, got[i][:min(24, len(got[i]))])
+				}
+			}
+			if x, ok := b.(*XDPPort); ok {
+				if s, err := x.Stats(); err != nil || s.Rx_dropped+s.Rx_ring_full+s.Rx_fill_ring_empty_descs != 0 {
+					t.Fatalf("receiver's kernel counters: %+v %v", s, err)
+				}
+			}
+		})
+	}
+	t.Run("refusals", func(t *testing.T) {
+		x := open(t, "h0", true, 0)
+		defer x.Close()
+		if _, err := x.Send([][]byte{make([]byte, 5000)}); err == nil || !strings.Contains(err.Error(), "does not fit") {
+			t.Fatalf("a 5000-byte frame: %v", err)
+		}
+		_, err := OpenXDPPort(l.NSPath("h0"), "p9", 1500, 0)
+		var xe *XDPError
+		if !errors.As(err, &xe) || xe.Ifname != "p9" || !strings.Contains(err.Error(), "ENODEV") {
+			t.Fatalf("a missing interface: %v", err)
+		}
+		if _, err := OpenXDPPort(l.NSPath("h0"), PortName(0), 9000, 0); err == nil || !strings.Contains(err.Error(), "MTU 9000") {
+			t.Fatalf("MTU 9000: %v", err)
+		}
+	})
+}
+
+func testFrames(n int) [][]byte {
+	var frames [][]byte
+	for i := 0; i < n; i++ {
+		f := make([]byte, 60+i%1400)
+		copy(f, []byte{0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x88, 0xb6})
+		f[20], f[21] = byte(i), byte(i>>8)
+		frames = append(frames, f)
+	}
+	return frames
+}
+
+// readFrames reads from p until it holds want frames or two seconds pass.
+func readFrames(t *testing.T, p Port, got [][]byte, want int) [][]byte {
+	deadline := time.Now().Add(2 * time.Second)
+	for len(got) < want && time.Now().Before(deadline) {
+		fds := []unix.PollFd{{Fd: int32(p.Fd()), Events: unix.POLLIN}}
+		unix.Poll(fds, 100)
+		m, err := p.Recv(func(f []byte) { got = append(got, bytes.Clone(f)) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m > PortBatch {
+			t.Fatalf("one Recv handed over %d frames, more than PortBatch", m)
+		}
+	}
+	return got
+}
