@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -96,10 +97,17 @@ type expected struct {
 const expectWindow = 64
 
 // frameHash hashes a frame's first bytes (Ethernet, IPv4 with the source route, UDP, BTH: what tells
-// one frame of a flow from the next) with FNV-1a.
+// one frame of a flow from the next), eight bytes per multiply: FNV-1a a byte at a time was 5% of the
+// agent's CPU (written and read, each frame is hashed twice). Each round is a bijection of the state,
+// so two frames differing in one word always hash apart.
 func frameHash(b []byte) uint64 {
+	b = b[:min(len(b), 96)]
 	h := uint64(14695981039346656037)
-	for _, c := range b[:min(len(b), 96)] {
+	for ; len(b) >= 8; b = b[8:] {
+		h = (h ^ binary.LittleEndian.Uint64(b)) * 0x9e3779b97f4a7c15
+		h ^= h >> 29
+	}
+	for _, c := range b {
 		h = (h ^ uint64(c)) * 1099511628211
 	}
 	return h
@@ -322,6 +330,7 @@ type agent struct {
 	// scanRings: every port writes early and reads through a ring, so a flush is followed by a look at
 	// every ring instead of an epoll call.
 	scanRings bool
+	unwatched bool // the waiter does not watch the ports (unwatchRings)
 	// hosted are the nodes this agent hosts; ringBytes the receive-ring memory its ports have taken.
 	hosted    map[int]bool
 	ringBytes int
@@ -360,6 +369,10 @@ func newAgent(s *netns.AgentSetup) (*agent, error) {
 	a.fid.Datapath = a.datapathName()
 	a.pairPeers()
 	a.setEarly()
+	if err := a.unwatchRings(); err != nil {
+		a.close()
+		return nil, err
+	}
 	a.step = a.catchUpStep()
 	a.initLock()
 	if err := a.checkFlows(); err != nil {

@@ -75,6 +75,9 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 		}
 		d = min(d, a.lock.wallReports())
 		d = max(d, a.quantum)
+		if a.unwatched && d > a.quantum && a.inFlight() {
+			d = a.quantum // unwatchRings
+		}
 		before := a.clk.Wall()
 		a.fid.BusyTime += before - wall0
 		ready, err := a.waiter.wait(d)
@@ -93,6 +96,9 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 			return fmt.Errorf("waiting for frames: %w", err)
 		}
 		if err := a.receiveReady(ready, true); err != nil {
+			return err
+		}
+		if err := a.scanUnwatched(); err != nil {
 			return err
 		}
 	}

@@ -87,3 +87,12 @@ func (w *waiter) close() {
 		w.epfd = -1
 	}
 }
+
+// unwatch stops waking for fds[i]: the loop looks at that port's ring itself (agent.unwatchRings).
+func (w *waiter) unwatch(i int) error {
+	if w.epfd >= 0 {
+		return unix.EpollCtl(w.epfd, unix.EPOLL_CTL_DEL, int(w.fds[i].Fd), nil)
+	}
+	w.fds[i].Fd = -1 // ppoll skips a negative descriptor
+	return nil
+}
