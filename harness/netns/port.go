@@ -194,7 +194,8 @@ func (p *PacketPort) Send(frames [][]byte) (int, error) {
 	return sent, nil
 }
 
-// DatapathEnv selects the agents' data path: unset or "batched" (this build's), "legacy" (the one of
-// 26274ad: a frame written when due, a port flushed at every loop step, decoded frames cloned), kept
-// while `lab bench` compares the two side by side. Agents inherit it from the process that starts them.
+// DatapathEnv selects the agents' data path: unset or "xdp" (AF_XDP sockets, xdp.go), "batched" (the
+// same loop on AF_PACKET sockets with receive rings), "legacy" (the one of 26274ad: a frame written
+// when due, a port flushed at every loop step, decoded frames cloned), kept while `lab bench` compares
+// them side by side. Agents inherit it from the process that starts them.
 const DatapathEnv = "FABRICLAB_DATAPATH"

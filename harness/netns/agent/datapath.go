@@ -13,16 +13,17 @@ import (
 
 // The data path: how frames get from an engine's link onto the veth and back into an engine.
 //
-// Batched (the default): a frame whose cable ends at another port of this agent is encoded when it
-// departs (its serialization is done) and written with every other frame waiting in the agent by one
-// flush, at the latest a quarter link delay before it is due at the far end: a flush writes each port's
-// waiting frames with one sendmmsg, and reads what arrived with one epoll pass and a recvmmsg per
-// ready port, draining it. The receiving port holds a frame read before it is due and hands it to its
+// Batched (on AF_XDP sockets by default, xdp.go; FABRICLAB_DATAPATH=batched: AF_PACKET with receive
+// rings): a frame whose cable ends at another port of this agent is encoded when it departs (its
+// serialization is done) and written with every other frame waiting in the agent by one flush, at the
+// latest a quarter link delay before it is due at the far end: a flush writes each port's waiting
+// frames with one system call (sendmmsg; AF_XDP: one sendto kick), and reads what arrived from each
+// port's ring, draining it. The receiving port holds a frame read before it is due and hands it to its
 // engine at its due time (port.hold), so an engine takes it exactly when the virtual backend would.
 // Frames are decoded into packets that own their source route (rxPacket): no clone per hop.
 //
 // Legacy (FABRICLAB_DATAPATH=legacy): the data path of 26274ad, kept while `lab bench` compares the
-// two side by side: every frame is written when it is due, each port flushed at every loop step (1.1
+// data paths side by side: every frame is written when it is due, each port flushed at every loop step (1.1
 // frames per sendmmsg on NDC(4,1) under WebSearch: one system call per frame and hop), and decoded
 // frames cloned.
 type datapath uint8
