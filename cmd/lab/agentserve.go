@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/fabriclab/fabriclab/harness/cluster"
+	"github.com/fabriclab/fabriclab/harness/kernelhost"
+	"github.com/fabriclab/fabriclab/harness/live"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/spf13/cobra"
 )
 
@@ -20,7 +23,7 @@ func init() {
 	var offset time.Duration
 	serve := &cobra.Command{
 		Use:   "serve --listen HOST:PORT --secret FILE --underlay IP",
-		Short: "Run this machine's agent server: a coordinator's `lab run SPEC --cluster FILE` makes its part of a lab here",
+		Short: "Run this machine's agent server: a coordinator's `lab run|up SPEC --cluster FILE` makes its part of a lab here",
 		Long: "Listens for coordinators on --listen. A coordinator must prove it holds the secret in --secret " +
 			"(HMAC challenge-response; every message after is authenticated too); anything else is refused before " +
 			"it is read. For each coordinator the server makes its share of a lab (namespaces, veths inside this " +
@@ -52,7 +55,8 @@ func init() {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			s := &cluster.Server{Secret: key, Name: name, Underlay: underlay, ClockOffset: offset}
+			s := &cluster.Server{Secret: key, Name: name, Underlay: underlay, ClockOffset: offset,
+				HostSetup: liveHostSetup, Cleanup: live.Cleanup}
 			return s.Serve(ctx, ln)
 		},
 	}
@@ -64,4 +68,9 @@ func init() {
 	serve.Flags().MarkHidden("test-clock-offset")
 	agentCmd.AddCommand(serve)
 	root.AddCommand(agentCmd)
+}
+
+// liveHostSetup sets up this machine's kernel hosts of a live lab over several machines.
+func liveHostSetup(nl *netns.Lab, g *topo.Graph, nodes []int, h cluster.LiveHosts) error {
+	return live.SetupHosts(nl, g, nodes, h.Transit, kernelhost.Config{CC: h.CC, ECN: h.ECN})
 }

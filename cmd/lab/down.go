@@ -52,6 +52,10 @@ func init() {
 			}
 			var errs []error
 			for _, n := range args {
+				if live.IsCluster(n) {
+					errs = append(errs, downClusterLive(out, n))
+					continue
+				}
 				live.Cleanup(n) // a live lab's hosts files; nothing for a bare one
 				notes, err := netns.DownNotes(n)
 				for _, note := range notes {
@@ -80,8 +84,20 @@ func downCluster(ctx context.Context, out io.Writer, path string, names []string
 	if err != nil {
 		return err
 	}
-	errs := cluster.DownEverywhere(ctx, f, names, func(machine, lab string) {
+	var errs []error
+	var rest []string
+	for _, n := range names {
+		if live.IsCluster(n) { // a live lab coordinated from here: its supervisor removes it everywhere
+			errs = append(errs, downClusterLive(out, n))
+		} else {
+			rest = append(rest, n)
+		}
+	}
+	if len(rest) == 0 {
+		return errors.Join(errs...)
+	}
+	errs = append(errs, cluster.DownEverywhere(ctx, f, rest, func(machine, lab string) {
 		fmt.Fprintf(out, "lab %s down on %s\n", lab, machine)
-	})
+	})...)
 	return errors.Join(errs...)
 }

@@ -22,10 +22,20 @@ const liveUpHelp = "Bring a lab up live, as Mininet or containerlab do: one netw
 	"(a shell), `lab inspect LAB`, `lab watch LAB`, `lab link LAB s0 s1 down`, `lab capture LAB s0:p1`, and " +
 	"`lab down LAB`. The switches run in an agent process under a supervisor that outlives this command. Needs root."
 
-func liveUp(cmd *cobra.Command, args []string, name string, dilation float64, mtu int, quiet bool) error {
-	cfg := live.Config{Name: name, Dilation: dilation}
+// liveUpOpts are lab up's flags for a live lab.
+type liveUpOpts struct {
+	name     string
+	dilation float64
+	mtu      int
+	quiet    bool
+	cluster  string
+}
+
+func liveUp(cmd *cobra.Command, args []string, o liveUpOpts) error {
+	name, dilation, quiet := o.name, o.dilation, o.quiet
+	cfg := live.Config{Name: name, Dilation: dilation, Cluster: o.cluster}
 	if cmd.Flags().Changed("mtu") {
-		cfg.MTU = mtu
+		cfg.MTU = o.mtu
 	}
 	if strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml") {
 		if len(args) > 1 {
@@ -68,6 +78,9 @@ func liveUp(cmd *cobra.Command, args []string, name string, dilation float64, mt
 	g := l.Graph
 	fmt.Fprintf(out, "lab %s up live: %d switches, %d kernel hosts, %d links, mtu %d, in %v\n",
 		info.Name, len(g.Switches), len(g.Hosts), len(g.Links), info.MTU, time.Since(t0).Round(time.Millisecond))
+	if cfg.Cluster != "" {
+		printUpMachines(out, info.Name)
+	}
 	// The limits: what the links really run at, and the frame rate the agent must keep up with.
 	var lo, hi float64
 	for i, lk := range g.Links {

@@ -43,17 +43,17 @@ func printHosts(w io.Writer, hosts []live.HostAddr) {
 	}
 }
 
-// labHosts asks a live lab's supervisor for its hosts.
-func labHosts(name string) ([]live.HostAddr, *netns.Lab, error) {
+// labHosts asks a live lab's supervisor for its hosts, and says how to run commands on them.
+func labHosts(name string) ([]live.HostAddr, devRunner, error) {
 	rep, err := live.Do(name, live.Request{Op: "inspect"})
 	if err != nil {
 		return nil, nil, err
 	}
-	nl, err := netns.Open(name)
+	run, err := labRunner(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	return rep.Inspect.Hosts, nl, nil
+	return rep.Inspect.Hosts, run, nil
 }
 
 func inNS(ctx context.Context, nl *netns.Lab, dev string, argv ...string) *exec.Cmd {
@@ -72,7 +72,7 @@ func pingallCommand() *cobra.Command {
 			if count < 1 {
 				return usage(fmt.Errorf("-c %d: want 1 or more pings per pair", count))
 			}
-			hosts, nl, err := labHosts(args[0])
+			hosts, run, err := labHosts(args[0])
 			if err != nil {
 				return err
 			}
@@ -90,8 +90,8 @@ func pingallCommand() *cobra.Command {
 						defer wg.Done()
 						sem <- struct{}{}
 						defer func() { <-sem }()
-						c := inNS(cmd.Context(), nl, hosts[a].Name, "ping", "-n", "-q", "-c", fmt.Sprint(count), "-i", "0.2", "-W", "2", hosts[b].Address)
-						ok[a][b] = c.Run() == nil
+						argv := []string{"ping", "-n", "-q", "-c", fmt.Sprint(count), "-i", "0.2", "-W", "2", hosts[b].Address}
+						ok[a][b] = run(cmd.Context(), hosts[a].Name, argv, io.Discard, io.Discard) == nil
 					}()
 				}
 			}
@@ -142,7 +142,7 @@ func iperfCommand() *cobra.Command {
 			if _, err := exec.LookPath("iperf3"); err != nil {
 				return errors.New("lab iperf needs iperf3 (scripts/provision.sh installs it)")
 			}
-			hosts, nl, err := labHosts(args[0])
+			hosts, run, err := labHosts(args[0])
 			if err != nil {
 				return err
 			}
@@ -157,7 +157,7 @@ func iperfCommand() *cobra.Command {
 					return fmt.Errorf("lab %s has no host %q (hosts: %s)", args[0], h, strings.Join(names, " "))
 				}
 			}
-			return runIperf(cmd, nl, args[1], args[2], addr[args[2]], port, seconds, reverse)
+			return runIperf(cmd, run, args[1], args[2], addr[args[2]], port, seconds, reverse)
 		},
 	}
 	cmd.Flags().IntVarP(&seconds, "time", "t", 5, "seconds to transmit")
@@ -167,24 +167,22 @@ func iperfCommand() *cobra.Command {
 }
 
 // runIperf starts the one-test server on dst, waits until it listens, runs the client on src.
-func runIperf(cmd *cobra.Command, nl *netns.Lab, src, dst, dstAddr string, port, seconds int, reverse bool) error {
+func runIperf(cmd *cobra.Command, run devRunner, src, dst, dstAddr string, port, seconds int, reverse bool) error {
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()
 	// --forceflush: "Server listening" reaches the pipe at once (stdio buffers it otherwise).
-	srv := inNS(ctx, nl, dst, "iperf3", "-s", "-1", "--forceflush", "-p", fmt.Sprint(port))
-	srvOut, err := srv.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	srv.Stderr = os.Stderr
-	if err := srv.Start(); err != nil {
-		return fmt.Errorf("iperf3 server on %s: %w", dst, err)
-	}
-	defer srv.Wait()
+	pr, pw := io.Pipe()
+	srvDone := make(chan error, 1)
+	go func() {
+		err := run(ctx, dst, []string{"iperf3", "-s", "-1", "--forceflush", "-p", fmt.Sprint(port)}, pw, os.Stderr)
+		pw.CloseWithError(err)
+		srvDone <- err
+	}()
+	defer func() { <-srvDone }()
 	defer cancel() // stops the server if the client never reached it
 	listening := make(chan bool, 1)
 	go func() {
-		sc := bufio.NewScanner(srvOut)
+		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			if strings.Contains(sc.Text(), "listening") {
 				listening <- true
@@ -192,7 +190,7 @@ func runIperf(cmd *cobra.Command, nl *netns.Lab, src, dst, dstAddr string, port,
 			}
 		}
 		listening <- false
-		io.Copy(io.Discard, srvOut)
+		io.Copy(io.Discard, pr)
 	}()
 	select {
 	case ok := <-listening:
@@ -206,9 +204,7 @@ func runIperf(cmd *cobra.Command, nl *netns.Lab, src, dst, dstAddr string, port,
 	if reverse {
 		argv = append(argv, "-R")
 	}
-	cli := inNS(ctx, nl, src, argv...)
-	cli.Stdout, cli.Stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if err := cli.Run(); err != nil {
+	if err := run(ctx, src, argv, cmd.OutOrStdout(), cmd.ErrOrStderr()); err != nil {
 		return fmt.Errorf("iperf3 %s -> %s: %w", src, dst, err)
 	}
 	return nil

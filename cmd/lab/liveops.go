@@ -36,9 +36,15 @@ func execCommand() *cobra.Command {
 		Short: "Run a command in a device's namespace (a shell when none is given); host names resolve",
 		Long: "Run COMMAND inside DEVICE's network namespace with `ip netns exec`, which also mounts the lab's " +
 			"/etc/netns/<namespace>/hosts over /etc/hosts, so `lab exec LAB h0 -- ping -c3 h5` and " +
-			"`lab exec LAB h0 -- iperf3 -c h5` work by name. Without a command: an interactive shell ($SHELL).",
+			"`lab exec LAB h0 -- iperf3 -c h5` work by name. Without a command: an interactive shell ($SHELL). On a lab " +
+			"over several machines (lab up --cluster) the command runs on the device's machine, asked over the " +
+			"authenticated control channel, with its output streamed back and its exit status lab exec's (no stdin, " +
+			"no terminal, so no shell).",
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if live.IsCluster(args[0]) {
+				return execOnMachine(args[0], args[1], args[2:])
+			}
 			nl, err := netns.Open(args[0])
 			if err != nil {
 				return err

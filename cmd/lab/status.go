@@ -17,7 +17,7 @@ func init() {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "List labs (those with a state file) and whether their namespaces and links exist",
+		Short: "List labs (those with a state file) and whether their namespaces and links exist, and live labs over several machines coordinated from here",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sts, errs := netns.Status()
@@ -36,8 +36,13 @@ func init() {
 				}
 				return err
 			}
-			if len(sts) == 0 {
+			clus := live.ClusterLabs()
+			if len(sts) == 0 && len(clus) == 0 {
 				fmt.Fprintln(out, "no labs")
+				return err
+			}
+			defer printClusterLabs(out, clus)
+			if len(sts) == 0 {
 				return err
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
@@ -59,7 +64,7 @@ func init() {
 // labState is a lab's state in words. A live lab (lab up, not --bare) is up only while its supervisor
 // runs: the process that brought it up has exited by design, so its PID says nothing.
 func labState(s netns.LabStatus) string {
-	_, err := os.Stat(live.SocketPath(s.Lab))
+	_, err := os.Stat(live.LocalSocketPath(s.Lab))
 	isLive := err == nil
 	switch {
 	case !s.Complete && s.PIDAlive:

@@ -25,6 +25,7 @@ func init() {
 	var mtu, txqlen int
 	var keepOffloads, quiet, bare bool
 	var dilation float64
+	var clusterFile string
 	cmd := &cobra.Command{
 		Use:   "up (FAMILY [key=value ...] | SPEC.yaml)",
 		Short: "Bring a lab up live: Go switches forwarding between kernel hosts (--bare: namespaces only)",
@@ -35,7 +36,10 @@ func init() {
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !bare {
-				return liveUp(cmd, args, name, dilation, mtu, quiet)
+				return liveUp(cmd, args, liveUpOpts{name: name, dilation: dilation, mtu: mtu, quiet: quiet, cluster: clusterFile})
+			}
+			if clusterFile != "" {
+				return usage(errors.New("--bare: not with --cluster (a lab over several machines is a live lab)"))
 			}
 			var g *topo.Graph
 			labName := name
@@ -100,6 +104,7 @@ func init() {
 	cmd.Flags().BoolVar(&keepOffloads, "keep-offloads", false, "leave checksum/TSO/GSO offloads on (for PACKET_VNET_HDR agents)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress lines")
 	cmd.Flags().BoolVar(&bare, "bare", false, "namespaces and veths only: no switches run, hosts have no addresses")
+	cmd.Flags().StringVar(&clusterFile, "cluster", "", "bring the live lab up over the machines of this cluster file (each runs `lab agent serve`; this machine coordinates and makes nothing)")
 	cmd.Flags().Float64Var(&dilation, "dilation", 0, "live FAMILY labs: time dilation (default 1000: 100 Gb/s links run at 100 Mb/s); a spec gives its own")
 	root.AddCommand(cmd)
 }

@@ -23,6 +23,8 @@ type Cluster struct {
 	ends    []Offset // after it (Recheck)
 	tol     time.Duration
 	mtu     int
+	// Live, when set, makes Up set up each machine's kernel hosts too (a live lab, `lab up --cluster`).
+	Live *LiveHosts
 }
 
 var _ netns.Machines = (*Cluster)(nil)
@@ -75,6 +77,9 @@ func (c *Cluster) Close() {
 	}
 }
 
+// Remote is machine i's connection.
+func (c *Cluster) Remote(i int) *Remote { return c.remotes[i] }
+
 // Offsets are the clock offsets measured before the run.
 func (c *Cluster) Offsets() []Offset { return c.offsets }
 
@@ -111,7 +116,7 @@ func (c *Cluster) Check(mtu int, tolerance time.Duration) error {
 func (c *Cluster) Up(ctx context.Context, name string, g *topo.Graph, mtu int, agentOf map[int]int) error {
 	reqs := make([]*UpReq, len(c.remotes))
 	for i := range reqs {
-		reqs[i] = &UpReq{Lab: name, Graph: g, MTU: mtu, Nodes: []int{}}
+		reqs[i] = &UpReq{Lab: name, Graph: g, MTU: mtu, Nodes: []int{}, Live: c.Live}
 	}
 	for node := range g.Nodes {
 		if a, ok := agentOf[node]; ok {

@@ -13,10 +13,14 @@ import (
 //	coordinator -> server   agent ...     <- agent   (the agent protocol, netns.AgentMsg, relayed to the
 //	                                                  machine's agent process; its first is setup)
 //	coordinator -> server   down          <- downok  (remove a lab this server made)
+//	coordinator -> server   exec          <- out ... <- exit (run a command in a device's namespace of a
+//	                                                  lab on this machine; its output streamed back)
 //	either                  error
 //
 // A lab made by up lives as long as the connection that made it: when it closes (the run ended, the
-// coordinator died, the network failed) the server kills the lab's agent and removes the lab.
+// coordinator died, the network failed) the server kills the lab's agent and removes the lab. A live
+// lab (up with Live set) is no different: the coordinator's supervisor holds its connections while the
+// lab is up. An exec's command ends with its connection too.
 type Msg struct {
 	Type  string          `json:"type"`
 	Hello *Hello          `json:"hello,omitempty"`
@@ -25,6 +29,20 @@ type Msg struct {
 	Lab   string          `json:"lab,omitempty"`
 	Agent *netns.AgentMsg `json:"agent,omitempty"`
 	Err   string          `json:"err,omitempty"`
+	Exec  *ExecReq        `json:"exec,omitempty"`
+	// Stream (1 stdout, 2 stderr) and Data are one piece of an exec's output (out); Code its exit
+	// status (exit).
+	Stream int    `json:"stream,omitempty"`
+	Data   []byte `json:"data,omitempty"`
+	Code   int    `json:"code,omitempty"`
+}
+
+// ExecReq runs Argv in Device's namespace of Lab, with the lab's hosts file as /etc/hosts where the
+// machine has one (a live lab's hosts). No stdin, no terminal.
+type ExecReq struct {
+	Lab    string   `json:"lab"`
+	Device string   `json:"device"`
+	Argv   []string `json:"argv"`
 }
 
 // Hello is what a server says about its machine.
@@ -37,7 +55,7 @@ type Hello struct {
 }
 
 // ProtocolVersion changes whenever Msg or its parts change incompatibly.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // UpReq is one machine's part of a lab: the whole graph (so node and link indices mean the same on
 // every machine), which of its nodes this machine hosts, and its links to the other machines.
@@ -47,6 +65,17 @@ type UpReq struct {
 	Nodes []int             `json:"nodes"`
 	MTU   int               `json:"mtu"`
 	VXLAN []netns.VXLANLink `json:"vxlan,omitempty"`
+	// Live, for a live lab (`lab up --cluster`), sets up the machine's kernel hosts after the
+	// namespaces are made.
+	Live *LiveHosts `json:"live,omitempty"`
+}
+
+// LiveHosts is how a live lab's kernel hosts are set up (harness/live SetupHosts): every host of the
+// graph is a kernel host; those among Nodes are this machine's.
+type LiveHosts struct {
+	Transit bool   `json:"transit,omitempty"` // server-centric: a relay engine in front of each host's kernel
+	CC      string `json:"cc,omitempty"`
+	ECN     bool   `json:"ecn,omitempty"`
 }
 
 // Stamps are one clock probe's four timestamps (CLOCK_REALTIME ns): T1 the coordinator sent the ping,

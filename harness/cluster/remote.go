@@ -84,6 +84,12 @@ func (r *Remote) read() {
 	}
 }
 
+// Done is closed once the connection has ended (Err says why).
+func (r *Remote) Done() <-chan struct{} { return r.done }
+
+// Err is why the connection ended, once Done is closed.
+func (r *Remote) Err() error { return r.err }
+
 // Close closes the connection: the server then removes what it made for it.
 func (r *Remote) Close() error {
 	r.once.Do(func() { r.c.Close() })

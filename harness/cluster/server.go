@@ -12,6 +12,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/lab/topo"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,6 +28,11 @@ type Server struct {
 	ClockOffset time.Duration
 	// Log receives one line per connection event (default: standard error).
 	Log func(string)
+	// HostSetup sets up a live lab's kernel hosts among nodes, and Cleanup removes what a live lab keeps
+	// outside its namespaces (hosts files): harness/live's, given by the command (live imports this
+	// package). Without HostSetup the server refuses live labs.
+	HostSetup func(nl *netns.Lab, g *topo.Graph, nodes []int, h LiveHosts) error
+	Cleanup   func(lab string)
 
 	underIf  string
 	underMTU int
@@ -118,12 +124,17 @@ type session struct {
 	c     *Conn
 	lab   string
 	agent *netns.LocalAgent
+	// execing: the connection runs a command (exec.go); one per connection, so out messages need no tag.
+	execing bool
 }
 
 func (s *Server) handle(ctx context.Context, c *Conn) {
 	s.logf("coordinator %s authenticated", c.Remote)
 	ss := &session{s: s, c: c}
+	// An exec's command runs as long as its connection.
+	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
+		cancel()
 		c.Close()
 		ss.teardown()
 	}()
@@ -159,6 +170,8 @@ func (ss *session) dispatch(ctx context.Context, m *Msg, t2 int64) error {
 		return ss.toAgent(m.Agent)
 	case "down":
 		return ss.down(m.Lab)
+	case "exec":
+		return ss.exec(ctx, m.Exec)
 	}
 	return fmt.Errorf("unknown message type %q", m.Type)
 }
@@ -172,6 +185,9 @@ func (ss *session) up(ctx context.Context, r *UpReq) error {
 	}
 	if err := netns.CheckUnderlayMTU(ss.s.Name, ss.s.underMTU, r.MTU); err != nil {
 		return err
+	}
+	if r.Live != nil && ss.s.HostSetup == nil {
+		return errors.New("this agent server cannot set up a live lab's kernel hosts")
 	}
 	vx := make([]netns.VXLANLink, len(r.VXLAN))
 	for i, v := range r.VXLAN {
@@ -190,6 +206,12 @@ func (ss *session) up(ctx context.Context, r *UpReq) error {
 	ss.s.mu.Lock()
 	ss.s.labs[nl.Name] = true
 	ss.s.mu.Unlock()
+	if r.Live != nil {
+		if err := ss.s.HostSetup(nl, r.Graph, r.Nodes, *r.Live); err != nil {
+			ss.teardown()
+			return fmt.Errorf("kernel hosts: %w", err)
+		}
+	}
 	ss.s.logf("lab %s: %d devices, %d links to other machines up in %v", nl.Name, len(r.Nodes), len(vx), time.Since(t0).Round(time.Millisecond))
 	return ss.c.Send(Msg{Type: "upok", Lab: nl.Name})
 }
@@ -247,6 +269,7 @@ func (ss *session) down(lab string) error {
 	if lab == ss.lab {
 		ss.teardown()
 	} else {
+		ss.s.cleanup(lab)
 		err = netns.Down(lab)
 	}
 	reply := Msg{Type: "downok", Lab: lab}
@@ -265,6 +288,7 @@ func (ss *session) teardown() {
 	if ss.lab == "" {
 		return
 	}
+	ss.s.cleanup(ss.lab)
 	if err := netns.Down(ss.lab); err != nil {
 		ss.s.logf("lab %s: teardown: %v", ss.lab, err)
 	} else {
@@ -274,6 +298,12 @@ func (ss *session) teardown() {
 	delete(ss.s.labs, ss.lab)
 	ss.s.mu.Unlock()
 	ss.lab = ""
+}
+
+func (s *Server) cleanup(lab string) {
+	if s.Cleanup != nil {
+		s.Cleanup(lab)
+	}
 }
 
 // writableProcSys makes /proc/sys writable where it is not: a container's is a read-only bind mount

@@ -63,7 +63,11 @@ func Available(cc string) error {
 
 // Setup configures every host in hosts; all hosts are told about each other. It changes only the
 // hosts' own namespaces, which the lab made.
-func Setup(l *netns.Lab, hosts []Host, cfg Config) error {
+func Setup(l *netns.Lab, hosts []Host, cfg Config) error { return SetupAmong(l, hosts, hosts, cfg) }
+
+// SetupAmong configures the hosts in hosts, each told about every host in all: a machine's share of a
+// lab over several machines, whose hosts reach the others' too.
+func SetupAmong(l *netns.Lab, hosts, all []Host, cfg Config) error {
 	if err := Available(cfg.CC); err != nil {
 		return err
 	}
@@ -78,7 +82,7 @@ func Setup(l *netns.Lab, hosts []Host, cfg Config) error {
 		seen[h.Index] = h.Device
 	}
 	for _, h := range hosts {
-		if err := setupAddr(l, h, hosts); err != nil {
+		if err := setupAddr(l, h, all); err != nil {
 			return fmt.Errorf("kernel host %s: %w", h.Device, err)
 		}
 		if err := setupSysctls(l, h.Device, cfg); err != nil {

@@ -38,6 +38,8 @@ type Config struct {
 	Dilation float64 `json:"dilation,omitempty"`
 	// MTU of the kernel hosts (and so of every link); 0: the spec's host.mtu, else 1500.
 	MTU int `json:"mtu,omitempty"`
+	// Cluster is the cluster file (absolute) of a lab over several machines (cluster.go).
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // DefaultDilation is a family lab's dilation: 100 Gb/s links at 100 Mb/s, about 8 k full-size frames per
@@ -149,6 +151,9 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 	if !netns.AgentLinked {
 		return nil, errors.New("lab up: this binary does not contain the agent")
 	}
+	if cfg.Cluster != "" {
+		return upCluster(ctx, cfg, progress)
+	}
 	l, notes, err := Build(cfg)
 	if err != nil {
 		return nil, err
@@ -176,7 +181,8 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 		return nil, err
 	}
 	progress("switches")
-	if err := startSupervisor(ctx, cfg); err != nil {
+	rec := func(pid int, token string) error { return netns.RecordProcess(cfg.Name, pid, token) }
+	if err := startSupervisor(ctx, cfg, netns.StateDir(cfg.Name), rec); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -184,27 +190,44 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 }
 
 func setupHosts(nl *netns.Lab, l *lab.Lab) error {
-	g := l.Graph
-	var hs []kernelhost.Host
+	return SetupHosts(nl, l.Graph, nil, l.Tables.HostTransit, kernelhost.Config{CC: l.Spec.Host.CC, ECN: l.Spec.Switch.ECN.ECNEnabled()})
+}
+
+// SetupHosts sets up the kernel hosts among nodes (nil: every host of g) on nl, each told about every
+// host of g, and writes their hosts files. transit: a server-centric fabric's hosts, whose ports are a
+// relay engine's, with the kernel behind it on a veth. A machine's agent server calls it for its share
+// of a live lab over several machines.
+func SetupHosts(nl *netns.Lab, g *topo.Graph, nodes []int, transit bool, cfg kernelhost.Config) error {
+	mine := map[int]bool{}
+	for _, n := range nodes {
+		mine[n] = true
+	}
+	var hs, all []kernelhost.Host
 	for _, n := range g.Hosts {
 		h := kernelhost.Host{Device: g.Nodes[n].Name, Index: g.Nodes[n].Index}
-		if l.Tables.HostTransit {
+		if transit {
+			h.Ifname = netns.KernelIf
+		}
+		all = append(all, h)
+		if nodes != nil && !mine[n] {
+			continue
+		}
+		if transit {
 			// A relay host: its ports are the relay engine's; the kernel sits behind it on a veth.
 			if err := nl.AddKernelPort(h.Device, nl.MTU); err != nil {
 				return err
 			}
-			h.Ifname = netns.KernelIf
 		}
 		hs = append(hs, h)
 	}
-	if err := kernelhost.Setup(nl, hs, kernelhost.Config{CC: l.Spec.Host.CC, ECN: l.Spec.Switch.ECN.ECNEnabled()}); err != nil {
+	if err := kernelhost.SetupAmong(nl, hs, all, cfg); err != nil {
 		return err
 	}
 	// Names resolve inside the lab: `ip netns exec` (and so `lab exec`) bind-mounts
 	// /etc/netns/<namespace>/hosts over /etc/hosts.
 	var b strings.Builder
 	b.WriteString("127.0.0.1\tlocalhost\n")
-	for _, h := range hs {
+	for _, h := range all {
 		fmt.Fprintf(&b, "%s\t%s\n", wire.HostIP(h.Index), h.Device)
 	}
 	for _, h := range hs {
@@ -239,7 +262,9 @@ func Cleanup(name string) {
 // SupervisorEnv turns a binary linking this package into a live lab's supervisor.
 const SupervisorEnv = "FABRICLAB_LIVE"
 
-func startSupervisor(ctx context.Context, cfg Config) error {
+// startSupervisor starts the supervisor process of lab cfg.Name, its log in dir, and waits until it is
+// ready; record keeps its PID and token where `lab down` finds them.
+func startSupervisor(ctx context.Context, cfg Config, dir string, record func(pid int, token string) error) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -249,7 +274,7 @@ func startSupervisor(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
-	logf, err := os.OpenFile(filepath.Join(netns.StateDir(cfg.Name), "live.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logf, err := os.OpenFile(filepath.Join(dir, "live.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
@@ -271,7 +296,7 @@ func startSupervisor(ctx context.Context, cfg Config) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("supervisor: %w", err)
 	}
-	if err := netns.RecordProcess(cfg.Name, cmd.Process.Pid, token); err != nil {
+	if err := record(cmd.Process.Pid, token); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return err
@@ -294,9 +319,9 @@ func startSupervisor(ctx context.Context, cfg Config) error {
 			s = "exited: " + strings.TrimSpace(string(b))
 		}
 		return fmt.Errorf("supervisor: %s", s)
-	case <-time.After(60 * time.Second):
+	case <-time.After(3 * time.Minute):
 		cmd.Process.Kill()
-		return errors.New("supervisor: not ready within 60 s")
+		return errors.New("supervisor: not ready within 3 minutes")
 	case <-ctx.Done():
 		cmd.Process.Kill()
 		return ctx.Err()

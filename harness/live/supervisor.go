@@ -35,13 +35,22 @@ func init() {
 	os.Exit(supervise())
 }
 
-// SocketPath is the supervisor's control socket.
-func SocketPath(name string) string { return filepath.Join(netns.StateDir(name), "ctl.sock") }
+// SocketPath is the supervisor's control socket: a lab over several machines' on the coordinator
+// (ClusterDir) when there is one, else the lab's on this machine.
+func SocketPath(name string) string {
+	if IsCluster(name) {
+		return filepath.Join(ClusterDir(name), "ctl.sock")
+	}
+	return LocalSocketPath(name)
+}
+
+// LocalSocketPath is the control socket of a live lab on this machine.
+func LocalSocketPath(name string) string { return filepath.Join(netns.StateDir(name), "ctl.sock") }
 
 // EventsPath is the lab's fault log: one JSON Event per line.
 func EventsPath(name string) string { return filepath.Join(netns.StateDir(name), "events.jsonl") }
 
-// Request is one control request: inspect; link (A, B, State down|up|set, Fault for set); capture
+// Request is one control request: inspect; status and down (a lab over several machines); link (A, B, State down|up|set, Fault for set); capture
 // (Port "s0:p1", Path; an empty Path stops).
 type Request struct {
 	Op    string        `json:"op"`
@@ -58,6 +67,8 @@ type Reply struct {
 	Err     string   `json:"err,omitempty"`
 	Notes   []string `json:"notes,omitempty"`
 	Inspect *Inspect `json:"inspect,omitempty"`
+	// Status is a lab over several machines' (status).
+	Status *ClusterStatus `json:"status,omitempty"`
 }
 
 // Inspect is a live lab's counters now.
@@ -71,6 +82,8 @@ type Inspect struct {
 	Devices []netns.LiveDevice `json:"devices"`
 	Events  []Event            `json:"events,omitempty"`
 	Hosts   []HostAddr         `json:"hosts"`
+	// Machines are a lab over several machines' (which devices each hosts, its clock).
+	Machines []MachineState `json:"machines,omitempty"`
 }
 
 // HostAddr is a kernel host of the lab: its name (which resolves inside the lab), its IPv4 address and
@@ -103,11 +116,22 @@ type Event struct {
 	Routes string     `json:"routes,omitempty"`
 }
 
+// liveAgents answers live requests: the one agent of a lab on this machine (*netns.Live), or the
+// agents of a lab over several machines (machineAgents), each request going to the device's machine.
+type liveAgents interface {
+	Request(req netns.LiveMsg) (*netns.LiveMsg, error)
+}
+
 type supervisor struct {
-	mu     sync.Mutex
-	name   string
-	l      *lab.Lab
-	lv     *netns.Live
+	mu   sync.Mutex
+	name string
+	l    *lab.Lab
+	lv   liveAgents
+	dil  float64
+	// ma is set for a lab over several machines (cluster.go).
+	ma *machineAgents
+	// bye is closed after a down request has been answered: the supervisor then exits.
+	bye    chan struct{}
 	start  time.Time
 	faults map[int]egress.Fault // graph link -> its fault
 	fibs   map[int]fib.Table    // engine node -> the table it has now
@@ -120,12 +144,15 @@ func supervise() int {
 	}
 	fail := func(err error) int {
 		logf("%v", err)
-		fmt.Fprintln(os.Stdout, err.Error())
+		fmt.Fprintln(os.Stdout, strings.ReplaceAll(err.Error(), "\n", "; ")) // `lab up` reads one line
 		return 1
 	}
 	var cfg Config
 	if err := json.NewDecoder(os.Stdin).Decode(&cfg); err != nil {
 		return fail(fmt.Errorf("config: %w", err))
+	}
+	if cfg.Cluster != "" {
+		return superviseCluster(cfg, logf, fail)
 	}
 	l, _, err := Build(cfg)
 	if err != nil {
@@ -142,17 +169,32 @@ func supervise() int {
 		return fail(err)
 	}
 	defer lv.Stop()
-	sock := SocketPath(cfg.Name)
-	os.Remove(sock)
-	ln, err := net.Listen("unix", sock)
+	s := &supervisor{name: cfg.Name, l: l, lv: lv, dil: lv.Dilation, start: time.Now(), faults: map[int]egress.Fault{}}
+	ln, err := listen(LocalSocketPath(cfg.Name), s)
 	if err != nil {
 		return fail(err)
 	}
 	defer ln.Close()
-	s := &supervisor{name: cfg.Name, l: l, lv: lv, start: time.Now(), faults: map[int]egress.Fault{}}
 	logf("lab %s live: agent pid %d, dilation %g", cfg.Name, lv.Pid(), lv.Dilation)
 	fmt.Fprintln(os.Stdout, "ready")
 	os.Stdout.Close()
+	select {
+	case err := <-lv.Exited():
+		logf("agent exited: %v", err)
+		return 1
+	case <-ctx.Done():
+		logf("stopped by signal")
+		return 0
+	}
+}
+
+// listen opens the control socket at path and serves it until it is closed.
+func listen(path string, s *supervisor) (net.Listener, error) {
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, err
+	}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -162,14 +204,7 @@ func supervise() int {
 			go s.serve(c)
 		}
 	}()
-	select {
-	case err := <-lv.Exited():
-		logf("agent exited: %v", err)
-		return 1
-	case <-ctx.Done():
-		logf("stopped by signal")
-		return 0
-	}
+	return ln, nil
 }
 
 func (s *supervisor) serve(c net.Conn) {
@@ -187,9 +222,17 @@ func (s *supervisor) serve(c net.Conn) {
 		rep.Err = err.Error()
 	}
 	json.NewEncoder(c).Encode(rep)
+	if req.Op == "down" && err == nil && s.bye != nil {
+		close(s.bye)
+	}
 }
 
 func (s *supervisor) do(req Request) (Reply, error) {
+	if s.ma != nil {
+		if rep, err, done := s.doCluster(req); done {
+			return rep, err
+		}
+	}
 	switch req.Op {
 	case "inspect":
 		m, err := s.lv.Request(netns.LiveMsg{Op: "inspect"})
@@ -207,8 +250,12 @@ func (s *supervisor) do(req Request) (Reply, error) {
 				d.Ports[j].Peer = peerName(g, idx[d.Name], d.Ports[j].Port)
 			}
 		}
-		return Reply{Inspect: &Inspect{Lab: s.name, Dilation: s.lv.Dilation, Now: clock.Time(float64(m.Now) / s.lv.Dilation),
-			Uptime: time.Since(s.start).Seconds(), Devices: m.Devices, Events: s.events, Hosts: hostAddrs(s.l)}}, nil
+		in := &Inspect{Lab: s.name, Dilation: s.dil, Now: clock.Time(float64(m.Now) / s.dil),
+			Uptime: time.Since(s.start).Seconds(), Devices: m.Devices, Events: s.events, Hosts: hostAddrs(s.l)}
+		if s.ma != nil {
+			in.Machines = s.status().Machines
+		}
+		return Reply{Inspect: in}, nil
 	case "link":
 		return s.link(req)
 	case "capture":
@@ -288,7 +335,7 @@ func (s *supervisor) link(req Request) (Reply, error) {
 			ff := f
 			// The delay is given in the fabric's time, as the spec's link delays: the agent's engines run
 			// dilated, so 5us at D=1000 is 5 ms of their time (undilated it added a thousandth of that).
-			ff.Delay = clock.Time(float64(f.Delay) * max(s.lv.Dilation, 1))
+			ff.Delay = clock.Time(float64(f.Delay) * max(s.dil, 1))
 			if _, err := s.lv.Request(netns.LiveMsg{Op: "fault", Device: g.Nodes[e.Node].Name, Port: e.Port, Fault: &ff}); err != nil {
 				return Reply{}, err
 			}
@@ -301,7 +348,7 @@ func (s *supervisor) link(req Request) (Reply, error) {
 	}
 	ev := Event{Wall: time.Now(), Link: [2]string{req.A, req.B}, State: f.String()}
 	if m, err := s.lv.Request(netns.LiveMsg{Op: "inspect"}); err == nil {
-		ev.Engine = clock.Time(float64(m.Now) / s.lv.Dilation)
+		ev.Engine = clock.Time(float64(m.Now) / s.dil)
 	}
 	var notes []string
 	if req.State != "set" {

@@ -93,6 +93,39 @@ func StartLive(ctx context.Context, l *lab.Lab, nl *Lab) (*Live, error) {
 		return nil, errors.New("live lab: this binary does not contain the agent")
 	}
 	d := l.Spec.EffectiveDilation()
+	s, err := LiveSetup(l, nl)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startAgent(nl.Name, s)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expect(ctx, "ready", 30*time.Second); err != nil {
+		p.kill()
+		return nil, err
+	}
+	epoch := clock.MonotonicNanos() + (50 * time.Millisecond).Nanoseconds()
+	if err := p.send(AgentMsg{Type: "start", Epoch: epoch, End: liveEnd}); err != nil {
+		p.kill()
+		return nil, fmt.Errorf("%s: start: %w", p.name(), err)
+	}
+	lv := &Live{Lab: nl, Dilation: d, proc: p, replies: make(chan AgentMsg, 1), exited: make(chan error, 1)}
+	go func() {
+		for m := range p.msgs {
+			if m.Type == "live" || m.Type == "error" {
+				lv.replies <- m
+			}
+		}
+		lv.exited <- <-p.exited
+	}()
+	return lv, nil
+}
+
+// LiveSetup is the one agent setup of a live lab on nl: every switch (and relay host) of l, no flows,
+// no end, no monitor. A live lab over several machines deals its devices out (LiveParts).
+func LiveSetup(l *lab.Lab, nl *Lab) (*AgentSetup, error) {
+	d := l.Spec.EffectiveDilation()
 	dl, err := Dilate(l, d)
 	if err != nil {
 		return nil, err
@@ -128,29 +161,7 @@ func StartLive(ctx context.Context, l *lab.Lab, nl *Lab) (*Live, error) {
 	}
 	s.Monitor = nil
 	s.Realtime = DefaultRealtime
-	p, err := startAgent(nl.Name, s)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := p.expect(ctx, "ready", 30*time.Second); err != nil {
-		p.kill()
-		return nil, err
-	}
-	epoch := clock.MonotonicNanos() + (50 * time.Millisecond).Nanoseconds()
-	if err := p.send(AgentMsg{Type: "start", Epoch: epoch, End: liveEnd}); err != nil {
-		p.kill()
-		return nil, fmt.Errorf("%s: start: %w", p.name(), err)
-	}
-	lv := &Live{Lab: nl, Dilation: d, proc: p, replies: make(chan AgentMsg, 1), exited: make(chan error, 1)}
-	go func() {
-		for m := range p.msgs {
-			if m.Type == "live" || m.Type == "error" {
-				lv.replies <- m
-			}
-		}
-		lv.exited <- <-p.exited
-	}()
-	return lv, nil
+	return s, nil
 }
 
 // Pid is the agent's process ID.

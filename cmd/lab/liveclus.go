@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/fabriclab/fabriclab/harness/cluster"
+	"github.com/fabriclab/fabriclab/harness/live"
+	"github.com/fabriclab/fabriclab/harness/netns"
+)
+
+// Live labs over several machines (`lab up SPEC --cluster FILE`): the commands that differ from a
+// one-machine lab's. A device's commands run on its machine, asked over the authenticated control
+// channel (cluster.Remote.Exec); the live requests go to the lab's supervisor here, which holds the
+// machines' connections.
+
+// devRunner runs argv in a device's namespace of a live lab, output to stdout and stderr; a command
+// that exits non-zero is an error (cmdExit).
+type devRunner func(ctx context.Context, dev string, argv []string, stdout, stderr io.Writer) error
+
+type cmdExit int
+
+func (e cmdExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+// labRunner is how to run commands on lab name's devices: `ip netns exec` here, or the device's machine.
+func labRunner(name string) (devRunner, error) {
+	if live.IsCluster(name) {
+		return func(ctx context.Context, dev string, argv []string, stdout, stderr io.Writer) error {
+			code, err := clusterExec(ctx, name, dev, argv, stdout, stderr)
+			if err == nil && code != 0 {
+				err = cmdExit(code)
+			}
+			return err
+		}, nil
+	}
+	nl, err := netns.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, dev string, argv []string, stdout, stderr io.Writer) error {
+		c := inNS(ctx, nl, dev, argv...)
+		c.Stdout, c.Stderr = stdout, stderr
+		err := c.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return cmdExit(ee.ExitCode())
+		}
+		return err
+	}, nil
+}
+
+// clusterExec runs argv on dev's machine and returns its exit status.
+func clusterExec(ctx context.Context, name, dev string, argv []string, stdout, stderr io.Writer) (int, error) {
+	rep, err := live.Do(name, live.Request{Op: "status"})
+	if err != nil {
+		return -1, err
+	}
+	st := rep.Status
+	if !strings.HasPrefix(st.State, "up") {
+		return -1, fmt.Errorf("lab %s is %s", name, st.State)
+	}
+	var on string
+	var all []string
+	for _, m := range st.Machines {
+		all = append(all, m.Devices...)
+		if slices.Contains(m.Devices, dev) {
+			on = m.Name
+		}
+	}
+	if on == "" {
+		return -1, fmt.Errorf("lab %s has no device %q (devices: %s)", name, dev, strings.Join(all, " "))
+	}
+	f, err := cluster.Load(st.Cluster)
+	if err != nil {
+		return -1, err
+	}
+	secret, err := cluster.ReadSecret(f.SecretPath())
+	if err != nil {
+		return -1, err
+	}
+	for _, m := range f.Machines {
+		if m.Name != on {
+			continue
+		}
+		r, err := cluster.ConnectMachine(ctx, m, secret)
+		if err != nil {
+			return -1, err
+		}
+		defer r.Close()
+		return r.Exec(ctx, name, dev, argv, stdout, stderr)
+	}
+	return -1, fmt.Errorf("the cluster file %s no longer names machine %s", st.Cluster, on)
+}
+
+// execOnMachine is lab exec on a lab over several machines; it exits with the command's status.
+func execOnMachine(name, dev string, argv []string) error {
+	if len(argv) == 0 {
+		return usage(fmt.Errorf("lab %s runs over several machines: give a command (no shell is forwarded: exec takes no stdin)", name))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, err := clusterExec(ctx, name, dev, argv, os.Stdout, os.Stderr)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		os.Exit(code)
+	}
+	return nil
+}
+
+// printUpMachines says where lab up --cluster put the lab.
+func printUpMachines(w io.Writer, name string) {
+	rep, err := live.Do(name, live.Request{Op: "status"})
+	if err != nil {
+		fmt.Fprintf(w, "  status: %v\n", err)
+		return
+	}
+	st := rep.Status
+	fmt.Fprintf(w, "  over %d machines, %d of %d links VXLAN between them; free-running (no lockstep): a link between machines adds the underlay's transit to its delay\n",
+		len(st.Machines), st.VXLAN, st.Links)
+	for _, m := range st.Machines {
+		fmt.Fprintf(w, "  %s (%s): %s; clock %v ± %v\n", m.Name, m.Control, strings.Join(m.Devices, " "),
+			time.Duration(m.Clock.Offset), time.Duration(m.Clock.Uncertainty))
+	}
+}
+
+// printClusterLabs adds the live labs over several machines coordinated from here to lab status.
+func printClusterLabs(w io.Writer, names []string) {
+	for _, n := range names {
+		rep, err := live.Do(n, live.Request{Op: "status"})
+		if err != nil {
+			fmt.Fprintf(w, "lab %s (live over machines): damaged: its supervisor does not answer (%v); the machines removed "+
+				"their shares when its connections ended; lab down %s\n", n, err, n)
+			continue
+		}
+		st := rep.Status
+		fmt.Fprintf(w, "lab %s (%s, live over %d machines of %s): %s; %d links, %d of them VXLAN between machines; up %v\n", st.Lab, st.Family,
+			len(st.Machines), st.Cluster, st.State, st.Links, st.VXLAN, time.Duration(st.Uptime*float64(time.Second)).Round(time.Second))
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  MACHINE\tCONTROL\tUNDERLAY\tDEVICES\tCLOCK AT UP\tCLOCK NOW\tSTATE")
+		for _, m := range st.Machines {
+			state := "up"
+			switch {
+			case m.Lost != "":
+				state = "LOST " + m.Lost
+			case !strings.HasPrefix(st.State, "up"):
+				state = "removed"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%v ± %v\t%v ± %v\t%s\n", m.Name, m.Control, m.Underlay, len(m.Devices),
+				time.Duration(m.Clock.Offset), time.Duration(m.Clock.Uncertainty), time.Duration(m.ClockLast.Offset),
+				time.Duration(m.ClockLast.Uncertainty), state)
+		}
+		tw.Flush()
+	}
+}
+
+// downClusterLive brings a live lab over several machines down: its supervisor removes the lab from
+// every machine and exits, then the coordinator's record goes. A supervisor that does not answer is
+// ended (its connections' end makes every server remove its share).
+func downClusterLive(out io.Writer, name string) error {
+	rep, err := live.Do(name, live.Request{Op: "down"})
+	if rep != nil {
+		for _, n := range rep.Notes {
+			fmt.Fprintln(out, n)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(out, "lab %s: supervisor: %v; ending it\n", name, err)
+	}
+	if err := live.StopCluster(name); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "lab %s down\n", name)
+	return nil
+}

@@ -1,0 +1,182 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"golang.org/x/sys/unix"
+)
+
+// `lab exec` on a device of a lab over several machines: the coordinator asks the machine that hosts
+// the device, over the authenticated control channel, and the server runs the command in the device's
+// namespace and streams its output back. The server starts its own binary with NSExecEnv set; that
+// process enters the namespace (and mounts the lab's hosts file over /etc/hosts, as `ip netns exec`
+// does) on one thread and replaces itself with the command, so no `ip` is needed on the machine (an
+// agent container is the lab binary alone).
+
+// NSExecEnv and NSExecHostsEnv tell this binary to run its arguments in a namespace (nsexec).
+const (
+	NSExecEnv      = "FABRICLAB_NSEXEC"
+	NSExecHostsEnv = "FABRICLAB_NSEXEC_HOSTS"
+)
+
+func init() {
+	if ns := os.Getenv(NSExecEnv); ns != "" {
+		if err := nsexec(ns, os.Getenv(NSExecHostsEnv), os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, "lab exec:", err)
+			os.Exit(127)
+		}
+	}
+}
+
+// nsexec enters the network namespace at ns, mounts hosts over /etc/hosts in a mount namespace of its
+// own, and executes argv. setns and unshare act on the calling thread, and exec keeps that thread's
+// namespaces for the whole new program.
+func nsexec(ns, hosts string, argv []string) error {
+	runtime.LockOSThread()
+	if len(argv) == 0 {
+		return errors.New("no command")
+	}
+	fd, err := unix.Open(ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("setns %s: %w", ns, err)
+	}
+	unix.Close(fd)
+	if hosts != "" {
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			return fmt.Errorf("unshare mount namespace: %w", err)
+		}
+		// Our mounts stay ours: none propagates back to the machine's mount namespace.
+		if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("make / a slave mount: %w", err)
+		}
+		if err := unix.Mount(hosts, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s over /etc/hosts: %w", hosts, err)
+		}
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return err
+	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, NSExecEnv+"=") || strings.HasPrefix(kv, NSExecHostsEnv+"=")
+	})
+	return syscall.Exec(path, argv, env)
+}
+
+// exec runs r's command on this machine (server side) and streams its output; it answers at once and
+// the command runs until it exits or the connection ends. A command named lab is this server's binary.
+func (ss *session) exec(ctx context.Context, r *ExecReq) error {
+	if r == nil || len(r.Argv) == 0 {
+		return errors.New("exec: no command")
+	}
+	if ss.execing {
+		return errors.New("exec: this connection already runs a command")
+	}
+	nl, err := netns.Open(r.Lab)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(nl.Devices(), r.Device) {
+		return fmt.Errorf("no device %q of lab %s here", r.Device, r.Lab)
+	}
+	// The namespace must be the one the lab made (its inode or mark), as for everything the lab does in it.
+	if err := nl.Do(r.Device, func() error { return nil }); err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	argv := slices.Clone(r.Argv)
+	if argv[0] == "lab" {
+		// This server's own binary, wherever it is (an agent container's is /lab, on no PATH): so
+		// `lab flow` runs on any machine.
+		argv[0] = exe
+	}
+	cmd := exec.CommandContext(ctx, exe, argv...)
+	cmd.Env = append(os.Environ(), NSExecEnv+"="+nl.NSPath(r.Device))
+	if h := filepath.Join("/etc/netns", nl.NSName(r.Device), "hosts"); fileExists(h) {
+		cmd.Env = append(cmd.Env, NSExecHostsEnv+"="+h)
+	}
+	cmd.Stdout = &streamWriter{c: ss.c, stream: 1}
+	cmd.Stderr = &streamWriter{c: ss.c, stream: 2}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	ss.execing = true
+	ss.s.logf("lab %s: exec on %s: %s", r.Lab, r.Device, strings.Join(r.Argv, " "))
+	go func() {
+		err := cmd.Wait()
+		code := 0
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			code = ee.ExitCode()
+		case err != nil:
+			code = 127
+		}
+		ss.c.Send(Msg{Type: "exit", Code: code})
+	}()
+	return nil
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// streamWriter sends what a command writes as out messages (exec.Cmd copies its pipes through it).
+type streamWriter struct {
+	c      *Conn
+	stream int
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	if err := w.c.Send(Msg{Type: "out", Stream: w.stream, Data: p}); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Exec runs argv in device's namespace of lab on the machine (client side), copying its output to
+// stdout and stderr as it comes, and returns its exit status. Cancelling ctx closes the connection,
+// which ends the command there.
+func (r *Remote) Exec(ctx context.Context, lab, device string, argv []string, stdout, stderr io.Writer) (int, error) {
+	if err := r.c.Send(Msg{Type: "exec", Exec: &ExecReq{Lab: lab, Device: device, Argv: argv}}); err != nil {
+		return -1, fmt.Errorf("machine %s: %w", r.Machine.Name, err)
+	}
+	for {
+		select {
+		case m, ok := <-r.in:
+			if !ok {
+				return -1, fmt.Errorf("machine %s: connection lost during exec: %v", r.Machine.Name, r.err)
+			}
+			switch m.Type {
+			case "out":
+				w := stdout
+				if m.Stream == 2 {
+					w = stderr
+				}
+				w.Write(m.Data)
+			case "exit":
+				return m.Code, nil
+			case "error":
+				return -1, fmt.Errorf("machine %s: %s", r.Machine.Name, m.Err)
+			}
+		case <-ctx.Done():
+			r.Close()
+			return -1, ctx.Err()
+		}
+	}
+}

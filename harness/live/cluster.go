@@ -1,0 +1,526 @@
+package live
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/harness/cluster"
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/topo"
+)
+
+// A live lab over several machines (`lab up SPEC --cluster FILE`). The machine `lab up` runs on
+// coordinates and makes nothing itself: a supervisor process there (detached, as a one-machine live
+// lab's) connects to every machine's agent server, has each make its share (namespaces, veths inside
+// the machine, VXLAN links to the others, its kernel hosts) and run an agent for its switches, and then
+// holds those connections for as long as the lab is up. An agent server removes what a connection made
+// when the connection ends, so the lab cannot outlive its supervisor on any machine: a supervisor
+// killed, or the coordinator's network gone, leaves nothing behind. The supervisor answers the live
+// commands on a Unix socket in ClusterDir, sending each request to the machine of the device it names;
+// `lab exec` goes straight to the device's machine over its own authenticated connection.
+//
+// Time: the agents run free, as a one-machine live lab's agent does (no lockstep, no end). Each starts
+// at one CLOCK_REALTIME epoch read on its own clock; a frame between machines crosses a VXLAN link and
+// is taken when it is read, after the delay its sender applied, so a link between machines is the
+// spec's dilated delay plus the underlay's transit. Clock offsets only shift the machines' engine time
+// origins against each other (nothing compares them), so they are measured and recorded (lab status,
+// lab inspect --json), refused only above the cluster file's clock_bound when it sets one.
+
+// ClusterDir is the coordinator's record of a live lab over several machines: its config, supervisor
+// and control socket. The name "_cluster" is no lab's, so lab status and lab down --all pass it by, and
+// an agent server on the same machine keeps its share in the lab's own directory, apart.
+func ClusterDir(name string) string { return filepath.Join(netns.StateRoot, "_cluster", name) }
+
+// IsCluster says whether name is a live lab over several machines coordinated from here.
+func IsCluster(name string) bool {
+	if netns.ValidateName(name) != nil {
+		return false
+	}
+	fi, err := os.Stat(ClusterDir(name))
+	return err == nil && fi.IsDir()
+}
+
+// ClusterLabs lists the live labs over several machines coordinated from here.
+func ClusterLabs() []string {
+	ents, _ := os.ReadDir(filepath.Join(netns.StateRoot, "_cluster"))
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && netns.ValidateName(e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// MachineState is one machine of a live lab over several machines.
+type MachineState struct {
+	Name     string `json:"name"`
+	Control  string `json:"control"`
+	Underlay string `json:"underlay"`
+	// Devices are the lab's devices this machine hosts (switches and hosts).
+	Devices []string `json:"devices"`
+	// Clock is its offset from the coordinator's clock, measured at bring-up and every 2 s since
+	// (the heartbeat that finds a lost machine).
+	Clock     cluster.Offset `json:"clock"`
+	ClockLast cluster.Offset `json:"clock_last"`
+	Lost      string         `json:"lost,omitempty"`
+}
+
+// ClusterStatus is what `lab status` shows of a live lab over several machines.
+type ClusterStatus struct {
+	Lab      string         `json:"lab"`
+	Family   string         `json:"family"`
+	Cluster  string         `json:"cluster"` // the cluster file
+	State    string         `json:"state"`
+	Links    int            `json:"links"`
+	VXLAN    int            `json:"vxlan_links"` // links between machines
+	Uptime   float64        `json:"uptime_s"`
+	Machines []MachineState `json:"machines"`
+}
+
+// upCluster checks everything it can before anything is made (the spec, the name, the cluster file and
+// its secret, that the fabric splits over that many machines), then starts the supervisor, which
+// connects, checks the machines (underlay MTU, clocks against clock_bound) and brings the lab up.
+func upCluster(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
+	l, notes, err := Build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = l.Spec.Name
+	}
+	if err := netns.ValidateName(cfg.Name); err != nil {
+		return nil, fmt.Errorf("%w (choose one with --name)", err)
+	}
+	if cfg.Cluster, err = filepath.Abs(cfg.Cluster); err != nil {
+		return nil, err
+	}
+	f, err := cluster.Load(cfg.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cluster.ReadSecret(f.SecretPath()); err != nil {
+		return nil, err
+	}
+	info := &Info{Name: cfg.Name, Lab: l, Notes: notes, Dilation: l.Spec.EffectiveDilation(), MTU: netns.LabMTU(l)}
+	if _, _, err := netns.LiveParts(l, cfg.Name, info.MTU, len(f.Machines)); err != nil {
+		return nil, fmt.Errorf("--cluster %s: %w", cfg.Cluster, err)
+	}
+	if IsCluster(cfg.Name) {
+		return nil, fmt.Errorf("lab %s is already up over machines from here (lab status; lab down %s)", cfg.Name, cfg.Name)
+	}
+	dir := ClusterDir(cfg.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	progress(fmt.Sprintf("%d machines", len(f.Machines)))
+	rec := func(pid int, token string) error {
+		return os.WriteFile(filepath.Join(dir, "supervisor"), fmt.Appendf(nil, "%d\n%s\n", pid, token), 0o600)
+	}
+	if err := startSupervisor(ctx, cfg, dir, rec); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return info, nil
+}
+
+// superviseCluster is the supervisor of a live lab over several machines: it brings the lab up, answers
+// the live commands, and removes the lab everywhere on SIGTERM, on a down request, or (from the other
+// machines) when one is lost.
+func superviseCluster(cfg Config, logf func(string, ...any), fail func(error) int) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	l, _, err := Build(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	ma, err := upMachines(ctx, cfg, l, logf)
+	if err != nil {
+		return fail(err)
+	}
+	s := &supervisor{name: cfg.Name, l: l, lv: ma, dil: l.Spec.EffectiveDilation(), ma: ma, start: time.Now(),
+		faults: map[int]egress.Fault{}, bye: make(chan struct{})}
+	ln, err := listen(filepath.Join(ClusterDir(cfg.Name), "ctl.sock"), s)
+	if err != nil {
+		ma.c.Down(cfg.Name)
+		return fail(err)
+	}
+	defer ln.Close()
+	logf("lab %s live over %d machines, dilation %g", cfg.Name, ma.c.Count(), s.dil)
+	fmt.Fprintln(os.Stdout, "ready")
+	os.Stdout.Close()
+	go ma.heartbeat(ctx)
+	for {
+		select {
+		case i := <-ma.lostCh:
+			logf("machine %s lost: %s", ma.c.Name(i), ma.state[i].Lost)
+			s.mu.Lock()
+			ma.removeRest(cfg.Name, i, logf)
+			s.mu.Unlock()
+		case <-s.bye:
+			logf("down: removed from every machine")
+			return 0
+		case <-ctx.Done():
+			logf("stopped by signal: removing the lab from every machine")
+			s.mu.Lock()
+			if err := ma.c.Down(cfg.Name); err != nil {
+				logf("down: %v", err)
+			}
+			s.mu.Unlock()
+			return 0
+		}
+	}
+}
+
+// machineAgents are the agents of a live lab over several machines; it implements liveAgents.
+type machineAgents struct {
+	c       *cluster.Cluster
+	cfg     Config
+	g       *topo.Graph
+	part    map[int]int    // node -> machine
+	node    map[string]int // device name -> node
+	replies []chan netns.AgentMsg
+	mu      sync.Mutex // state
+	state   []MachineState
+	lostCh  chan int
+	failed  string // set once a machine was lost and the others' shares removed
+}
+
+// upMachines connects to the machines, checks them, makes each one's share and starts its agent; on
+// any error nothing is left on any machine (the connections close, and each server removes its share).
+func upMachines(ctx context.Context, cfg Config, l *lab.Lab, logf func(string, ...any)) (*machineAgents, error) {
+	f, err := cluster.Load(cfg.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cluster.Connect(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	mtu := netns.LabMTU(l)
+	// Nothing to keep in step: the clocks are recorded, refused only past clock_bound (Check uses it).
+	if err := c.Check(mtu, time.Hour); err != nil {
+		c.Close()
+		return nil, err
+	}
+	setups, part, err := netns.LiveParts(l, cfg.Name, mtu, c.Count())
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.Live = &cluster.LiveHosts{Transit: l.Tables.HostTransit, CC: l.Spec.Host.CC, ECN: l.Spec.Switch.ECN.ECNEnabled()}
+	ma := &machineAgents{c: c, cfg: cfg, g: l.Graph, part: part, node: map[string]int{}, lostCh: make(chan int, c.Count())}
+	for n, nd := range l.Graph.Nodes {
+		ma.node[nd.Name] = n
+	}
+	ma.state = make([]MachineState, c.Count())
+	for i := range ma.state {
+		r := c.Remote(i)
+		ma.state[i] = MachineState{Name: r.Machine.Name, Control: r.Machine.Control, Underlay: r.Hello.Underlay,
+			Clock: c.Offsets()[i], ClockLast: c.Offsets()[i]}
+		ma.replies = append(ma.replies, make(chan netns.AgentMsg, 4))
+	}
+	for n, nd := range l.Graph.Nodes {
+		ma.state[part[n]].Devices = append(ma.state[part[n]].Devices, nd.Name)
+	}
+	if err := c.Up(ctx, cfg.Name, l.Graph, mtu, part); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := ma.startAgents(ctx, setups); err != nil {
+		c.Down(cfg.Name)
+		return nil, err
+	}
+	for i, st := range ma.state {
+		logf("machine %s: %d devices, clock %v ± %v", st.Name, len(st.Devices), time.Duration(st.Clock.Offset), time.Duration(st.Clock.Uncertainty))
+		go ma.read(i)
+	}
+	return ma, nil
+}
+
+// startAgents sets every machine's agent up, waits until all are ready, and starts them at one epoch.
+func (ma *machineAgents) startAgents(ctx context.Context, setups []*netns.AgentSetup) error {
+	ctls := make([]netns.Control, len(setups))
+	for i, s := range setups {
+		ctl, err := ma.c.Agent(ctx, i, s)
+		if err != nil {
+			return err
+		}
+		ctls[i] = ctl
+	}
+	for i, ctl := range ctls {
+		for {
+			var m netns.AgentMsg
+			if err := ctl.Recv(&m); err != nil {
+				return err
+			}
+			if m.Type == "error" {
+				return fmt.Errorf("machine %s: agent: %s", ma.c.Name(i), m.Err)
+			}
+			if m.Type == "ready" {
+				break
+			}
+		}
+	}
+	// Far enough ahead for every start message to arrive; each server reads it on its own clock.
+	epoch := clock.MonotonicNanos() + (200 * time.Millisecond).Nanoseconds()
+	for i, ctl := range ctls {
+		if err := ctl.Send(&netns.AgentMsg{Type: "start", Epoch: epoch, End: netns.LiveEnd}); err != nil {
+			return fmt.Errorf("machine %s: start: %w", ma.c.Name(i), err)
+		}
+	}
+	return nil
+}
+
+// read passes machine i's live replies on; the connection's end is the machine lost.
+func (ma *machineAgents) read(i int) {
+	r := ma.c.Remote(i)
+	for {
+		var m netns.AgentMsg
+		if err := r.Recv(&m); err != nil {
+			ma.lose(i, err)
+			return
+		}
+		if m.Type == "live" || m.Type == "error" {
+			select {
+			case ma.replies[i] <- m:
+			default: // a reply nobody waits for any more (its request timed out)
+			}
+		}
+	}
+}
+
+// heartbeat probes every machine's clock every 2 s: the probe that gets no answer within 5 s finds a
+// machine lost whose connection has not (yet) failed, and the answers keep the clock record current.
+func (ma *machineAgents) heartbeat(ctx context.Context) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for i := range ma.state {
+			if ma.isLost(i) {
+				continue
+			}
+			o, err := ma.c.Remote(i).MeasureClock(ctx, 1)
+			if err != nil {
+				if ctx.Err() == nil {
+					ma.lose(i, err)
+				}
+				continue
+			}
+			ma.mu.Lock()
+			ma.state[i].ClockLast = o
+			ma.mu.Unlock()
+		}
+	}
+}
+
+func (ma *machineAgents) isLost(i int) bool {
+	ma.mu.Lock()
+	defer ma.mu.Unlock()
+	return ma.state[i].Lost != "" || ma.failed != ""
+}
+
+func (ma *machineAgents) lose(i int, err error) {
+	ma.mu.Lock()
+	defer ma.mu.Unlock()
+	if ma.state[i].Lost != "" || ma.failed != "" {
+		return
+	}
+	ma.state[i].Lost = fmt.Sprintf("%s: %v", time.Now().UTC().Format(time.RFC3339), err)
+	ma.lostCh <- i
+}
+
+// removeRest removes the lab from every machine but lost one i: a fabric with a part missing is not
+// the lab that was asked for, and its shares would be orphans. The supervisor stays, so that lab status
+// tells what happened until lab down.
+func (ma *machineAgents) removeRest(name string, lost int, logf func(string, ...any)) {
+	ma.mu.Lock()
+	if ma.failed != "" {
+		ma.mu.Unlock()
+		return
+	}
+	// From here the other machines' connections end by our doing: no more machines lost.
+	ma.failed = fmt.Sprintf("machine %s lost (%s); removing the lab from the others", ma.c.Name(lost), ma.state[lost].Lost)
+	ma.mu.Unlock()
+	r := ma.c.Remote(lost)
+	r.Close()
+	<-r.Done()
+	var others []string
+	for i := range ma.state {
+		if i != lost {
+			others = append(others, ma.c.Name(i))
+		}
+	}
+	err := ma.c.Down(name)
+	ma.mu.Lock()
+	defer ma.mu.Unlock()
+	ma.failed = fmt.Sprintf("machine %s lost (%s); the lab was removed from %s", ma.c.Name(lost), ma.state[lost].Lost, strings.Join(others, ", "))
+	if err != nil {
+		ma.failed += fmt.Sprintf(" (%v)", err)
+	}
+	logf("%s", ma.failed)
+}
+
+// Request implements liveAgents: inspect asks every machine and merges their devices; anything else
+// goes to the machine of the device it names.
+func (ma *machineAgents) Request(req netns.LiveMsg) (*netns.LiveMsg, error) {
+	if err := ma.failure(); err != nil {
+		return nil, err
+	}
+	if req.Op != "inspect" {
+		n, ok := ma.node[req.Device]
+		if !ok {
+			return nil, fmt.Errorf("no device %q", req.Device)
+		}
+		return ma.ask(ma.part[n], req)
+	}
+	var all *netns.LiveMsg
+	for i := range ma.state {
+		m, err := ma.ask(i, req)
+		if err != nil {
+			return nil, err
+		}
+		if all == nil {
+			all = m
+		} else {
+			all.Devices = append(all.Devices, m.Devices...)
+		}
+	}
+	return all, nil
+}
+
+func (ma *machineAgents) failure() error {
+	ma.mu.Lock()
+	defer ma.mu.Unlock()
+	if ma.failed != "" {
+		return fmt.Errorf("lab %s is down: %s; lab down %s removes the record", ma.cfg.Name, ma.failed, ma.cfg.Name)
+	}
+	return nil
+}
+
+// ask sends one live request to machine i's agent and waits for its reply.
+func (ma *machineAgents) ask(i int, req netns.LiveMsg) (*netns.LiveMsg, error) {
+	name := ma.c.Name(i)
+	for len(ma.replies[i]) > 0 { // a late reply to a request that timed out
+		<-ma.replies[i]
+	}
+	if err := ma.c.Remote(i).Send(&netns.AgentMsg{Type: "live", Live: &req}); err != nil {
+		return nil, fmt.Errorf("machine %s: %w", name, err)
+	}
+	select {
+	case m := <-ma.replies[i]:
+		if m.Type == "error" {
+			return nil, fmt.Errorf("machine %s: %s", name, m.Err)
+		}
+		if m.Live == nil {
+			return nil, fmt.Errorf("machine %s: live reply without a body", name)
+		}
+		if m.Live.Err != "" {
+			return m.Live, fmt.Errorf("machine %s: %s", name, m.Live.Err)
+		}
+		return m.Live, nil
+	case <-time.After(10 * time.Second):
+		return nil, fmt.Errorf("machine %s: no reply to %s within 10 s", name, req.Op)
+	}
+}
+
+// status is the lab's ClusterStatus now.
+func (s *supervisor) status() *ClusterStatus {
+	ma := s.ma
+	ma.mu.Lock()
+	defer ma.mu.Unlock()
+	st := &ClusterStatus{Lab: s.name, Family: s.l.Graph.Family, Cluster: ma.cfg.Cluster, State: "up (live)",
+		Links: len(s.l.Graph.Links), Uptime: time.Since(s.start).Seconds()}
+	if ma.failed != "" {
+		st.State = "down: " + ma.failed
+	}
+	for _, lk := range s.l.Graph.Links {
+		if ma.part[lk.A.Node] != ma.part[lk.B.Node] {
+			st.VXLAN++
+		}
+	}
+	st.Machines = append(st.Machines, ma.state...)
+	return st
+}
+
+// doCluster answers the requests that differ for a lab over several machines; done is false for those
+// the one-machine code answers (through machineAgents).
+func (s *supervisor) doCluster(req Request) (rep Reply, err error, done bool) {
+	switch req.Op {
+	case "status":
+		return Reply{Status: s.status()}, nil, true
+	case "down":
+		var notes []string
+		ma := s.ma
+		ma.mu.Lock()
+		up := ma.failed == ""
+		if up {
+			ma.failed = "brought down" // from here a lost connection is no machine lost
+		}
+		ma.mu.Unlock()
+		if up {
+			err = ma.c.Down(s.name)
+			for _, m := range ma.state {
+				notes = append(notes, fmt.Sprintf("lab %s down on %s", s.name, m.Name))
+			}
+		}
+		return Reply{Notes: notes}, err, true
+	case "capture":
+		return Reply{}, errors.New("capture: not on a lab over several machines (the pcap would be written on the port's machine); capture a host's side with lab exec ... tcpdump"), true
+	}
+	return Reply{}, nil, false
+}
+
+// StopCluster ends lab name's supervisor on this machine if it still runs (SIGTERM, then SIGKILL after
+// 30 s), verified as ours by the token in its environment, and removes the coordinator's record. The
+// supervisor removes the lab from every machine as it exits; those it could not reach removed theirs
+// when its connection ended.
+func StopCluster(name string) error {
+	dir := ClusterDir(name)
+	b, err := os.ReadFile(filepath.Join(dir, "supervisor"))
+	if err == nil {
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		pid, _ := strconv.Atoi(lines[0])
+		if len(lines) == 2 && pid > 0 && procHasEnv(pid, lines[1]) {
+			syscall.Kill(pid, syscall.SIGTERM)
+			for t := 0; t < 300 && procHasEnv(pid, lines[1]); t++ {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if procHasEnv(pid, lines[1]) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	return os.RemoveAll(dir)
+}
+
+// procHasEnv says whether process pid runs with kv in its environment (and is not a zombie).
+func procHasEnv(pid int, kv string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	for _, e := range strings.Split(string(b), "\x00") {
+		if e == kv {
+			return true
+		}
+	}
+	return false
+}
