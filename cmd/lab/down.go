@@ -20,7 +20,9 @@ func init() {
 		Short: "Remove a lab: exactly the namespaces and links its state file lists",
 		Long: "Remove the namespaces (and with them the veths) listed in /run/fabriclab/<lab>/state.json, " +
 			"then the state. Nothing that is not in a state file is touched. --all removes every lab " +
-			"that has a state file. Needs root.",
+			"that has a state file, and every live lab over several machines coordinated from here. A live lab over " +
+			"several machines (lab up --cluster) is removed from every machine by its supervisor, with or without " +
+			"--cluster. Needs root.",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if clusterFile != "" {
@@ -29,6 +31,11 @@ func init() {
 			if all {
 				if len(args) > 0 {
 					return errors.New("--all takes no lab names")
+				}
+				var errs []error
+				clus := live.ClusterLabs() // live labs over machines coordinated from here
+				for _, n := range clus {
+					errs = append(errs, downClusterLive(out, n))
 				}
 				if sts, _ := netns.List(); len(sts) > 0 {
 					for _, st := range sts {
@@ -42,10 +49,10 @@ func init() {
 				for _, n := range names {
 					fmt.Fprintf(out, "lab %s down\n", n)
 				}
-				if len(names) == 0 && err == nil {
+				if len(names) == 0 && len(clus) == 0 && err == nil {
 					fmt.Fprintln(out, "no labs")
 				}
-				return err
+				return errors.Join(append(errs, err)...)
 			}
 			if len(args) == 0 {
 				return errors.New("name a lab (see `lab status`) or use --all")

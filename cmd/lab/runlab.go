@@ -39,6 +39,10 @@ func init() {
 }
 
 func runOnLab(ctx context.Context, name string, l *lab.Lab, save func(*records.Log, backendResult) error) error {
+	if live.IsCluster(name) {
+		return fmt.Errorf("--lab %s: a lab over several machines: a spec's kernel TCP flows are opened by this process, "+
+			"whose sockets cannot reach another machine's namespaces; drive it with lab exec (lab flow, or your own programs)", name)
+	}
 	nl, err := netns.Open(name)
 	if err != nil {
 		return err

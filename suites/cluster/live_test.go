@@ -1,0 +1,168 @@
+package cluster_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+)
+
+// lab runs the coordinator's lab binary and returns its combined output.
+func lab(args ...string) (string, error) {
+	b, err := exec.Command(labBin, args...).CombinedOutput()
+	GinkgoWriter.Printf("lab %s:\n%s\n", strings.Join(args, " "), b)
+	return string(b), err
+}
+
+// bareMachine says machine m holds nothing of any lab: no namespace mounted under /run/netns, no state
+// directory, no hosts file under /etc/netns, and no interface beyond its own lo and eth0 (a VXLAN end
+// left in the container's namespace would show there). Read from this host through the container's
+// /proc/PID/root and its network namespace.
+func bareMachine(m string) {
+	nothingOn(m)
+	pid := mustDocker("inspect", "-f", "{{.State.Pid}}", tag+"-"+m)
+	for _, d := range []string{"/run/netns", "/run/fabriclab", "/etc/netns"} {
+		ents, _ := os.ReadDir(filepath.Join("/proc", pid, "root", d))
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		Expect(names).To(BeEmpty(), "machine %s: %s still holds %v", m, d, names)
+	}
+	out, err := exec.Command("nsenter", "-t", pid, "-n", "ip", "-o", "link").CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "%s", out)
+	Expect(strings.Count(strings.TrimSpace(string(out)), "\n")+1).To(Equal(2), "machine %s: links left:\n%s", m, out)
+}
+
+type liveInspect struct {
+	Machines []struct {
+		Name    string   `json:"name"`
+		Devices []string `json:"devices"`
+	} `json:"machines"`
+}
+
+var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure, func() {
+	BeforeAll(func() {
+		startAgent("l1", netName)
+		startAgent("l2", netName)
+	})
+
+	It("comes up on two machines, carries a flow between them, runs commands where a device lives, and goes down leaving nothing", Label("smoke"), func() {
+		name := "lv2-" + tag[len(tag)-4:]
+		out, err := lab("up", "fattree", "k=4", "--name", name, "--cluster", clusterFile("lv2", "secret.key", "l1", "l2"))
+		Expect(err).NotTo(HaveOccurred(), out)
+		DeferCleanup(func() { lab("down", name) })
+		Expect(out).To(ContainSubstring("over 2 machines"))
+		out, err = lab("status")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`lab %s \(fattree, live over 2 machines of .*\): up \(live\)`, name))
+		for _, m := range []string{"l1", "l2"} {
+			o, _ := docker("exec", tag+"-"+m, "/lab", "status")
+			Expect(o).To(ContainSubstring(name), "machine %s has its share", m)
+		}
+		// A host on each machine.
+		out, err = lab("inspect", name, "--json")
+		Expect(err).NotTo(HaveOccurred(), out)
+		var in liveInspect
+		Expect(json.Unmarshal([]byte(out), &in)).To(Succeed())
+		Expect(in.Machines).To(HaveLen(2))
+		host := func(i int) string {
+			for _, d := range in.Machines[i].Devices {
+				if strings.HasPrefix(d, "h") {
+					return d
+				}
+			}
+			Fail("machine " + in.Machines[i].Name + " hosts no host")
+			return ""
+		}
+		src, dst := host(0), host(1)
+
+		// The flow server runs on dst's machine, asked over the control channel; its output streams back.
+		srv := exec.Command(labBin, "exec", name, dst, "--", "lab", "flow", "serve")
+		var sbuf syncBuffer
+		srv.Stdout, srv.Stderr = &sbuf, &sbuf
+		Expect(srv.Start()).To(Succeed())
+		Eventually(sbuf.String, 10*time.Second, 50*time.Millisecond).Should(ContainSubstring("listening"))
+		out, err = lab("exec", name, src, "--", "lab", "flow", "send", dst, "--size", "1MB", "--pings", "5")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`rtt min/avg/max [\d.]+/[\d.]+/[\d.]+ ms`))
+		Expect(out).To(MatchRegexp(`flow 1MB to %s in [\d.]+ s`, dst))
+		done := make(chan error, 1)
+		go func() { done <- srv.Wait() }()
+		Eventually(done, 10*time.Second).Should(Receive(BeNil()))
+		// The receiver is dst itself (its address), and the sender src's: the command ran in dst's namespace.
+		Expect(sbuf.String()).To(MatchRegexp(`flow from 198\.18\.\d+\.\d+:\d+: 1MB in`))
+
+		// The command's exit status is lab exec's; a device the lab does not have is named.
+		cmd := exec.Command(labBin, "exec", name, dst, "--", "/no/such/program")
+		b, err := cmd.CombinedOutput()
+		Expect(err).To(HaveOccurred())
+		Expect(cmd.ProcessState.ExitCode()).To(Equal(127), "%s", b)
+		out, err = lab("exec", name, "h99", "--", "lab", "flow", "send", dst)
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring(`has no device "h99"`))
+
+		out, err = lab("down", name)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("down on l1"))
+		Expect(out).To(ContainSubstring("down on l2"))
+		out, _ = lab("status")
+		Expect(out).NotTo(ContainSubstring(name))
+		bareMachine("l1")
+		bareMachine("l2")
+	})
+
+	It("refuses bad input before anything is made, naming what is wrong", func() {
+		name := "lvbad-" + tag[len(tag)-4:]
+		good := clusterFile("lvgood", "secret.key", "l1", "l2")
+		bad := filepath.Join(dir, "lvbad.yaml")
+		Expect(os.WriteFile(bad, []byte("secret: secret.key\nmachines:\n  - {name: l1, control: \"nope\"}\n"), 0o644)).To(Succeed())
+		for _, c := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"up", "fattree", "k=4", "--name", name, "--cluster", bad}, "machines[0].control"},
+			{[]string{"up", "fattree", "k=4", "--name", name, "--cluster", filepath.Join(dir, "absent.yaml")}, "absent.yaml"},
+			{[]string{"up", "fattree", "k=3", "--name", name, "--cluster", good}, "k"},
+			{[]string{"up", "fattree", "k=4", "--name", "Bad_Name", "--cluster", good}, "name"},
+			{[]string{"up", "fattree", "k=4", "--bare", "--name", name, "--cluster", good}, "--bare"},
+			{[]string{"up", "fattree", "k=4", "--name", name, "--cluster", clusterFile("lvwrong", "wrong.key", "l1", "l2")}, "authentication failed"},
+		} {
+			out, err := lab(c.args...)
+			Expect(err).To(HaveOccurred(), "lab %s: %s", strings.Join(c.args, " "), out)
+			Expect(out).To(ContainSubstring(c.want), "lab %s", strings.Join(c.args, " "))
+		}
+		out, _ := lab("status")
+		Expect(out).NotTo(ContainSubstring(name))
+		bareMachine("l1")
+		bareMachine("l2")
+	})
+
+	It("reports a machine lost, and removes the lab from the others", func() {
+		startAgent("l3", netName)
+		name := "lv3-" + tag[len(tag)-4:]
+		out, err := lab("up", "fattree", "k=4", "--name", name, "--cluster", clusterFile("lv3", "secret.key", "l1", "l2", "l3"))
+		Expect(err).NotTo(HaveOccurred(), out)
+		DeferCleanup(func() { lab("down", name) })
+		mustDocker("kill", tag+"-l3")
+		Eventually(func() string { o, _ := lab("status"); return o }, 20*time.Second, 200*time.Millisecond).
+			Should(MatchRegexp(`lab %s .*: down: machine l3 lost \(.*\); the lab was removed from l1, l2`, name))
+		out, _ = lab("status")
+		Expect(out).To(MatchRegexp(`l3 .* LOST `))
+		out, err = lab("exec", name, "h0", "--", "lab", "flow", "send", "h15")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring(fmt.Sprintf("lab %s is down: machine l3 lost", name)))
+		bareMachine("l1")
+		bareMachine("l2")
+		out, err = lab("down", name)
+		Expect(err).NotTo(HaveOccurred(), out)
+		out, _ = lab("status")
+		Expect(out).NotTo(ContainSubstring(name))
+	})
+})
