@@ -20,7 +20,9 @@ const liveUpHelp = "Bring a lab up live, as Mininet or containerlab do: one netw
 	"default 1000), and kernel-stack hosts addressed from 198.18.0.0/15 with every neighbour resolved and every " +
 	"host name in /etc/netns/<namespace>/hosts. Then: `lab exec LAB h0 -- ping -c3 h5`, `lab exec LAB h1` " +
 	"(a shell), `lab inspect LAB`, `lab watch LAB`, `lab link LAB s0 s1 down`, `lab capture LAB s0:p1`, and " +
-	"`lab down LAB`. The switches run in an agent process under a supervisor that outlives this command. Needs root."
+	"`lab down LAB`. The switches run in an agent process under a supervisor that outlives this command. With " +
+	"--cluster FILE the lab spreads over the machines of a cluster file (each running `lab agent serve`), and the " +
+	"supervisor stays here holding their connections (README: Several machines). Needs root."
 
 // liveUpOpts are lab up's flags for a live lab.
 type liveUpOpts struct {
