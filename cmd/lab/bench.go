@@ -51,8 +51,9 @@ func init() {
     (xdp: AF_XDP sockets; batched: AF_PACKET sockets with receive rings; legacy: the data path of
     26274ad, for a side-by-side ratio), the agents' frame-hops per CPU-second, the pace (wall time /
     (engine time x D): 1 keeps real time) and the fidelity verdict. --repeat alternates the runs.
- 2. (--substrate) frames/s through one Go switch against a Linux bridge and kernel IP forwarding on
-    the same veths, and with --tcp kernel TCP goodput on NDC(n,1) through Go switches.`,
+ 2. (--substrate) frames/s through one Go switch, hosted by the agent as in a live lab, against a Linux
+    bridge and kernel IP forwarding on the same veths, and with --tcp kernel TCP goodput on NDC(n,1)
+    through the agent's switches, run as lab run runs it (with its fidelity verdict).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -78,10 +79,10 @@ func init() {
 	f.Float64Var(&bf.load, "load", 0.5, "WebSearch load of the agent bench")
 	f.DurationVar(&bf.dur, "duration", 2*time.Millisecond, "engine time of the agent bench's arrivals (the run lasts 1 ms longer)")
 	f.IntVar(&bf.repeat, "repeat", 1, "runs of each configuration, alternated")
-	f.BoolVar(&bf.substrate, "substrate", false, "also measure frames/s through one Go switch vs a Linux bridge")
+	f.BoolVar(&bf.substrate, "substrate", false, "also measure frames/s through the agent's Go switch vs a Linux bridge")
 	f.IntVar(&bf.size, "size", 64, "--substrate: frame size in bytes (60-1514)")
 	f.DurationVar(&bf.frameDur, "frames-duration", 2*time.Second, "--substrate: length of each frames/s measurement")
-	f.BoolVar(&bf.tcp, "tcp", false, "--substrate: also kernel TCP goodput on NDC(n,1) through Go switches")
+	f.BoolVar(&bf.tcp, "tcp", false, "--substrate: also kernel TCP goodput on NDC(n,1) through the agent's Go switches")
 	f.IntVar(&bf.mtu, "mtu", 9000, "--tcp: interface MTU")
 	f.IntVar(&bf.n, "n", 4, "--tcp: NDC(n,1) size")
 	f.StringVar(&bf.flowSize, "flow-size", "10MB", "--tcp: bytes per TCP flow")
@@ -179,8 +180,8 @@ func meanRatio(a, b []float64) float64 {
 	return s / float64(len(a))
 }
 
-// benchSubstrate is the frames/s comparison of one Go switch with the Linux bridge and, with --tcp,
-// kernel TCP goodput through Go switches.
+// benchSubstrate is the frames/s comparison of the agent's Go switch with the Linux bridge and, with
+// --tcp, kernel TCP goodput through the agent.
 func benchSubstrate(ctx context.Context, w io.Writer, bf benchFlags) error {
 	fr, err := bench.FramesPerSecond(ctx, bench.FramesOptions{Lab: bf.name + "f", Size: bf.size, Duration: bf.frameDur})
 	if err != nil {
