@@ -86,6 +86,13 @@ func (ss *session) exec(ctx context.Context, r *ExecReq) error {
 	if ss.execing {
 		return errors.New("exec: this connection already runs a command")
 	}
+	// Only in a lab this server made and holds for a coordinator: not in labs others made on the machine.
+	ss.s.mu.Lock()
+	ours := ss.s.labs[r.Lab]
+	ss.s.mu.Unlock()
+	if !ours {
+		return fmt.Errorf("no lab %q made by this agent server is up here", r.Lab)
+	}
 	nl, err := netns.Open(r.Lab)
 	if err != nil {
 		return err

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -142,6 +144,27 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		Expect(out).NotTo(ContainSubstring(name))
 		bareMachine("l1")
 		bareMachine("l2")
+	})
+
+	It("leaves nothing on any machine when the coordinator's supervisor is killed", func() {
+		name := "lvk-" + tag[len(tag)-4:]
+		out, err := lab("up", "fattree", "k=4", "--name", name, "--cluster", clusterFile("lvk", "secret.key", "l1", "l2"))
+		Expect(err).NotTo(HaveOccurred(), out)
+		DeferCleanup(func() { lab("down", name) })
+		b, err := os.ReadFile(filepath.Join("/run/fabriclab/_cluster", name, "supervisor"))
+		Expect(err).NotTo(HaveOccurred())
+		pid, err := strconv.Atoi(strings.Fields(string(b))[0])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
+		Eventually(func() string { o, _ := docker("exec", tag+"-l1", "/lab", "status"); return o }, 10*time.Second).Should(Equal("no labs"))
+		bareMachine("l1")
+		bareMachine("l2")
+		out, _ = lab("status")
+		Expect(out).To(ContainSubstring(fmt.Sprintf("lab %s (live over machines): damaged: its supervisor does not answer", name)))
+		out, err = lab("down", name)
+		Expect(err).NotTo(HaveOccurred(), out)
+		out, _ = lab("status")
+		Expect(out).NotTo(ContainSubstring(name))
 	})
 
 	It("reports a machine lost, and removes the lab from the others", func() {
