@@ -263,6 +263,9 @@ func parseFault(kv []string) (egress.Fault, error) {
 // in the frame columns.
 func printInspect(w io.Writer, in *live.Inspect, prev *live.Inspect, dt float64) {
 	fmt.Fprintf(w, "lab %s  dilation %g  engine time %v  up %.1fs\n", in.Lab, in.Dilation, in.Now, in.Uptime)
+	for _, m := range in.Machines { // a lab over several machines: where each device runs
+		fmt.Fprintf(w, "machine %s: %s\n", m.Name, strings.Join(m.Devices, " "))
+	}
 	old := map[string]netns.LivePort{}
 	if prev != nil {
 		for _, d := range prev.Devices {
