@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -40,12 +41,23 @@ func TestXDPPortRoundTrip(t *testing.T) {
 		name     string
 		txX, rxX bool
 		n, batch int
-	}{{"xdp-to-packet", true, false, 300, 50}, {"packet-to-xdp", false, true, 300, 50}, {"xdp-to-xdp", true, true, 2000, 1000}} {
+		garbage  bool
+	}{{"xdp-to-packet", true, false, 300, 50, false}, {"packet-to-xdp", false, true, 300, 50, false},
+		{"xdp-to-xdp", true, true, 2000, 1000, false}, {"garbage", true, true, 300, 100, true}} {
 		t.Run(c.name, func(t *testing.T) {
 			a, b := open(t, "h0", c.txX, 0), open(t, "s0", c.rxX, c.batch)
 			defer a.Close()
 			defer b.Close()
 			frames := testFrames(c.n)
+			if c.garbage { // random bytes, 14 to 213 of them: carried as they are, for the agent to refuse
+				r := rand.New(rand.NewPCG(1, 2))
+				for i := range frames {
+					frames[i] = make([]byte, 14+r.IntN(200))
+					for j := range frames[i] {
+						frames[i][j] = byte(r.Uint32())
+					}
+				}
+			}
 			var got [][]byte
 			for k := 0; k < c.n; k += c.batch {
 				if sent, err := a.Send(frames[k : k+c.batch]); err != nil || sent != c.batch {

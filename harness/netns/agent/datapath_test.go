@@ -53,8 +53,11 @@ func TestDecodeOwnsRoute(t *testing.T) {
 // Garbage is refused (counted by the caller), never a panic, and leaves no half-decoded packet behind:
 // the next good frame decodes cleanly into the slot.
 func TestDecodeMalformed(t *testing.T) {
-	for _, dp := range []datapath{batched, legacy} {
+	for _, dp := range []datapath{xdp, batched, legacy} {
 		a := &agent{dp: dp}
+		if _, err := a.decode(nil); err == nil { // what XDPPort.Recv hands over for a bad descriptor
+			t.Fatalf("%v: an empty frame decoded", dp)
+		}
 		good := dataFrame(t, 5, []uint8{1, 2})
 		r := rand.New(rand.NewPCG(1, 2))
 		bad := 0
@@ -142,6 +145,12 @@ func TestEarlyPortsAndStep(t *testing.T) {
 	}
 	if local.slack <= 0 || local.slack >= local.link.delay {
 		t.Fatalf("slack %v not within the link delay %v", local.slack, local.link.delay)
+	}
+	a = &agent{dp: xdp, ports: []*port{local, peer, remote}}
+	local.early, peer.early = false, false
+	a.setEarly()
+	if !local.early || !peer.early {
+		t.Fatal("the xdp data path did not write early")
 	}
 	a = &agent{dp: legacy, ports: []*port{local}}
 	local.early = false
