@@ -14,14 +14,24 @@ type xdpState struct {
 	ports   []*netns.XDPPort
 	refused int
 	why     string
+	bytes   int // UMEM the ports hold
 }
+
+// xdpAgentMax bounds the UMEM of one agent's ports (the kernel locks it in RAM): 1.25 MB a port at
+// 100 Gb/s and 1 us, so about 400 ports; the ports past it use AF_PACKET.
+const xdpAgentMax = 512 << 20
 
 // openSock opens port pc's socket for the data path in use.
 func (a *agent) openSock(d netns.AgentDevice, pc netns.AgentPort) (netns.Port, error) {
-	if a.dp == xdp {
+	if a.dp == xdp && a.xdp.bytes >= xdpAgentMax {
+		if a.xdp.refused++; a.xdp.why == "" {
+			a.xdp.why = fmt.Sprintf("device %s: the agent's AF_XDP memory (%d MB) is spent", d.Name, xdpAgentMax>>20)
+		}
+	} else if a.dp == xdp {
 		x, err := netns.OpenXDPPort(d.NSPath, pc.Ifname, a.setup.MTU, a.xdpRxFrames(pc))
 		if err == nil {
 			a.xdp.ports = append(a.xdp.ports, x)
+			a.xdp.bytes += x.MemBytes()
 			return x, nil
 		}
 		if a.xdp.refused++; a.xdp.why == "" {
