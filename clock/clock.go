@@ -111,12 +111,31 @@ func ScheduleFunc(c Clock) func(d Time, f func()) {
 	return func(d Time, f func()) { c.AfterFunc(d, f) }
 }
 
+// Rearmer is a Clock that can arm a Timer it made again instead of making a new one.
+type Rearmer interface {
+	Rearm(t Timer, d Time, f func()) Timer
+}
+
+// Rearm stops t (if not nil) and schedules f at Now()+d, through c's Rearm when it has one (the virtual
+// clock, which then reuses t's handle), else with AfterFunc. The caller must hold t alone and replace it
+// with the returned Timer.
+func Rearm(c Clock, t Timer, d Time, f func()) Timer {
+	if r, ok := c.(Rearmer); ok {
+		return r.Rearm(t, d, f)
+	}
+	if t != nil {
+		t.Stop()
+	}
+	return c.AfterFunc(d, f)
+}
+
 // Virtual (the virtual backend's deterministic clock) and Real (the netns agents' wall clock) implement
 // Clock, so every engine runs unchanged on both backends; Virtual also implements Scheduler.
 var (
 	_ Clock     = (*Virtual)(nil)
 	_ Clock     = (*Real)(nil)
 	_ Scheduler = (*Virtual)(nil)
+	_ Rearmer   = (*Virtual)(nil)
 	_ Timer     = (*vtimer)(nil)
 	_ Timer     = (*event)(nil)
 )

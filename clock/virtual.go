@@ -69,8 +69,9 @@ type vslot struct {
 }
 
 type vtimer struct {
-	f func() // nil once fired or stopped
-	v *Virtual
+	f    func() // nil once fired or stopped
+	v    *Virtual
+	slot uint32 // the slot of its latest arming: an entry of an earlier one (Rearm) is stale
 }
 
 // Stop cancels the event. A stopped event stays in the heap and is discarded when it reaches the top,
@@ -95,7 +96,28 @@ func (v *Virtual) AfterFunc(d Time, f func()) Timer {
 		d = 0
 	}
 	e := &vtimer{f: f, v: v}
-	v.add(v.now+d, vslot{t: e})
+	e.slot = v.add(v.now+d, vslot{t: e})
+	return e
+}
+
+// Rearm stops t if it is pending and arms it again to run f at Now()+d (a negative d is treated as 0),
+// reusing its handle: t must come from this clock's AfterFunc or Rearm (anything else, nil included,
+// gets a new AfterFunc) and be held by its caller alone, since every copy of the handle now stops the
+// new arming. Events fire exactly as with Stop and AfterFunc; only the allocation is gone. PFC re-arms
+// a timer for every pause frame a device sends or obeys: 4.6 MB of handles on a fat-tree k=12 incast.
+func (v *Virtual) Rearm(t Timer, d Time, f func()) Timer {
+	e, ok := t.(*vtimer)
+	if !ok || e == nil || e.v != v {
+		return v.AfterFunc(d, f)
+	}
+	e.Stop()
+	if d < 0 {
+		d = 0
+	}
+	e.f = f
+	// An entry of a stopped arming may still be queued: it holds its own slot until it is discarded,
+	// so the new slot differs from it, and Step tells the two apart by slot.
+	e.slot = v.add(v.now+d, vslot{t: e})
 	return e
 }
 
@@ -108,8 +130,8 @@ func (v *Virtual) Schedule(d Time, f func()) {
 	v.add(v.now+d, vslot{f: f})
 }
 
-// add queues an event: its callback into a free slot, its keys into the heap.
-func (v *Virtual) add(at Time, cb vslot) {
+// add queues an event: its callback into a free slot, its keys into the heap. It returns the slot.
+func (v *Virtual) add(at Time, cb vslot) uint32 {
 	var slot uint32
 	if n := len(v.free); n > 0 {
 		slot = v.free[n-1]
@@ -128,6 +150,7 @@ func (v *Virtual) add(at Time, cb vslot) {
 	}
 	v.live++
 	v.push(ventry{at: at, key: v.seq<<slotBits | uint64(slot)})
+	return slot
 }
 
 // take empties the slot of entry e and returns its callback.
@@ -146,8 +169,8 @@ func (v *Virtual) Step() bool {
 		cb := v.take(e)
 		f := cb.f
 		if cb.t != nil {
-			if f = cb.t.f; f == nil {
-				continue // stopped
+			if f = cb.t.f; f == nil || cb.t.slot != uint32(e.key&slotMask) {
+				continue // stopped, or re-armed since (a stale entry)
 			}
 			cb.t.f = nil
 		}
@@ -165,7 +188,7 @@ func (v *Virtual) RunUntil(t Time) uint64 {
 	start := v.fired
 	for v.inWheel > 0 || len(v.events) > 0 {
 		top := v.peek()
-		if t := v.slots[top.key&slotMask].t; t != nil && t.f == nil {
+		if t := v.slots[top.key&slotMask].t; t != nil && (t.f == nil || t.slot != uint32(top.key&slotMask)) {
 			v.take(v.pop())
 			continue
 		}

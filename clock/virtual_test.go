@@ -243,3 +243,67 @@ func TestWheelBurstsReuseArrays(t *testing.T) {
 // BenchmarkVirtualFar keeps 4096 events pending up to 100 us ahead, beyond the wheel's 4.19 us span, so
 // nearly every event goes through the heap (transport timers do).
 func BenchmarkVirtualFar(b *testing.B) { benchPending(b, 100*Microsecond, 25*Nanosecond, true) }
+
+// TestRearmMatchesAfterFunc drives two clocks with the same random program over a few timers: one
+// stops a timer and makes a new one with AfterFunc, the other re-arms the one handle with Rearm, while
+// the stopped armings' entries are still queued (a pause refreshed before it expires). Both must fire
+// the same callbacks at the same times and agree on Live, Pending and Horizon throughout.
+func TestRearmMatchesAfterFunc(t *testing.T) {
+	type run struct {
+		v      *Virtual
+		timers [4]Timer
+		fired  []string
+	}
+	a, b := &run{v: NewVirtual()}, &run{v: NewVirtual()}
+	rng := uint64(7)
+	next := func(n int) int {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return int(rng>>33) % n
+	}
+	for step := 0; step < 20000; step++ {
+		i, d := next(4), Time(next(3000))*Nanosecond
+		op := next(4)
+		for _, r := range []*run{a, b} {
+			r := r
+			id := step
+			f := func() { r.fired = append(r.fired, Time(id).String()+"@"+r.v.Now().String()) }
+			switch {
+			case op == 0 && r.timers[i] != nil:
+				r.timers[i].Stop()
+			case r == a:
+				if r.timers[i] != nil {
+					r.timers[i].Stop()
+				}
+				r.timers[i] = r.v.AfterFunc(d, f)
+			default:
+				r.timers[i] = Rearm(r.v, r.timers[i], d, f)
+			}
+		}
+		if next(3) == 0 {
+			a.v.Step()
+			b.v.Step()
+		}
+		if a.v.Live() != b.v.Live() || a.v.Pending() != b.v.Pending() || a.v.Horizon() != b.v.Horizon() || a.v.Now() != b.v.Now() {
+			t.Fatalf("step %d: live %d/%d pending %d/%d horizon %v/%v now %v/%v", step, a.v.Live(), b.v.Live(),
+				a.v.Pending(), b.v.Pending(), a.v.Horizon(), b.v.Horizon(), a.v.Now(), b.v.Now())
+		}
+	}
+	a.v.RunUntil(Second)
+	b.v.RunUntil(Second)
+	if len(a.fired) == 0 || len(a.fired) != len(b.fired) {
+		t.Fatalf("fired %d and %d callbacks", len(a.fired), len(b.fired))
+	}
+	for i := range a.fired {
+		if a.fired[i] != b.fired[i] {
+			t.Fatalf("callback %d: %s vs %s", i, a.fired[i], b.fired[i])
+		}
+	}
+	// A re-armed handle stops its new arming.
+	v := NewVirtual()
+	h := v.AfterFunc(Nanosecond, func() { t.Fatal("a stopped timer fired") })
+	h = Rearm(v, h, 2*Nanosecond, func() { t.Fatal("a stopped re-armed timer fired") })
+	if !h.Stop() || v.Live() != 0 {
+		t.Fatalf("stopping the re-armed timer: live %d", v.Live())
+	}
+	v.RunUntil(Second)
+}

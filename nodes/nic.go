@@ -107,7 +107,7 @@ type NIC struct {
 	lanes    [][]*lane // [port][queue], nil where no local flow has used the queue yet
 	control  []int     // control queue per port
 	maxQueue []int
-	pfc      [][8]clock.Timer
+	pfc      [][8]pfcTimer
 
 	qps       map[uint32]*qp // active sender QPs
 	started   uint64         // flows started, numbering QPs in start order
@@ -161,7 +161,7 @@ func NewWith(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log,
 	n.lanes = make([][]*lane, np)
 	n.control = make([]int, np)
 	n.maxQueue = make([]int, np)
-	n.pfc = make([][8]clock.Timer, np)
+	n.pfc = make([][8]pfcTimer, np)
 	for i, pc := range c.Ports {
 		nq := n.layout.Queues(i)
 		ctl := n.layout.Control(i)
@@ -345,6 +345,14 @@ func (n *NIC) Receive(port int, p *pkt.Packet) {
 	n.pool.Put(p)
 }
 
+// pfcTimer is a (port, priority)'s pause timer. Its handle and callback are made at the first pause
+// and reused (clock.Rearm) for every pause frame after: a closure and a timer per frame were a tenth
+// of a fat-tree k=12 incast's garbage.
+type pfcTimer struct {
+	timer  clock.Timer
+	expire func()
+}
+
 // handlePFC applies an 802.1Qbb frame: each enabled priority is paused for its quanta (512 bit times
 // each at this port's rate), or resumed when the quanta are 0. A new frame replaces the running timer,
 // as on real hardware.
@@ -357,20 +365,19 @@ func (n *NIC) handlePFC(port int, p *pkt.Packet) {
 		}
 		quanta := p.PauseQuanta[prio]
 		on := quanta > 0
-		n.log.Pauses = append(n.log.Pauses, records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
+		n.log.AddPause(records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
 			Port: int16(port), Queue: int16(prio), On: on})
-		if t := n.pfc[port][prio]; t != nil {
-			t.Stop()
-			n.pfc[port][prio] = nil
+		t := &n.pfc[port][prio]
+		if t.timer != nil {
+			t.timer.Stop() // the handle stays for the next pause to re-arm
 		}
 		n.setPrioPaused(port, prio, on)
 		if on {
-			d := clock.TxTime(int(quanta)*512/8, rate)
-			pr := prio
-			n.pfc[port][prio] = n.clk.AfterFunc(d, func() {
-				n.pfc[port][pr] = nil
-				n.setPrioPaused(port, pr, false)
-			})
+			if t.expire == nil {
+				pr := prio
+				t.expire = func() { n.setPrioPaused(port, pr, false) }
+			}
+			t.timer = clock.Rearm(n.clk, t.timer, clock.TxTime(int(quanta)*512/8, rate), t.expire)
 		}
 	}
 }

@@ -210,7 +210,7 @@ func (m *nicMem) send(quanta uint16, change bool) {
 		}
 		n.SendControl(port, f)
 		if change {
-			n.log.Pauses = append(n.log.Pauses, records.Pause{At: n.clk.Now(), Device: n.cfg.Device, Kind: records.Host,
+			n.log.AddPause(records.Pause{At: n.clk.Now(), Device: n.cfg.Device, Kind: records.Host,
 				Port: int16(port), Queue: -1, On: quanta > 0, Sent: true})
 		}
 	}

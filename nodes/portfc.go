@@ -141,7 +141,7 @@ func (l *PortFCLayout) onPortFC(n *NIC, in int, p *pkt.Packet) {
 		return
 	}
 	n.PauseQueue(in, q, p.FCPause)
-	n.log.Pauses = append(n.log.Pauses, records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
+	n.log.AddPause(records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
 		Port: int16(in), Queue: int16(q), On: p.FCPause})
 	if int(p.FCQueue) != l.N-1 {
 		return
@@ -153,7 +153,7 @@ func (l *PortFCLayout) onPortFC(n *NIC, in int, p *pkt.Packet) {
 		f := *p
 		f.InPort, f.Raw = 0, nil
 		n.SendControl(out, &f)
-		n.log.Pauses = append(n.log.Pauses, records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
+		n.log.AddPause(records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
 			Port: int16(out), Queue: p.FCQueue, On: p.FCPause, Sent: true, Hops: 1})
 	}
 }

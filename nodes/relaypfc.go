@@ -95,7 +95,7 @@ func (t *passThrough) onPFC(n *NIC, in int, p *pkt.Packet) {
 					PauseMask: 1 << uint(up)}
 				f.PauseQuanta[up] = quanta
 				n.SendControl(out, f)
-				n.log.Pauses = append(n.log.Pauses, records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
+				n.log.AddPause(records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
 					Port: int16(out), Queue: int16(up), On: quanta > 0, Sent: true, Hops: 1})
 			}
 		}
@@ -243,7 +243,7 @@ func (g *ingressPFC) send(port, prio int, quanta uint16, change bool) {
 	f.PauseQuanta[prio] = quanta
 	g.n.SendControl(port, f)
 	if change {
-		g.n.log.Pauses = append(g.n.log.Pauses, records.Pause{At: g.n.clk.Now(), Device: g.n.cfg.Device, Kind: records.Host,
+		g.n.log.AddPause(records.Pause{At: g.n.clk.Now(), Device: g.n.cfg.Device, Kind: records.Host,
 			Port: int16(port), Queue: int16(prio), On: quanta > 0, Sent: true})
 	}
 }

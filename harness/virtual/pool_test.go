@@ -24,6 +24,9 @@ duration: 5ms
 			for _, nic := range f.NICs {
 				nic.SetPool(nil)
 			}
+			for _, sw := range f.Switches {
+				sw.SetPool(nil)
+			}
 		}
 		return f, f.Run(context.Background())
 	}

@@ -95,6 +95,7 @@ func New(l *lab.Lab) (*Fabric, error) {
 		if err != nil {
 			return nil, fmt.Errorf("switch %s: %w", g.Nodes[s.Node].Name, err)
 		}
+		sw.SetPool(f.pool)
 		f.Switches[s.Node] = sw
 		devs[s.Node] = sw
 	}
@@ -181,6 +182,7 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	end := f.Lab.End
 	var res Result
 	f.startMeters()
+	f.Log.ChunkPauses() // flushed below: Pauses is read only after Run
 	var watch *monitor.Watch
 	if f.Monitor != nil && f.PollMonitor {
 		stop := f.Monitor.Every(f.Clock, f.snapshot, func() { f.deadlocked = true },
@@ -244,6 +246,7 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	for _, nic := range f.NICs {
 		nic.Flush()
 	}
+	f.Log.FlushPauses()
 	if f.meterBin != nil {
 		f.Log.Links, f.Log.FlowRx = f.meterRecords()
 		f.Log.MeterBin = f.meterBin.width

@@ -63,6 +63,9 @@ type Device interface {
 	// PeerHost is the host index on the far end of port, or ok=false when the peer is a switch.
 	PeerHost(port int) (host int32, ok bool)
 	MMU() *mmu.MMU
+	// Frame returns a control frame holding v for SendControl. A PFC frame the module makes this way
+	// goes back to the engine's packet pool once the peer switch has read it.
+	Frame(v pkt.Packet) *pkt.Packet
 	SendControl(port int, f *pkt.Packet)
 	// Note counts a flow-control frame sent or received on port about queue (a priority for PFC) and, when
 	// it changes pause state (change), appends it to the device's pause records. Refreshes are counted,

@@ -27,7 +27,9 @@ type PFC struct {
 }
 
 // The timers' callbacks are made when a group first pauses: most groups never do (on the fat-tree k=12
-// incast, 1.1 MB of closures for 17,280 port-priority groups, nearly all of which stayed unpaused).
+// incast, 1.1 MB of closures for 17,280 port-priority groups, nearly all of which stayed unpaused). A
+// group keeps its timer's handle once it has one and re-arms it (clock.Rearm) for every pause it sends
+// or obeys.
 type pgTx struct {
 	paused  bool
 	period  clock.Time
@@ -94,7 +96,7 @@ func (f *PFC) Enqueued(at Loc, _ *pkt.Packet) {
 			port, prio := at.In, at.InPrio
 			t.refresh = func() { f.refreshFire(port, prio) }
 		}
-		t.timer = f.dev.Clock().AfterFunc(t.period, t.refresh)
+		t.timer = clock.Rearm(f.dev.Clock(), t.timer, t.period, t.refresh)
 	}
 }
 
@@ -107,8 +109,7 @@ func (f *PFC) Dequeued(at Loc, _ *pkt.Packet) {
 	if t.paused && f.dev.MMU().ShouldResume(at.In, at.InPrio) {
 		t.paused = false
 		if t.timer != nil {
-			t.timer.Stop()
-			t.timer = nil
+			t.timer.Stop() // the handle stays for the next pause to re-arm
 		}
 		f.send(at.In, at.InPrio, 0, true)
 	}
@@ -120,11 +121,11 @@ func (f *PFC) refreshFire(port, prio int) {
 		return
 	}
 	f.send(port, prio, f.quanta, false)
-	t.timer = f.dev.Clock().AfterFunc(t.period, t.refresh)
+	t.timer = clock.Rearm(f.dev.Clock(), t.timer, t.period, t.refresh)
 }
 
 func (f *PFC) send(port, prio int, quanta uint16, change bool) {
-	fr := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Src: -1, Dst: -1, Prio: uint8(prio), PauseMask: 1 << uint(prio)}
+	fr := f.dev.Frame(pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Src: -1, Dst: -1, Prio: uint8(prio), PauseMask: 1 << uint(prio)})
 	fr.PauseQuanta[prio] = quanta
 	f.dev.SendControl(port, fr)
 	f.dev.Note(port, prio, quanta > 0, true, change, 0)
@@ -146,8 +147,7 @@ func (f *PFC) Receive(in int, p *pkt.Packet) {
 		r := &f.rx[in*f.prios+c]
 		q := QueueOf(f.dev, c)
 		if r.timer != nil {
-			r.timer.Stop()
-			r.timer = nil
+			r.timer.Stop() // the handle stays for the next pause to re-arm
 		}
 		quanta := p.PauseQuanta[prio]
 		if quanta > 0 {
@@ -158,7 +158,7 @@ func (f *PFC) Receive(in int, p *pkt.Packet) {
 				port, prio := in, c
 				r.expire = func() { f.expireFire(port, prio) }
 			}
-			r.timer = f.dev.Clock().AfterFunc(f.pauseTime(in, quanta), r.expire)
+			r.timer = clock.Rearm(f.dev.Clock(), r.timer, f.pauseTime(in, quanta), r.expire)
 			f.dev.Note(in, c, true, false, change, 0)
 			continue
 		}
@@ -171,7 +171,6 @@ func (f *PFC) Receive(in int, p *pkt.Packet) {
 
 func (f *PFC) expireFire(port, prio int) {
 	r := &f.rx[port*f.prios+prio]
-	r.timer = nil
 	if !r.paused {
 		return
 	}
