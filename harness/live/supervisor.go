@@ -215,9 +215,16 @@ func (s *supervisor) serve(c net.Conn) {
 		json.NewEncoder(c).Encode(Reply{Err: "bad request: " + err.Error()})
 		return
 	}
-	s.mu.Lock()
-	rep, err := s.do(req)
-	s.mu.Unlock()
+	var rep Reply
+	var err error
+	if req.Op == "status" && s.ma != nil {
+		// Answered at once, even while a request or a removal holds the lock (machineAgents has its own).
+		rep.Status = s.status()
+	} else {
+		s.mu.Lock()
+		rep, err = s.do(req)
+		s.mu.Unlock()
+	}
 	if err != nil {
 		rep.Err = err.Error()
 	}
