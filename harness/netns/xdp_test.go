@@ -124,3 +124,28 @@ func readFrames(t *testing.T, p Port, got [][]byte, want int) [][]byte {
 	}
 	return got
 }
+
+// An interface that already has an XDP program (here another port's) is refused with the interface,
+// the step and the errno named, and its program is left in place.
+func TestXDPPortRefusesTakenInterface(t *testing.T) {
+	needRoot(t)
+	l, err := Up(context.Background(), "t-xdpb", tiny(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Down("t-xdpb")
+	a, err := OpenXDPPort(l.NSPath("h0"), PortName(0), 1500, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	_, err = OpenXDPPort(l.NSPath("h0"), PortName(0), 1500, 0)
+	var xe *XDPError
+	if !errors.As(err, &xe) || xe.Ifname != PortName(0) || !strings.Contains(err.Error(), "(E") {
+		t.Fatalf("a second AF_XDP port on one interface: %v", err)
+	}
+	t.Log(err)
+	if _, err := a.Send([][]byte{testFrames(1)[0]}); err != nil {
+		t.Fatalf("the first port after the refusal: %v", err)
+	}
+}
