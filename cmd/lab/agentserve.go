@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -16,6 +18,23 @@ import (
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/spf13/cobra"
 )
+
+// The agent server's main goroutine keeps the main thread to itself. netns makes each namespace on a
+// goroutine that enters it and is never unlocked, so Go discards that thread after; but the main thread
+// cannot be discarded, only parked, and a namespace made on it would live on in this long-running
+// process after its lab was removed (seen: a removed lab's namespace, with its loopback, held by the
+// server's main thread). Only a lock taken during init pins main to the main thread.
+func init() {
+	var words []string
+	for _, a := range os.Args[1:] {
+		if !strings.HasPrefix(a, "-") {
+			words = append(words, a)
+		}
+	}
+	if len(words) >= 2 && words[0] == "agent" && words[1] == "serve" {
+		runtime.LockOSThread()
+	}
+}
 
 func init() {
 	agentCmd := &cobra.Command{Use: "agent", Short: "This machine's part of labs over several machines (see serve)"}

@@ -77,10 +77,12 @@ func clusterFile(name, secret string, machines ...string) string {
 	return p
 }
 
-// nothingOn says machine m has no lab left (its agent server's `lab status` inside the container).
+// nothingOn says machine m has no lab left (its agent server's `lab status` inside the container) and
+// holds nothing of one (bareMachine).
 func nothingOn(m string) {
 	Eventually(func() string { out, _ := docker("exec", tag+"-"+m, "/lab", "status"); return out }, 10*time.Second, 200*time.Millisecond).
 		Should(Equal("no labs"), "machine %s still has a lab", m)
+	bareMachine(m)
 }
 
 var _ = BeforeSuite(func() {
@@ -96,7 +98,8 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/lab:\n%s", out)
 	root, err := filepath.Abs("../..")
 	Expect(err).NotTo(HaveOccurred())
-	out, err = exec.Command("bash", filepath.Join(root, "scripts/image.sh"), tag[len("fabriclab-"):]).CombinedOutput()
+	// --tools: this host's ping and iperf3 in the image too, for lab pingall and lab iperf on live labs.
+	out, err = exec.Command("bash", filepath.Join(root, "scripts/image.sh"), "--tools", tag[len("fabriclab-"):]).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "scripts/image.sh:\n%s", out)
 	image = "fabriclab/lab:" + tag[len("fabriclab-"):]
 	DeferCleanup(func() { docker("rmi", "-f", image) })

@@ -23,11 +23,11 @@ func lab(args ...string) (string, error) {
 }
 
 // bareMachine says machine m holds nothing of any lab: no namespace mounted under /run/netns, no state
-// directory, no hosts file under /etc/netns, and no interface beyond its own lo and eth0 (a VXLAN end
-// left in the container's namespace would show there). Read from this host through the container's
-// /proc/PID/root and its network namespace.
+// directory, no hosts file under /etc/netns, and no interface beyond its own lo and eth0 in the agent
+// server's network namespace (a VXLAN end left there, or the server's main thread parked in a lab's
+// namespace, would show). Read from this host through the container's /proc/PID/root and its PID's
+// network namespace.
 func bareMachine(m string) {
-	nothingOn(m)
 	pid := mustDocker("inspect", "-f", "{{.State.Pid}}", tag+"-"+m)
 	for _, d := range []string{"/run/netns", "/run/fabriclab", "/etc/netns"} {
 		ents, _ := os.ReadDir(filepath.Join("/proc", pid, "root", d))
@@ -49,6 +49,25 @@ type liveInspect struct {
 	} `json:"machines"`
 }
 
+// hostsApart names a host on each of a live lab's first two machines (lab inspect --json).
+func hostsApart(name string) (string, string) {
+	out, err := lab("inspect", name, "--json")
+	Expect(err).NotTo(HaveOccurred(), out)
+	var in liveInspect
+	Expect(json.Unmarshal([]byte(out), &in)).To(Succeed())
+	Expect(len(in.Machines)).To(BeNumerically(">=", 2))
+	host := func(i int) string {
+		for _, d := range in.Machines[i].Devices {
+			if strings.HasPrefix(d, "h") {
+				return d
+			}
+		}
+		Fail("machine " + in.Machines[i].Name + " hosts no host")
+		return ""
+	}
+	return host(0), host(1)
+}
+
 var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure, func() {
 	BeforeAll(func() {
 		startAgent("l1", netName)
@@ -68,22 +87,7 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 			o, _ := docker("exec", tag+"-"+m, "/lab", "status")
 			Expect(o).To(ContainSubstring(name), "machine %s has its share", m)
 		}
-		// A host on each machine.
-		out, err = lab("inspect", name, "--json")
-		Expect(err).NotTo(HaveOccurred(), out)
-		var in liveInspect
-		Expect(json.Unmarshal([]byte(out), &in)).To(Succeed())
-		Expect(in.Machines).To(HaveLen(2))
-		host := func(i int) string {
-			for _, d := range in.Machines[i].Devices {
-				if strings.HasPrefix(d, "h") {
-					return d
-				}
-			}
-			Fail("machine " + in.Machines[i].Name + " hosts no host")
-			return ""
-		}
-		src, dst := host(0), host(1)
+		src, dst := hostsApart(name)
 
 		// The flow server runs on dst's machine, asked over the control channel; its output streams back.
 		srv := exec.Command(labBin, "exec", name, dst, "--", "lab", "flow", "serve")
@@ -116,8 +120,26 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		Expect(out).To(ContainSubstring("down on l2"))
 		out, _ = lab("status")
 		Expect(out).NotTo(ContainSubstring(name))
-		bareMachine("l1")
-		bareMachine("l2")
+		nothingOn("l1")
+		nothingOn("l2")
+	})
+
+	It("carries ping and iperf3 between hosts on different machines (lab pingall, lab iperf)", func() {
+		name := "lvp-" + tag[len(tag)-4:]
+		out, err := lab("up", "fattree", "k=4", "--name", name, "--cluster", clusterFile("lvp", "secret.key", "l1", "l2"))
+		Expect(err).NotTo(HaveOccurred(), out)
+		DeferCleanup(func() { lab("down", name) })
+		out, err = lab("pingall", name)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("pingall: 240 of 240 host pairs answered"))
+		src, dst := hostsApart(name)
+		out, err = lab("iperf", name, src, dst, "-t", "2")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(out).To(MatchRegexp(`[\d.]+ Mbits/sec .*receiver`))
+		out, err = lab("down", name)
+		Expect(err).NotTo(HaveOccurred(), out)
+		nothingOn("l1")
+		nothingOn("l2")
 	})
 
 	It("refuses bad input before anything is made, naming what is wrong", func() {
@@ -142,8 +164,8 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		}
 		out, _ := lab("status")
 		Expect(out).NotTo(ContainSubstring(name))
-		bareMachine("l1")
-		bareMachine("l2")
+		nothingOn("l1")
+		nothingOn("l2")
 	})
 
 	It("leaves nothing on any machine when the coordinator's supervisor is killed", func() {
@@ -157,8 +179,8 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		Expect(err).NotTo(HaveOccurred())
 		Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
 		Eventually(func() string { o, _ := docker("exec", tag+"-l1", "/lab", "status"); return o }, 10*time.Second).Should(Equal("no labs"))
-		bareMachine("l1")
-		bareMachine("l2")
+		nothingOn("l1")
+		nothingOn("l2")
 		out, _ = lab("status")
 		Expect(out).To(ContainSubstring(fmt.Sprintf("lab %s (live over machines): damaged: its supervisor does not answer", name)))
 		out, err = lab("down", name)
@@ -181,8 +203,8 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		out, err = lab("exec", name, "h0", "--", "lab", "flow", "send", "h15")
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring(fmt.Sprintf("lab %s is down: machine l3 lost", name)))
-		bareMachine("l1")
-		bareMachine("l2")
+		nothingOn("l1")
+		nothingOn("l2")
 		out, err = lab("down", name)
 		Expect(err).NotTo(HaveOccurred(), out)
 		out, _ = lab("status")
