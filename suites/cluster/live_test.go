@@ -47,6 +47,34 @@ type liveInspect struct {
 		Name    string   `json:"name"`
 		Devices []string `json:"devices"`
 	} `json:"machines"`
+	Devices []struct {
+		Name  string `json:"name"`
+		Ports []struct {
+			Peer  string `json:"peer"`
+			Fault string `json:"fault"`
+		} `json:"ports"`
+	} `json:"devices"`
+}
+
+func inspectLab(name string) liveInspect {
+	out, err := lab("inspect", name, "--json")
+	Expect(err).NotTo(HaveOccurred(), out)
+	var in liveInspect
+	Expect(json.Unmarshal([]byte(out), &in)).To(Succeed())
+	return in
+}
+
+// faultsBetween are the fault columns of the two ends of the cable between switches a and b.
+func faultsBetween(in liveInspect, a, b string) []string {
+	var out []string
+	for _, d := range in.Devices {
+		for _, p := range d.Ports {
+			if peer, _, _ := strings.Cut(p.Peer, ":"); d.Name == a && peer == b || d.Name == b && peer == a {
+				out = append(out, p.Fault)
+			}
+		}
+	}
+	return out
 }
 
 // hostsApart names a host on each of a live lab's first two machines (lab inspect --json).
@@ -124,7 +152,7 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		nothingOn("l2")
 	})
 
-	It("carries ping and iperf3 between hosts on different machines (lab pingall, lab iperf)", func() {
+	It("carries ping and iperf3 between hosts on different machines, and fails a cable between machines at both ends (lab pingall, iperf, link)", func() {
 		name := "lvp-" + tag[len(tag)-4:]
 		out, err := lab("up", "fattree", "k=4", "--name", name, "--cluster", clusterFile("lvp", "secret.key", "l1", "l2"))
 		Expect(err).NotTo(HaveOccurred(), out)
@@ -136,6 +164,33 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		out, err = lab("iperf", name, src, dst, "-t", "2")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(MatchRegexp(`[\d.]+ Mbits/sec .*receiver`))
+
+		// A cable between switches on different machines fails at both ends (each its machine's agent),
+		// the tables are recomputed around it, and the hosts still reach each other.
+		in := inspectLab(name)
+		at := map[string]string{}
+		for _, m := range in.Machines {
+			for _, d := range m.Devices {
+				at[d] = m.Name
+			}
+		}
+		var a, b string
+		for _, d := range in.Devices {
+			for _, p := range d.Ports {
+				if peer, _, _ := strings.Cut(p.Peer, ":"); a == "" && strings.HasPrefix(peer, "s") && at[peer] != at[d.Name] {
+					a, b = d.Name, peer
+				}
+			}
+		}
+		Expect(a).NotTo(BeEmpty(), "no cable between machines")
+		out, err = lab("link", name, a, b, "down")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(faultsBetween(inspectLab(name), a, b)).To(Equal([]string{"down", "down"}))
+		out, err = lab("pingall", name)
+		Expect(err).NotTo(HaveOccurred(), out)
+		out, err = lab("link", name, a, b, "up")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(faultsBetween(inspectLab(name), a, b)).To(Equal([]string{"", ""}))
 		out, err = lab("down", name)
 		Expect(err).NotTo(HaveOccurred(), out)
 		nothingOn("l1")
