@@ -362,3 +362,24 @@ func TestReadFlowsCSVErrors(t *testing.T) {
 		t.Errorf("bad host: %v", err)
 	}
 }
+
+// pfc.csv is in time order, ties in log order: a log in order is written as it is, a merged one
+// (agents' logs one after another) sorted, and the log itself is left alone.
+func TestPausesCSVOrder(t *testing.T) {
+	inOrder := []records.Pause{{At: 1 * us, Device: 0}, {At: 2 * us, Device: 1}, {At: 2 * us, Device: 0}, {At: 3 * us, Device: 2}}
+	merged := []records.Pause{{At: 2 * us, Device: 1}, {At: 3 * us, Device: 2}, {At: 1 * us, Device: 0}, {At: 2 * us, Device: 0}}
+	var a, b bytes.Buffer
+	if err := WritePausesCSV(&a, &records.Log{Pauses: inOrder}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	log := &records.Log{Pauses: append([]records.Pause(nil), merged...)}
+	if err := WritePausesCSV(&b, log, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if a.String() != b.String() {
+		t.Errorf("merged log written\n%s\nin-order log\n%s", b.String(), a.String())
+	}
+	if !reflect.DeepEqual(log.Pauses, merged) {
+		t.Error("writing pfc.csv reordered the log")
+	}
+}

@@ -187,14 +187,16 @@ func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.
 	}
 	bar := newRunProgress(!showProgress, l.End)
 	f.Progress = bar.update
+	f.DeferRecords = true
 	res := f.Run(ctx)
 	bar.finish()
 	if err := f.ClosePcaps(); err != nil {
 		return err
 	}
-	log := f.Log
+	log, finish := f.Log, f.TakeRecords()
 	f = nil
 	collectIfLarge()
+	finish()
 	return save(log, backendResult{End: res.End, Dilation: 1, Events: res.Events, AllDone: res.AllDone,
 		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Deadlock: res.Deadlock})
 }

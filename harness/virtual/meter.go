@@ -194,47 +194,76 @@ func (m *linkMeter) add(now clock.Time, p *pkt.Packet) {
 	}
 }
 
-// meterRecords turns the meters into records (non-empty bins only), in a deterministic order.
-func (f *Fabric) meterRecords() ([]records.LinkBytes, []records.FlowBytes) {
-	ends := make([]topo.End, 0, len(f.links))
-	for e := range f.links {
-		ends = append(ends, e)
+// meterSet is the fabric's meters as TakeRecords keeps them: each link's counts, without the link (which
+// reaches the engines through its peer), in a deterministic order.
+type meterSet struct {
+	width clock.Time
+	links []meterCounts
+}
+
+type meterCounts struct {
+	end    topo.End
+	bytes  bins
+	flows  map[uint32]int
+	series [][]int64
+}
+
+// detachMeters flushes every meter and keeps its counts, ordered by device and port (nil: no meters).
+func (f *Fabric) detachMeters() *meterSet {
+	if f.meterBin == nil {
+		return nil
 	}
-	sort.Slice(ends, func(i, j int) bool {
-		if ends[i].Node != ends[j].Node {
-			return ends[i].Node < ends[j].Node
-		}
-		return ends[i].Port < ends[j].Port
-	})
-	n := 0 // sized first: appending to a growing slice left twice its size behind on a large run
-	for _, e := range ends {
-		if m := f.links[e].meter; m != nil {
+	ms := &meterSet{width: f.meterBin.width}
+	for e, l := range f.links {
+		if m := l.meter; m != nil {
 			m.flush()
 			m.pendBin = -1
-			for i := range m.bytes.len() {
-				if m.bytes.at(i) > 0 {
-					n++
-				}
+			ms.links = append(ms.links, meterCounts{end: e, bytes: m.bytes, flows: m.flows, series: m.series})
+		}
+	}
+	sort.Slice(ms.links, func(i, j int) bool {
+		a, b := ms.links[i].end, ms.links[j].end
+		if a.Node != b.Node {
+			return a.Node < b.Node
+		}
+		return a.Port < b.Port
+	})
+	return ms
+}
+
+// records turns the counts into records (non-empty bins only). Both slices are sized first: appending
+// to a growing slice left twice its size behind on a large run.
+func (ms *meterSet) records() ([]records.LinkBytes, []records.FlowBytes) {
+	n := 0
+	for i := range ms.links {
+		b := &ms.links[i].bytes
+		for j := range b.len() {
+			if b.at(j) > 0 {
+				n++
 			}
 		}
 	}
 	lb := make([]records.LinkBytes, 0, n)
 	flows := map[uint32][]int64{}
-	for _, e := range ends {
-		m := f.links[e].meter
-		if m == nil {
-			continue
-		}
-		for i := range m.bytes.len() {
-			if b := m.bytes.at(i); b > 0 {
-				lb = append(lb, records.LinkBytes{At: clock.Time(i) * m.bin.width, Device: int32(e.Node), Port: int16(e.Port), Bytes: b})
+	for i := range ms.links {
+		m := &ms.links[i]
+		for j := range m.bytes.len() {
+			if b := m.bytes.at(j); b > 0 {
+				lb = append(lb, records.LinkBytes{At: clock.Time(j) * ms.width, Device: int32(m.end.Node), Port: int16(m.end.Port), Bytes: b})
 			}
 		}
 		for id, j := range m.flows {
 			bs := m.series[j]
-			acc := flows[id]
-			for len(acc) < len(bs) {
-				acc = append(acc, 0)
+			acc, ok := flows[id]
+			if !ok {
+				flows[id] = bs // a flow metered at one link, the usual case, keeps that link's series
+				continue
+			}
+			if len(acc) < len(bs) {
+				acc = append(make([]int64, 0, len(bs)), acc...)
+				acc = acc[:len(bs)]
+			} else {
+				acc = append([]int64(nil), acc...) // not the series of the link it came from
 			}
 			for i, b := range bs {
 				acc[i] += b
@@ -243,15 +272,24 @@ func (f *Fabric) meterRecords() ([]records.LinkBytes, []records.FlowBytes) {
 		}
 	}
 	ids := make([]uint32, 0, len(flows))
-	for id := range flows {
+	n = 0
+	for id, bs := range flows {
 		ids = append(ids, id)
+		for _, b := range bs {
+			if b > 0 {
+				n++
+			}
+		}
 	}
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	var fb []records.FlowBytes
+	if n > 0 {
+		fb = make([]records.FlowBytes, 0, n)
+	}
 	for _, id := range ids {
 		for i, b := range flows[id] {
 			if b > 0 {
-				fb = append(fb, records.FlowBytes{At: clock.Time(i) * f.meterBin.width, Flow: id, Bytes: b})
+				fb = append(fb, records.FlowBytes{At: clock.Time(i) * ms.width, Flow: id, Bytes: b})
 			}
 		}
 	}

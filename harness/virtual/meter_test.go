@@ -3,11 +3,14 @@ package virtual
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/fabriclab/fabriclab/records"
 )
 
 // The meters count what the links carried: every payload byte of a flow reaches its destination once,
@@ -119,4 +122,57 @@ duration: 1s`
 		}
 	}
 	b.ReportMetric(on.Seconds()/off.Seconds(), "wall-with/without")
+}
+
+// DeferRecords leaves the pause records and the meters' rows to TakeRecords, which must produce exactly
+// the Log a plain Run does, with the Fabric dropped in between.
+func TestDeferRecordsMatchesRun(t *testing.T) {
+	y := `name: defer
+topology: {family: ndc, n: 4, k: 1}
+switch: {flow_control: pfc}
+host: {transport: lossless}
+workload: [{kind: incast, senders: 15, size: 300KB, receiver: h0, at: 0s}, {kind: flows, list: [{src: h1, dst: h2, size: 100KB, at: 5us}]}]
+duration: 10ms
+`
+	_, plain := newFabricOf(t, y)
+	if res := plain.Run(context.Background()); !res.AllDone {
+		t.Fatal("flows did not complete")
+	}
+	_, deferred := newFabricOf(t, y)
+	deferred.DeferRecords = true
+	if res := deferred.Run(context.Background()); !res.AllDone {
+		t.Fatal("flows did not complete")
+	}
+	if len(deferred.Log.Pauses) != 0 || deferred.Log.Links != nil {
+		t.Fatalf("a deferred Run left %d pauses and %d link rows in the Log", len(deferred.Log.Pauses), len(deferred.Log.Links))
+	}
+	log, finish := deferred.Log, deferred.TakeRecords()
+	deferred = nil
+	finish()
+	if len(plain.Log.Pauses) == 0 || len(plain.Log.FlowRx) == 0 {
+		t.Fatalf("the spec should pause and meter flows: %d pauses, %d flow rows", len(plain.Log.Pauses), len(plain.Log.FlowRx))
+	}
+	if !reflect.DeepEqual(plain.Log.Pauses, log.Pauses) || !reflect.DeepEqual(plain.Log.Links, log.Links) ||
+		!reflect.DeepEqual(plain.Log.FlowRx, log.FlowRx) || plain.Log.MeterBin != log.MeterBin {
+		t.Errorf("deferred records differ: %d/%d pauses, %d/%d link rows, %d/%d flow rows", len(plain.Log.Pauses), len(log.Pauses),
+			len(plain.Log.Links), len(log.Links), len(plain.Log.FlowRx), len(log.FlowRx))
+	}
+}
+
+// A flow whose payload reaches its host over several links (a host with two ports) gets one series, the
+// sum of the links', and the links' own series are left as they were.
+func TestMeterRecordsSumFlowsOverLinks(t *testing.T) {
+	a := meterCounts{end: topo.End{Node: 1, Port: 0}, flows: map[uint32]int{7: 0, 8: 1}, series: [][]int64{{5, 0, 2}, {1}}}
+	b := meterCounts{end: topo.End{Node: 2, Port: 1}, flows: map[uint32]int{7: 0}, series: [][]int64{{1, 1, 1, 4}}}
+	c := meterCounts{end: topo.End{Node: 3, Port: 0}, flows: map[uint32]int{7: 0}, series: [][]int64{{0, 10}}}
+	ms := &meterSet{width: clock.Microsecond, links: []meterCounts{a, b, c}}
+	_, fb := ms.records()
+	want := []records.FlowBytes{{At: 0, Flow: 7, Bytes: 6}, {At: clock.Microsecond, Flow: 7, Bytes: 11},
+		{At: 2 * clock.Microsecond, Flow: 7, Bytes: 3}, {At: 3 * clock.Microsecond, Flow: 7, Bytes: 4}, {At: 0, Flow: 8, Bytes: 1}}
+	if !reflect.DeepEqual(fb, want) {
+		t.Fatalf("flow rows %+v, want %+v", fb, want)
+	}
+	if !reflect.DeepEqual(a.series, [][]int64{{5, 0, 2}, {1}}) || !reflect.DeepEqual(b.series, [][]int64{{1, 1, 1, 4}}) {
+		t.Fatalf("the links' series changed: %v %v", a.series, b.series)
+	}
 }

@@ -60,6 +60,12 @@ type Fabric struct {
 	// meters off. Set it before Run.
 	MeterBin clock.Time
 	meterBin *meterBin
+	// DeferRecords makes Run leave the pause records chunked and the byte meters unread: TakeRecords
+	// then returns what finishes Log, holding the meters' counts but not the engines. A caller that
+	// drops the Fabric and collects before calling it builds the records (10 MB on a fat-tree k=12
+	// incast: the pauses in one slice, every link's bins as rows) in memory the engines gave back,
+	// where on top of the running fabric's heap they set the run's peak RSS.
+	DeferRecords bool
 
 	links map[topo.End]*link // the link out of each device port
 	pool  *pkt.Pool          // the NICs' packets: every engine runs on Run's goroutine
@@ -246,12 +252,24 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	for _, nic := range f.NICs {
 		nic.Flush()
 	}
-	f.Log.FlushPauses()
-	if f.meterBin != nil {
-		f.Log.Links, f.Log.FlowRx = f.meterRecords()
-		f.Log.MeterBin = f.meterBin.width
+	if !f.DeferRecords {
+		f.TakeRecords()()
 	}
 	return res
+}
+
+// TakeRecords returns the function that finishes the Log after a Run with DeferRecords: it moves the
+// chunked pause records to Log.Pauses and turns the byte meters into Log.Links and Log.FlowRx, as Run
+// does without DeferRecords. Call it once, after Run.
+func (f *Fabric) TakeRecords() func() {
+	log, meters := f.Log, f.detachMeters()
+	return func() {
+		log.FlushPauses()
+		if meters != nil {
+			log.Links, log.FlowRx = meters.records()
+			log.MeterBin = meters.width
+		}
+	}
 }
 
 // startMeters puts a byte meter on every link (unless MeterBin < 0).
