@@ -40,6 +40,9 @@ type XDPPort struct {
 	xsks     *ebpf.Map
 	attach   link.Link
 	Mode     string // "native" or "generic": how the XDP program is attached
+	// maxTx is the longest frame the interface sends: veth drops a longer one without a word where an
+	// AF_PACKET socket says EMSGSIZE, so Send says it.
+	maxTx int
 }
 
 // xdpRing is one of the four AF_XDP rings: a producer and a consumer index in shared memory and an
@@ -119,7 +122,7 @@ const XDPModeEnv = "FABRICLAB_XDP_MODE"
 const xdpTxFrames = 128
 
 func openXDPPort(ifname string, mtu, rxFrames int) (*XDPPort, error) {
-	ifi, err := interfaceIndex(ifname)
+	ifi, ifmtu, err := interfaceIndexMTU(ifname)
 	if err != nil {
 		return nil, &XDPError{ifname, "no such interface in this namespace", err}
 	}
@@ -127,7 +130,7 @@ func openXDPPort(ifname string, mtu, rxFrames int) (*XDPPort, error) {
 	for n < rxFrames && n < 1<<14 {
 		n *= 2
 	}
-	p := &XDPPort{Name: ifname, rxFrames: n, fd: -1, chunk: 2048}
+	p := &XDPPort{Name: ifname, rxFrames: n, fd: -1, chunk: 2048, maxTx: ifmtu + 14}
 	if mtu+14+xdpHeadroom > 2048 {
 		p.chunk = 4096
 	}
@@ -204,19 +207,29 @@ func (p *XDPPort) attachProgram(ifi int) error {
 }
 
 func interfaceIndex(ifname string) (int, error) {
+	ifi, _, err := interfaceIndexMTU(ifname)
+	return ifi, err
+}
+
+// interfaceIndexMTU is the index and the MTU of interface ifname in this thread's namespace.
+func interfaceIndexMTU(ifname string) (int, int, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer unix.Close(fd)
 	ifr, err := unix.NewIfreq(ifname)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if err := unix.IoctlIfreq(fd, unix.SIOCGIFINDEX, ifr); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return int(ifr.Uint32()), nil
+	ifi := int(ifr.Uint32())
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFMTU, ifr); err != nil {
+		return 0, 0, err
+	}
+	return ifi, int(ifr.Uint32()), nil
 }
 
 // mapUmem maps and registers frames chunks and fills the fill ring's share (mapRings) later.
@@ -395,10 +408,13 @@ func (p *XDPPort) Send(frames [][]byte) (int, error) {
 		n := min(len(frames)-sent, len(p.free), int(room))
 		for i := 0; i < n; i++ {
 			f := frames[sent+i]
-			if len(f) > int(p.chunk) {
+			if len(f) > int(p.chunk) || len(f) > p.maxTx {
 				atomic.StoreUint32(p.tx.prod, prod+uint32(i))
 				p.kick()
-				return sent + i, fmt.Errorf("port %s: a %d-byte frame does not fit AF_XDP's %d-byte frames", p.Name, len(f), p.chunk)
+				if len(f) > int(p.chunk) {
+					return sent + i, fmt.Errorf("port %s: a %d-byte frame does not fit AF_XDP's %d-byte frames", p.Name, len(f), p.chunk)
+				}
+				return sent + i, fmt.Errorf("port %s: a %d-byte frame is longer than the interface's MTU %d allows: %w", p.Name, len(f), p.maxTx-14, unix.EMSGSIZE)
 			}
 			a := p.free[len(p.free)-1]
 			p.free = p.free[:len(p.free)-1]

@@ -86,6 +86,10 @@ func TestXDPPortRoundTrip(t *testing.T) {
 		if _, err := x.Send([][]byte{make([]byte, 5000)}); err == nil || !strings.Contains(err.Error(), "does not fit") {
 			t.Fatalf("a 5000-byte frame: %v", err)
 		}
+		// veth would drop it without a word: Send refuses it as AF_PACKET does.
+		if n, err := x.Send([][]byte{testFrames(1)[0], make([]byte, 1515)}); n != 1 || !errors.Is(err, unix.EMSGSIZE) {
+			t.Fatalf("a 1515-byte frame on an MTU of 1500: sent %d, %v", n, err)
+		}
 		_, err := OpenXDPPort(l.NSPath("h0"), "p9", 1500, 0)
 		var xe *XDPError
 		if !errors.As(err, &xe) || xe.Ifname != "p9" || !strings.Contains(err.Error(), "ENODEV") {
