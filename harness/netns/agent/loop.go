@@ -131,7 +131,7 @@ func (p *port) sent(frames [][]byte, due []clock.Time) {
 // the link delay, if this agent wrote it. Emulated time then follows the schedule the frame left on,
 // not how promptly the loop got to it; a loop that woke late would otherwise slip every later departure
 // of the port the frame joins by that lateness, for good, on a path with no slack. ok is false for a
-// frame from another agent or the kernel, which is taken at the wall time.
+// frame from another agent or the kernel, which is taken at the wall time it was read at (external).
 func (p *port) arrival(frame []byte) (clock.Time, bool) {
 	if p.ehead == len(p.expect) {
 		return 0, false
