@@ -11,6 +11,7 @@ import (
 	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/records"
+	"golang.org/x/sys/unix"
 )
 
 // coordination is the backend's side of a run with several agents: the lockstep coordinator, the
@@ -297,7 +298,14 @@ func realtimeThread(prio int) func() {
 	if err := clock.RealtimeThread(prio); err != nil {
 		return runtime.UnlockOSThread // still an ordinary thread: it may be reused
 	}
-	// A thread left real-time must not be handed to other goroutines: Go discards a thread whose
-	// goroutine exits locked, so the lock is never undone.
-	return func() {}
+	// A thread left real-time must not be handed to other goroutines. Go discards a thread whose
+	// goroutine exits locked, but this may be the main goroutine, which outlives the run (a sweep builds
+	// the next lab, or runs the virtual backend, on it): the thread goes back to the default scheduler
+	// and is unlocked, and stays locked (discarded, or parked if it is the main thread) only if it cannot.
+	return func() {
+		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}
+		if unix.SchedSetAttr(0, &attr, 0) == nil {
+			runtime.UnlockOSThread()
+		}
+	}
 }

@@ -75,6 +75,11 @@ func ensureNetnsDir() error {
 // moves the calling thread). Everything that must be opened from inside (netlink socket, ioctl socket,
 // sysctls) is done on that thread before it exits; sockets keep their namespace afterwards.
 //
+// The main thread is the exception: Go parks it instead of throwing it away, and a parked thread keeps
+// its namespace alive after the lab removed it (a process that builds labs one after another, a sweep,
+// or a test binary, whose main goroutine mostly waits and leaves the main thread to run others). So
+// on the main thread the goroutine goes back to the namespace it started in and unlocks (leaveNS).
+//
 // mark (the lab's marker, see State.Token) is set as the alias of the namespace's loopback before the
 // namespace is mounted, and written into the placeholder file before that: a name the state file lists
 // without an inode (a crash before it was recorded) is then deleted only if it carries the mark.
@@ -85,12 +90,42 @@ func createNS(name string, ipv6Off bool, mark string) (*nsConn, error) {
 	}
 	ch := make(chan result, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked on purpose: see above
-		c, err := createNSLocked(name, ipv6Off, mark)
+		runtime.LockOSThread() // unlocked on the main thread only: see above
+		back, err := leaveNS()
+		var c *nsConn
+		if err == nil {
+			c, err = createNSLocked(name, ipv6Off, mark)
+			if berr := back(); berr != nil && err == nil {
+				c.close()
+				c, err = nil, fmt.Errorf("namespace %s: %w", name, berr)
+			}
+		}
 		ch <- result{c, err}
 	}()
 	r := <-ch
 	return r.c, r.err
+}
+
+// leaveNS prepares the locked calling thread to enter another namespace and returns what to call once
+// done there: on the main thread, which Go would park holding that namespace, it goes back to the
+// thread's namespace now and unlocks; on any other, nothing (the thread ends with its goroutine).
+func leaveNS() (back func() error, err error) {
+	if unix.Gettid() != unix.Getpid() {
+		return func() error { return nil }, nil
+	}
+	fd, err := unix.Open(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("main thread's namespace: %w", err)
+	}
+	return func() error {
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			// Still locked: parked in the new namespace, which then outlives its lab; said, not hidden.
+			return fmt.Errorf("the main thread cannot go back to its namespace: %w", err)
+		}
+		runtime.UnlockOSThread()
+		return nil
+	}, nil
 }
 
 func createNSLocked(name string, ipv6Off bool, mark string) (c *nsConn, err error) {
