@@ -84,3 +84,26 @@ func TestExternalFrameSync(t *testing.T) {
 		t.Fatalf("taken at %v, want %v plus at most the read's own time", eng.at, read+clock.Millisecond)
 	}
 }
+
+// In lockstep an agent with a kernel host's port may run only to its grant: a frame the host sent
+// after the grant is not taken at the grant (before it was sent) but held, and taken once a grant
+// lets the clock reach the wall time it was read at.
+func TestExternalFrameWaitsForTheGrant(t *testing.T) {
+	a, p, _, eng := stalledAgent(5*clock.Millisecond, 0)
+	a.lock = lockState{on: true, win: netns.NewWindow()}
+	a.lock.win.Grant(clock.Millisecond, nil)
+	a.lock.win.Advance()
+	a.clk.RunDueUntil(a.limit()) // the stall's timer: the clock is at it, the grant ahead of both
+	read := a.clk.Wall()
+	a.take(p, dataFrame(t, 1, []uint8{1}), true)
+	a.clk.RunDueUntil(a.limit())
+	if len(eng.at) != 0 {
+		t.Fatalf("taken at %v, before the grant let the clock reach its read at %v", eng.at, read)
+	}
+	a.lock.win.Grant(clock.Second, nil)
+	a.lock.win.Advance()
+	a.clk.RunDueUntil(a.limit())
+	if len(eng.at) != 1 || eng.at[0] < read {
+		t.Fatalf("taken at %v, want one frame at %v or later", eng.at, read)
+	}
+}
