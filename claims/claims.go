@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -67,16 +68,40 @@ type Claim struct {
 	Why           string    `json:"why"`                  // where it differs; for non-R, what was tried
 }
 
-// Source says where `lab claims TREE...` reads a row's number: the experiment, the run tree group
-// (spec name and sweep point, as `lab report` labels it) and the metric (a report metric or reduction:/ratio: form),
-// plus Offset, times Scale, into the row's Unit (scale 100 for a fraction as %, 1e-9 for bit/s as
-// Gb/s; offset -1 and scale 100 for a ratio as a % gain).
+// Source says where `lab claims DIR...` reads a row's number, in one of two kinds. From a run tree: the
+// experiment, the group (spec name and sweep point, as `lab report` labels it) and the metric (a report
+// metric or reduction:/ratio: form). From `lab analyze --json` outputs: Analyze, a glob relative to each
+// DIR matching one file per topology instance, and Field, the dotted path to a number in each file.
+// Either kind adds Offset, then times Scale, into the row's Unit (scale 100 for a fraction as %, 1e-9
+// for bit/s as Gb/s; offset -1 and scale 100 for a ratio as a % gain).
 type Source struct {
 	Experiment string  `json:"experiment,omitempty"` // lab/experiments/<this>/ (spec names repeat across experiments)
-	Group      string  `json:"group"`
-	Metric     string  `json:"metric"`
+	Group      string  `json:"group,omitempty"`
+	Metric     string  `json:"metric,omitempty"`
+	Analyze    string  `json:"analyze,omitempty"` // e.g. fcplus-paths/fc-n400-k4-t*.json
+	Field      string  `json:"field,omitempty"`   // e.g. updown_paths.4
 	Offset     float64 `json:"offset,omitempty"`
 	Scale      float64 `json:"scale,omitempty"`
+}
+
+// check refuses a source that is neither kind, or both.
+func (s *Source) check() error {
+	tree := s.Experiment != "" || s.Group != "" || s.Metric != ""
+	switch {
+	case s.Analyze != "" && tree:
+		return fmt.Errorf("source names both a run tree group (%q) and analyze outputs (%q)", s.Group, s.Analyze)
+	case s.Analyze != "" && s.Field == "":
+		return fmt.Errorf("source analyze %q has no field", s.Analyze)
+	case s.Analyze == "" && s.Field != "":
+		return fmt.Errorf("source field %q has no analyze glob", s.Field)
+	case s.Analyze != "":
+		if _, err := filepath.Match(s.Analyze, ""); err != nil {
+			return fmt.Errorf("source analyze %q: %w", s.Analyze, err)
+		}
+	case s.Group == "" || s.Metric == "":
+		return fmt.Errorf("source needs a group and a metric (a run tree) or analyze and field (lab analyze outputs)")
+	}
+	return nil
 }
 
 // Load reads a claims file.
@@ -125,6 +150,11 @@ func Check(cs []Claim) error {
 		}
 		if c.CI95 != nil && (len(c.CI95) != 2 || c.CI95[0] > c.CI95[1]) {
 			return fmt.Errorf("%s: ci95 must be [lo, hi], got %v", at, c.CI95)
+		}
+		if c.Source != nil {
+			if err := c.Source.check(); err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
 		}
 		if c.Direction != "" {
 			if _, _, err := parseDirection(c.Direction); err != nil {

@@ -21,7 +21,7 @@ func Update(cs []Claim, t *report.Tree, specs []string, provenance string) ([]st
 	var done []string
 	for i := range cs {
 		c := &cs[i]
-		if c.Source == nil {
+		if c.Source == nil || c.Source.Analyze != "" {
 			continue
 		}
 		g, ok := groups[c.Source.Group]
@@ -35,26 +35,32 @@ func Update(cs []Claim, t *report.Tree, specs []string, provenance string) ([]st
 		if ci.N == 0 {
 			return done, fmt.Errorf("claim %s: group %q has no %s: %s", c.ID, c.Source.Group, c.Source.Metric, ci.FirstError)
 		}
-		s := c.Source.Scale
-		if s == 0 {
-			s = 1
-		}
-		o := c.Source.Offset
-		m := (ci.Mean + o) * s
-		c.MeasuredMean = &m
-		c.CI95 = nil
-		if ci.N >= 2 {
-			lo, hi := (ci.Lo+o)*s, (ci.Hi+o)*s
-			c.CI95 = []float64{math.Min(lo, hi), math.Max(lo, hi)}
-		}
+		c.setMeasured(ci, provenance)
 		c.Seeds = ci.N
 		if c.TopologySeeds == 0 {
 			c.TopologySeeds = 1
 		}
-		c.Provenance = provenance
 		done = append(done, c.ID)
 	}
 	return done, nil
+}
+
+// setMeasured stores ci, through the source's offset and scale, as the row's mean and interval (none
+// from one value).
+func (c *Claim) setMeasured(ci report.CI, provenance string) {
+	s := c.Source.Scale
+	if s == 0 {
+		s = 1
+	}
+	o := c.Source.Offset
+	m := (ci.Mean + o) * s
+	c.MeasuredMean = &m
+	c.CI95 = nil
+	if ci.N >= 2 {
+		lo, hi := (ci.Lo+o)*s, (ci.Hi+o)*s
+		c.CI95 = []float64{math.Min(lo, hi), math.Max(lo, hi)}
+	}
+	c.Provenance = provenance
 }
 
 // fromExperiment says whether one of the spec paths lies in lab/experiments/<exp>/ (or is the file

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,14 +19,16 @@ var claimsFlags struct {
 }
 
 var claimsCmd = &cobra.Command{
-	Use:   "claims [TREE...]",
-	Short: "refresh docs/claims.json from run trees, re-judge every claim by the strict rule, regenerate the docs tables",
+	Use:   "claims [DIR...]",
+	Short: "refresh docs/claims.json from run trees and lab analyze outputs, re-judge every claim by the strict rule, regenerate the docs tables",
 	Long: `lab claims reads the claims table (--in, default docs/claims.json). Every row whose source names a
 group (spec name and sweep point, as lab report labels it) of one of the run trees given gets its mean,
-95% interval and seed count from that tree (reduction:/ratio: forms paired by seed). Then every row is
-re-judged by the strict rule (docs/claims.md) and the table is written to -o (default: --in), and the
-generated tables are written into the pages under --docs (default: the directory of -o): claims.md
-and each paper's page, between its claims markers.`,
+95% interval and seed count from that tree (reduction:/ratio: forms paired by seed). Every row whose
+source has an analyze glob matching lab analyze --json outputs under the directories given (one file
+per topology seed) gets the mean and 95% interval of the source's field over those files. Then every
+row is re-judged by the strict rule (docs/claims.md) and the table is written to -o (default: --in),
+and the generated tables are written into the pages under --docs (default: the directory of -o):
+claims.md and each paper's page, between its claims markers.`,
 	RunE: func(cmd *cobra.Command, args []string) error {
 		out := claimsFlags.out
 		if out == "" {
@@ -48,32 +51,14 @@ func init() {
 }
 
 // runClaims is lab claims: load, refresh from trees, re-judge, save, regenerate the pages.
-func runClaims(w interface{ Write([]byte) (int, error) }, in, out, docs string, trees []string) error {
+func runClaims(w io.Writer, in, out, docs string, trees []string) error {
 	cs, err := claims.Load(in)
 	if err != nil {
 		return err
 	}
 	before := counts(cs)
-	for _, dir := range trees {
-		t, err := report.LoadTrees([]string{dir})
-		if err != nil {
-			return fmt.Errorf("%s: %w", dir, err)
-		}
-		prov := claimsFlags.provenance
-		if prov == "" {
-			prov = "run tree " + dir
-		}
-		var m report.Manifest
-		if b, err := os.ReadFile(filepath.Join(dir, report.ManifestFile)); err == nil {
-			if err := json.Unmarshal(b, &m); err != nil {
-				return fmt.Errorf("%s: %w", dir, err)
-			}
-		}
-		ids, err := claims.Update(cs, t, m.Specs, prov)
-		if err != nil {
-			return fmt.Errorf("%s: %w", dir, err)
-		}
-		fmt.Fprintf(w, "%s: refreshed %d rows %s\n", dir, len(ids), strings.Join(ids, " "))
+	if err := refreshClaims(w, cs, trees); err != nil {
+		return err
 	}
 	if err := claims.Save(out, cs); err != nil {
 		return err
@@ -83,6 +68,84 @@ func runClaims(w interface{ Write([]byte) (int, error) }, in, out, docs string, 
 		return nil
 	}
 	return writeClaimsDocs(docs, cs)
+}
+
+// refreshClaims refreshes rows from the directories given: first the rows whose analyze glob matches
+// files under them, then, from each directory that is a run tree (or one run), the rows naming its
+// groups. A directory that is neither, and holds no row's analyze outputs, is an error (a mistyped path).
+func refreshClaims(w io.Writer, cs []claims.Claim, dirs []string) error {
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			return err
+		}
+	}
+	prov := claimsFlags.provenance
+	if prov == "" {
+		prov = "lab analyze outputs under " + strings.Join(dirs, " ")
+	}
+	ids, read, err := claims.UpdateAnalyze(cs, dirs, prov)
+	if err != nil {
+		return err
+	}
+	if len(dirs) > 0 {
+		fmt.Fprintf(w, "analyze outputs: refreshed %d rows from %d files %s\n", len(ids), len(read), strings.Join(ids, " "))
+	}
+	for _, dir := range dirs {
+		if !isRunTree(dir) {
+			if !holdsAny(dir, read) {
+				return fmt.Errorf("%s: not a run tree (no %s or %s) and no row's analyze source matches a file in it", dir, report.ManifestFile, report.SummaryFile)
+			}
+			continue
+		}
+		if err := refreshFromTree(w, cs, dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refreshFromTree refreshes the rows whose source names a group of the run tree dir.
+func refreshFromTree(w io.Writer, cs []claims.Claim, dir string) error {
+	t, err := report.LoadTrees([]string{dir})
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	prov := claimsFlags.provenance
+	if prov == "" {
+		prov = "run tree " + dir
+	}
+	var m report.Manifest
+	if b, err := os.ReadFile(filepath.Join(dir, report.ManifestFile)); err == nil {
+		if err := json.Unmarshal(b, &m); err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+	}
+	ids, err := claims.Update(cs, t, m.Specs, prov)
+	if err != nil {
+		return fmt.Errorf("%s: %w", dir, err)
+	}
+	fmt.Fprintf(w, "%s: refreshed %d rows %s\n", dir, len(ids), strings.Join(ids, " "))
+	return nil
+}
+
+// isRunTree says whether dir is what report.LoadTrees reads: a tree (its manifest) or one run.
+func isRunTree(dir string) bool {
+	for _, f := range []string{report.ManifestFile, report.SummaryFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsAny says whether one of files lies under dir.
+func holdsAny(dir string, files []string) bool {
+	for _, f := range files {
+		if rel, err := filepath.Rel(dir, f); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
 }
 
 func counts(cs []claims.Claim) string {

@@ -90,3 +90,40 @@ func TestClaimsFromTree(t *testing.T) {
 		t.Errorf("page not regenerated:\n%s", p)
 	}
 }
+
+// lab claims DIR where DIR holds lab analyze outputs, not a run tree: the row whose analyze glob
+// matches is refreshed; an empty directory (a mistyped path) is an error, not a silent no-op.
+func TestClaimsFromAnalyzeOutputs(t *testing.T) {
+	dir := t.TempDir()
+	for i, x := range []string{"0.25", "0.35"} {
+		p := filepath.Join(dir, "lp", "n400-t"+string(rune('1'+i))+".json")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(`{"lp_throughput": `+x+`}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := filepath.Join(dir, "claims.json")
+	table := `[{"id": "fcplus-11.1", "paper": "fcplus", "claim": "c", "published": "0.3", "kind": "point", "band": [0.3, 0.3],
+  "metric": "m", "definition": "d", "measured_mean": 1, "ci95": null, "seeds": 1, "topology_seeds": 1, "command": "lab analyze",
+  "source": {"analyze": "lp/n400-t*.json", "field": "lp_throughput"}, "verdict": "", "rule": "", "why": ""}]`
+	if err := os.WriteFile(in, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := runClaims(&out, in, in, "-", []string{dir}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := claims.Load(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cs[0]; c.MeasuredMean == nil || *c.MeasuredMean != 0.3 || len(c.CI95) != 2 || c.TopologySeeds != 2 {
+		t.Errorf("refreshed row: mean %v ci %v topology seeds %d (%s)", c.MeasuredMean, c.CI95, c.TopologySeeds, out.String())
+	}
+	err = runClaims(&out, in, in, "-", []string{t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "not a run tree") {
+		t.Errorf("empty directory: %v", err)
+	}
+}

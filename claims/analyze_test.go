@@ -1,0 +1,86 @@
+package claims
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fabriclab/fabriclab/report"
+)
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Three topology seeds of one spec, split over two directories, give one row its mean, t-interval
+// and topology seed count; a file of another spec the glob must not take, and a row whose outputs are
+// not under the directories keeps its stored numbers.
+func TestUpdateAnalyze(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(a, "paths/fc-n400-k4-t1.json"), `{"lp_throughput": 0, "updown_paths": {"4": 4.0, "all": 8}}`)
+	writeFile(t, filepath.Join(a, "paths/fc-n400-k4-t2.json"), `{"lp_throughput": 0, "updown_paths": {"4": 5.0, "all": 8}}`)
+	writeFile(t, filepath.Join(b, "paths/fc-n400-k4-t3.json"), `{"lp_throughput": 0, "updown_paths": {"4": 9.0, "all": 8}}`)
+	writeFile(t, filepath.Join(a, "paths/fc-n400-k4x-t1.json"), `{"updown_paths": {"4": 1000}}`)
+	cs := []Claim{
+		{ID: "fcplus-16.3", MeasuredMean: f(1), Seeds: 7, TopologySeeds: 1,
+			Source: &Source{Analyze: "paths/fc-n400-k4-t*.json", Field: "updown_paths.4", Scale: 10}},
+		{ID: "fcplus-16.4", MeasuredMean: f(2), CI95: []float64{1, 3}, Seeds: 1, TopologySeeds: 5,
+			Source: &Source{Analyze: "paths/fc-n600-k4-t*.json", Field: "updown_paths.4"}},
+	}
+	if err := Check([]Claim{{ID: "x-1", Paper: "fcplus", Kind: KindNone, Source: cs[0].Source}}); err != nil {
+		t.Fatal(err)
+	}
+	ids, read, err := UpdateAnalyze(cs, []string{a, b, a}, "analyze outputs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ids) != 1 || ids[0] != "fcplus-16.3" || len(read) != 3 {
+		t.Fatalf("refreshed %v from %v", ids, read)
+	}
+	// 4, 5, 9 (times 10): mean 60, sd sqrt(7)*10, half-width t(0.975, 2) sd / sqrt(3).
+	half := report.TQuantile(0.975, 2) * math.Sqrt(7) * 10 / math.Sqrt(3)
+	c := cs[0]
+	if *c.MeasuredMean != 60 || len(c.CI95) != 2 || math.Abs(c.CI95[0]-(60-half)) > 1e-9 || math.Abs(c.CI95[1]-(60+half)) > 1e-9 ||
+		c.TopologySeeds != 3 || c.Seeds != 1 || c.Provenance != "analyze outputs" {
+		t.Errorf("row: mean %v ci %v (want 60 ± %.4f) seeds %d topology seeds %d provenance %q", *c.MeasuredMean, c.CI95, half, c.Seeds, c.TopologySeeds, c.Provenance)
+	}
+	if c := cs[1]; *c.MeasuredMean != 2 || c.CI95[0] != 1 || c.TopologySeeds != 5 {
+		t.Errorf("row without outputs changed: %+v", c)
+	}
+
+	// A matched file without the field names the row, the file and the field.
+	cs[0].Source.Field = "updown_paths.6"
+	_, _, err = UpdateAnalyze(cs, []string{a}, "")
+	if err == nil || !strings.Contains(err.Error(), "fcplus-16.3") || !strings.Contains(err.Error(), "fc-n400-k4-t1.json") ||
+		!strings.Contains(err.Error(), "updown_paths.6") {
+		t.Errorf("missing field: %v", err)
+	}
+	cs[0].Source.Field = "updown_paths"
+	if _, _, err = UpdateAnalyze(cs, []string{a}, ""); err == nil || !strings.Contains(err.Error(), "not a number") {
+		t.Errorf("object field: %v", err)
+	}
+}
+
+// A source is one kind or the other, complete.
+func TestSourceCheck(t *testing.T) {
+	for _, s := range []Source{
+		{Analyze: "x/*.json"},
+		{Field: "lp_throughput"},
+		{Analyze: "x/*.json", Field: "lp_throughput", Group: "g", Metric: "m"},
+		{Analyze: "x/[.json", Field: "lp_throughput"},
+		{Group: "g"},
+	} {
+		s := s
+		if err := Check([]Claim{{ID: "x-1", Paper: "fcplus", Kind: KindNone, Source: &s}}); err == nil {
+			t.Errorf("%+v: no error", s)
+		}
+	}
+}
