@@ -24,6 +24,7 @@ type Real struct {
 	events []*event // 4-ary min-heap on (at, seq), shared with Virtual's event type
 	fired  uint64
 	lag    LagStats
+	spare  []*event // fired events of Schedule, for reuse
 }
 
 // LagStats says how late timers fired: the wall time at which the loop ran each callback minus its
@@ -115,13 +116,34 @@ const MaxRank = 1<<23 - 1
 // that read order moved its average FCT by 1-2% from one run to the next. A rank above MaxRank is
 // MaxRank.
 func (r *Real) AfterFuncRanked(d Time, rank uint32, f func()) Timer {
+	return r.push(new(event), d, rank, f)
+}
+
+func (r *Real) push(e *event, d Time, rank uint32, f func()) *event {
 	if d < 0 {
 		d = 0
 	}
 	r.seq++
-	e := &event{at: r.now + d, seq: uint64(min(rank, MaxRank))<<rankShift | r.seq, f: f}
+	e.at, e.seq, e.f = r.now+d, uint64(min(rank, MaxRank))<<rankShift|r.seq, f
 	r.events = heapPush(r.events, e)
 	return e
+}
+
+// Schedule is AfterFunc for a callback nobody will stop (clock.Scheduler): no Timer is handed out, so
+// its event is reused once it has fired. An agent fires about two timers per frame-hop (egress
+// serialization, delivery at the far port), and a fresh event for each was 90 MB of new memory per
+// 2 ms NDC(4,1) run, with its collector off.
+func (r *Real) Schedule(d Time, f func()) { r.ScheduleRanked(d, 0, f) }
+
+// ScheduleRanked is Schedule with AfterFuncRanked's rank.
+func (r *Real) ScheduleRanked(d Time, rank uint32, f func()) {
+	var e *event
+	if n := len(r.spare); n > 0 {
+		e, r.spare = r.spare[n-1], r.spare[:n-1]
+	} else {
+		e = &event{reuse: true}
+	}
+	r.push(e, d, rank, f)
 }
 
 // RunDue fires every timer whose deadline has passed on the wall clock, in deadline order, including
@@ -150,6 +172,9 @@ func (r *Real) RunDueUntil(limit Time) int {
 		r.noteLag(wall-top.at, top.at)
 		f := top.f
 		top.f = nil
+		if top.reuse {
+			r.spare = append(r.spare, top)
+		}
 		r.fired++
 		n++
 		f()
@@ -305,9 +330,10 @@ func heapPop(h []*event) ([]*event, *event) {
 
 // event is one of Real's timers.
 type event struct {
-	at  Time
-	seq uint64
-	f   func() // nil once fired or stopped
+	at    Time
+	seq   uint64
+	f     func() // nil once fired or stopped
+	reuse bool   // made by Schedule: back to Real.spare once fired (nobody holds it)
 }
 
 // Stop cancels the timer; a stopped timer stays in the heap until it reaches the top.

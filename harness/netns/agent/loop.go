@@ -179,7 +179,7 @@ func (l *link) Send(p *pkt.Packet) {
 	l.flight = append(l.flight, inFlight{at: at, p: p})
 	if !l.armed {
 		l.armed = true
-		l.a.clk.AfterFunc(l.delay, l.fire)
+		l.a.clk.Schedule(l.delay, l.fire)
 	}
 }
 
@@ -199,7 +199,7 @@ func (l *link) release() {
 		n := copy(l.flight, l.flight[l.head:])
 		l.flight, l.head = l.flight[:n], 0
 	}
-	l.a.clk.AfterFunc(l.flight[l.head].at-now, l.fire)
+	l.a.clk.Schedule(l.flight[l.head].at-now, l.fire)
 }
 
 func (p *port) queue(pk *pkt.Packet, at clock.Time) {
