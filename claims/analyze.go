@@ -12,10 +12,12 @@ import (
 )
 
 // UpdateAnalyze refreshes every row whose Source has an Analyze glob matching files under dirs (the
-// matches of all dirs together, each file once): one file is one topology instance, so the mean and
-// 95% interval are over the files and TopologySeeds is their count. A row whose glob matches nothing
-// keeps its numbers (its outputs are elsewhere); a matched file without a number at Field is an error,
-// so a stale source cannot pass silently. It returns the ids it refreshed and the files it read.
+// matches of all dirs together): one file is one topology instance, so the mean and 95% interval are
+// over the files and TopologySeeds is their count. With Over, each value is divided by the Over file
+// whose wildcards matched the same text (the same topology seed). A row whose glob matches nothing
+// keeps its numbers (its outputs are elsewhere); a matched file without a number at Field, or without
+// its Over partner, is an error, so a stale source cannot pass silently. It returns the ids it
+// refreshed and the files it read.
 func UpdateAnalyze(cs []Claim, dirs []string, provenance string) (ids, read []string, err error) {
 	seen := map[string]bool{}
 	for i := range cs {
@@ -23,18 +25,14 @@ func UpdateAnalyze(cs []Claim, dirs []string, provenance string) (ids, read []st
 		if c.Source == nil || c.Source.Analyze == "" {
 			continue
 		}
-		files, err := globAll(dirs, c.Source.Analyze)
+		xs, files, err := analyzeValues(c.Source, dirs)
 		if err != nil {
 			return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
 		}
-		if len(files) == 0 {
+		if len(xs) == 0 {
 			continue
 		}
-		xs := make([]float64, len(files))
-		for k, f := range files {
-			if xs[k], err = fieldOf(f, c.Source.Field); err != nil {
-				return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
-			}
+		for _, f := range files {
 			if !seen[f] {
 				seen[f] = true
 				read = append(read, f)
@@ -48,24 +46,77 @@ func UpdateAnalyze(cs []Claim, dirs []string, provenance string) (ids, read []st
 	return ids, read, nil
 }
 
-// globAll is pattern's matches under every dir, each file once, sorted.
-func globAll(dirs []string, pattern string) ([]string, error) {
-	set := map[string]bool{}
+// analyzeValues is one value per topology seed of s under dirs, in the order of the seeds' names,
+// and the files it read.
+func analyzeValues(s *Source, dirs []string) (xs []float64, files []string, err error) {
+	num, err := globAll(dirs, s.Analyze)
+	if err != nil || len(num) == 0 {
+		return nil, nil, err
+	}
+	var den map[string]string
+	if s.Over != "" {
+		if den, err = globAll(dirs, s.Over); err != nil {
+			return nil, nil, err
+		}
+	}
+	keys := make([]string, 0, len(num))
+	for k := range num {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		x, err := fieldOf(num[k], s.Field)
+		if err != nil {
+			return nil, nil, err
+		}
+		files = append(files, num[k])
+		if s.Over != "" {
+			d, ok := den[k]
+			if !ok {
+				return nil, nil, fmt.Errorf("%s: no file of %q for %q to divide by", num[k], s.Over, k)
+			}
+			y, err := fieldOf(d, s.Field)
+			if err != nil {
+				return nil, nil, err
+			}
+			x /= y
+			files = append(files, d)
+		}
+		xs = append(xs, x)
+	}
+	return xs, files, nil
+}
+
+// globAll is pattern's matches under every dir, keyed by the text its wildcards matched (the part of
+// the name that names the topology seed). The same seed in two places is an error: it would count
+// twice.
+func globAll(dirs []string, pattern string) (map[string]string, error) {
+	pattern = filepath.Clean(pattern)
+	pre, suf := pattern, ""
+	if i := strings.IndexAny(pattern, "*?[\\"); i >= 0 {
+		j := strings.LastIndexAny(pattern, "*?]")
+		pre, suf = pattern[:i], pattern[j+1:]
+	}
+	out := map[string]string{}
 	for _, d := range dirs {
 		m, err := filepath.Glob(filepath.Join(d, pattern))
 		if err != nil {
 			return nil, fmt.Errorf("analyze %q: %w", pattern, err)
 		}
 		for _, f := range m {
-			set[filepath.Clean(f)] = true
+			f = filepath.Clean(f)
+			rel, err := filepath.Rel(d, f)
+			if err != nil {
+				return nil, err
+			}
+			k := strings.TrimSuffix(strings.TrimPrefix(rel, pre), suf)
+			if g, ok := out[k]; ok && g != f {
+				return nil, fmt.Errorf("%q matches %s and %s for the same %q", pattern, g, f, k)
+			}
+			out[k] = f
 		}
 	}
-	files := make([]string, 0, len(set))
-	for f := range set {
-		files = append(files, f)
-	}
-	sort.Strings(files)
-	return files, nil
+	return out, nil
 }
 
 // fieldOf reads the number at a dotted path ("updown_paths.4", "lp_throughput") in a JSON file.

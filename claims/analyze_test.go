@@ -69,11 +69,41 @@ func TestUpdateAnalyze(t *testing.T) {
 	}
 }
 
+// With over, each topology seed's value is divided by the other fabric's of the same seed (the text
+// the wildcards matched), not by whichever file sorts next to it; a seed without its partner is an
+// error, and so is one seed found in two directories.
+func TestUpdateAnalyzeOver(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	for name, x := range map[string]string{"fcplus-t1": "0.6", "fcplus-t2": "0.9", "fc-t0": "0.1", "fc-t1": "0.4", "fc-t2": "0.3"} {
+		writeFile(t, filepath.Join(a, "lp/"+name+".json"), `{"lp_throughput": `+x+`}`)
+	}
+	cs := []Claim{{ID: "fcplus-7.2", Source: &Source{Analyze: "lp/fcplus-t*.json", Over: "lp/fc-t*.json", Field: "lp_throughput"}}}
+	ids, read, err := UpdateAnalyze(cs, []string{a}, "")
+	if err != nil || len(ids) != 1 || len(read) != 4 {
+		t.Fatalf("refreshed %v from %v: %v", ids, read, err)
+	}
+	// 0.6/0.4 and 0.9/0.3; pairing by sorted position would divide by fc-t0's 0.1.
+	if c := cs[0]; math.Abs(*c.MeasuredMean-2.25) > 1e-12 || c.TopologySeeds != 2 {
+		t.Errorf("ratio: mean %v (want (1.5 + 3) / 2) topology seeds %d", *c.MeasuredMean, c.TopologySeeds)
+	}
+	writeFile(t, filepath.Join(b, "lp/fcplus-t3.json"), `{"lp_throughput": 1}`)
+	if _, _, err := UpdateAnalyze(cs, []string{a, b}, ""); err == nil || !strings.Contains(err.Error(), "fcplus-t3.json") {
+		t.Errorf("seed without its partner: %v", err)
+	}
+	writeFile(t, filepath.Join(b, "lp/fcplus-t3.json"), `{"lp_throughput": 1}`)
+	writeFile(t, filepath.Join(b, "lp/fcplus-t1.json"), `{"lp_throughput": 1}`)
+	if _, _, err := UpdateAnalyze(cs, []string{a, b}, ""); err == nil || !strings.Contains(err.Error(), "same \"1\"") {
+		t.Errorf("one seed in two directories: %v", err)
+	}
+}
+
 // A source is one kind or the other, complete.
 func TestSourceCheck(t *testing.T) {
 	for _, s := range []Source{
 		{Analyze: "x/*.json"},
 		{Field: "lp_throughput"},
+		{Over: "x/*.json"},
+		{Analyze: "x/*.json", Field: "lp_throughput", Over: "x/[.json"},
 		{Analyze: "x/*.json", Field: "lp_throughput", Group: "g", Metric: "m"},
 		{Analyze: "x/[.json", Field: "lp_throughput"},
 		{Group: "g"},

@@ -71,7 +71,9 @@ type Claim struct {
 // Source says where `lab claims DIR...` reads a row's number, in one of two kinds. From a run tree: the
 // experiment, the group (spec name and sweep point, as `lab report` labels it) and the metric (a report
 // metric or reduction:/ratio: form). From `lab analyze --json` outputs: Analyze, a glob relative to each
-// DIR matching one file per topology instance, and Field, the dotted path to a number in each file.
+// DIR matching one file per topology instance, and Field, the dotted path to a number in each file;
+// with Over, a second glob, each file's number is divided by that of the Over file of the same
+// topology seed (the text the wildcards matched), a ratio of two fabrics paired by topology seed.
 // Either kind adds Offset, then times Scale, into the row's Unit (scale 100 for a fraction as %, 1e-9
 // for bit/s as Gb/s; offset -1 and scale 100 for a ratio as a % gain).
 type Source struct {
@@ -80,6 +82,7 @@ type Source struct {
 	Metric     string  `json:"metric,omitempty"`
 	Analyze    string  `json:"analyze,omitempty"` // e.g. fcplus-paths/fc-n400-k4-t*.json
 	Field      string  `json:"field,omitempty"`   // e.g. updown_paths.4
+	Over       string  `json:"over,omitempty"`    // e.g. fcplus-lp-t8/table8-fc-t*.json
 	Offset     float64 `json:"offset,omitempty"`
 	Scale      float64 `json:"scale,omitempty"`
 }
@@ -92,11 +95,13 @@ func (s *Source) check() error {
 		return fmt.Errorf("source names both a run tree group (%q) and analyze outputs (%q)", s.Group, s.Analyze)
 	case s.Analyze != "" && s.Field == "":
 		return fmt.Errorf("source analyze %q has no field", s.Analyze)
-	case s.Analyze == "" && s.Field != "":
-		return fmt.Errorf("source field %q has no analyze glob", s.Field)
+	case s.Analyze == "" && (s.Field != "" || s.Over != ""):
+		return fmt.Errorf("source field %q or over %q has no analyze glob", s.Field, s.Over)
 	case s.Analyze != "":
-		if _, err := filepath.Match(s.Analyze, ""); err != nil {
-			return fmt.Errorf("source analyze %q: %w", s.Analyze, err)
+		for _, g := range []string{s.Analyze, s.Over} {
+			if _, err := filepath.Match(g, ""); err != nil {
+				return fmt.Errorf("source glob %q: %w", g, err)
+			}
 		}
 	case s.Group == "" || s.Metric == "":
 		return fmt.Errorf("source needs a group and a metric (a run tree) or analyze and field (lab analyze outputs)")
