@@ -83,12 +83,23 @@ func refreshClaims(w io.Writer, cs []claims.Claim, dirs []string) error {
 	if prov == "" {
 		prov = "lab analyze outputs under " + strings.Join(dirs, " ")
 	}
+	had := map[string]int{}
+	for _, c := range cs {
+		had[c.ID] = c.TopologySeeds
+	}
 	ids, read, err := claims.UpdateAnalyze(cs, dirs, prov)
 	if err != nil {
 		return err
 	}
 	if len(dirs) > 0 {
 		fmt.Fprintf(w, "analyze outputs: refreshed %d rows from %d files %s\n", len(ids), len(read), strings.Join(ids, " "))
+	}
+	// Outputs split over directories refresh from the ones given: say when that is fewer seeds than
+	// the table held, which is likely a directory left out.
+	for _, c := range cs {
+		if c.Source != nil && c.Source.Analyze != "" && c.TopologySeeds < had[c.ID] {
+			fmt.Fprintf(w, "warning: %s now over %d topology seeds, the table had %d (a directory left out?)\n", c.ID, c.TopologySeeds, had[c.ID])
+		}
 	}
 	for _, dir := range dirs {
 		if !isRunTree(dir) {
