@@ -127,3 +127,47 @@ func TestClaimsFromAnalyzeOutputs(t *testing.T) {
 		t.Errorf("empty directory: %v", err)
 	}
 }
+
+// The analyze outputs stored in docs/claims-data are the numbers behind the table's analyze-sourced
+// rows: lab claims over them must give docs/claims.json back byte for byte, so a row edited by hand,
+// or refreshed from outputs that were not stored, fails here.
+func TestStoredAnalyzeOutputsGiveTheTable(t *testing.T) {
+	want, err := os.ReadFile("../../docs/claims.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := claims.Load("../../docs/claims.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prov := ""
+	for _, c := range cs {
+		if c.Source != nil && c.Source.Analyze != "" {
+			if prov != "" && c.Provenance != prov {
+				t.Fatalf("%s: provenance %q differs from the other analyze rows' %q", c.ID, c.Provenance, prov)
+			}
+			prov = c.Provenance
+		}
+	}
+	if prov == "" {
+		t.Fatal("no row reads analyze outputs")
+	}
+	in := filepath.Join(t.TempDir(), "claims.json")
+	if err := os.WriteFile(in, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := claimsFlags.provenance
+	claimsFlags.provenance = prov
+	defer func() { claimsFlags.provenance = old }()
+	var out strings.Builder
+	if err := runClaims(&out, in, in, "-", []string{"../../docs/claims-data"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("lab claims docs/claims-data does not reproduce docs/claims.json (%s)", out.String())
+	}
+}
