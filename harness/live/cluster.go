@@ -94,15 +94,9 @@ type ClusterStatus struct {
 // its secret, that the fabric splits over that many machines), then starts the supervisor, which
 // connects, checks the machines (underlay MTU, clocks against clock_bound) and brings the lab up.
 func upCluster(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
-	l, notes, err := Build(cfg)
+	l, notes, err := buildNamed(&cfg)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Name == "" {
-		cfg.Name = l.Spec.Name
-	}
-	if err := netns.ValidateName(cfg.Name); err != nil {
-		return nil, fmt.Errorf("%w (choose one with --name)", err)
 	}
 	if cfg.Cluster, err = filepath.Abs(cfg.Cluster); err != nil {
 		return nil, err

@@ -142,6 +142,22 @@ type Info struct {
 // EtcNetns is where `ip netns exec` finds per-namespace files it bind-mounts over /etc.
 const EtcNetns = "/etc/netns"
 
+// buildNamed builds cfg's lab and settles its name (the spec's when --name is not given), refusing a
+// name no namespace can carry, before anything is made on any machine.
+func buildNamed(cfg *Config) (*lab.Lab, []string, error) {
+	l, notes, err := Build(*cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = l.Spec.Name
+	}
+	if err := netns.ValidateName(cfg.Name); err != nil {
+		return nil, nil, fmt.Errorf("%w (choose one with --name)", err)
+	}
+	return l, notes, nil
+}
+
 // Up brings the lab up and starts its supervisor. On error, or when ctx is cancelled, it removes what
 // it made. progress, if set, hears the phases.
 func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
@@ -154,15 +170,9 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 	if cfg.Cluster != "" {
 		return upCluster(ctx, cfg, progress)
 	}
-	l, notes, err := Build(cfg)
+	l, notes, err := buildNamed(&cfg)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Name == "" {
-		cfg.Name = l.Spec.Name
-	}
-	if err := netns.ValidateName(cfg.Name); err != nil {
-		return nil, fmt.Errorf("%w (choose one with --name)", err)
 	}
 	info := &Info{Name: cfg.Name, Lab: l, Notes: notes, Dilation: l.Spec.EffectiveDilation(), MTU: netns.LabMTU(l)}
 	nl, err := netns.Up(ctx, cfg.Name, l.Graph, netns.Options{MTU: info.MTU})
