@@ -12,8 +12,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// netnsLock takes the machine-wide namespace lock the suites and `lab` commands share, so a benchmark
-// run by hand never collides with another lab.
+// netnsLock takes /tmp/fabriclab-netns.lock, the lock file that benchmarks and runs wrapped in
+// `flock /tmp/fabriclab-netns.lock ...` share, so two real-time measurements never build labs at once
+// (each would starve the other's agents). `lab` itself does not take it.
 func netnsLock(b *testing.B) {
 	f, err := os.OpenFile("/tmp/fabriclab-netns.lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
