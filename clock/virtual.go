@@ -74,6 +74,10 @@ type vtimer struct {
 	slot uint32 // the slot of its latest arming: an entry of an earlier one (Rearm) is stale
 }
 
+// stale says that e, an entry of t, will not fire: t was stopped, or re-armed since (Rearm), which
+// queued a new entry in another slot.
+func (t *vtimer) stale(e ventry) bool { return t.f == nil || t.slot != uint32(e.key&slotMask) }
+
 // Stop cancels the event. A stopped event stays in the heap and is discarded when it reaches the top,
 // which is cheaper on the hot path than removing it from the middle.
 func (e *vtimer) Stop() bool {
@@ -169,9 +173,10 @@ func (v *Virtual) Step() bool {
 		cb := v.take(e)
 		f := cb.f
 		if cb.t != nil {
-			if f = cb.t.f; f == nil || cb.t.slot != uint32(e.key&slotMask) {
-				continue // stopped, or re-armed since (a stale entry)
+			if cb.t.stale(e) {
+				continue
 			}
+			f = cb.t.f
 			cb.t.f = nil
 		}
 		v.now = e.at
@@ -188,7 +193,7 @@ func (v *Virtual) RunUntil(t Time) uint64 {
 	start := v.fired
 	for v.inWheel > 0 || len(v.events) > 0 {
 		top := v.peek()
-		if t := v.slots[top.key&slotMask].t; t != nil && (t.f == nil || t.slot != uint32(top.key&slotMask)) {
+		if t := v.slots[top.key&slotMask].t; t != nil && t.stale(*top) {
 			v.take(v.pop())
 			continue
 		}

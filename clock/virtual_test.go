@@ -307,3 +307,18 @@ func TestRearmMatchesAfterFunc(t *testing.T) {
 	}
 	v.RunUntil(Second)
 }
+
+// Re-arming a timer allocates nothing, which is what Rearm is for (a fallback to AfterFunc would pass
+// TestRearmMatchesAfterFunc and allocate a handle per pause frame).
+func TestRearmDoesNotAllocate(t *testing.T) {
+	v := NewVirtual()
+	f := func() {}
+	h := v.AfterFunc(Nanosecond, f)
+	for i := 0; i < 64; i++ { // grow the slots and heap past what the loop below needs
+		h = Rearm(v, h, Nanosecond, f)
+		v.Step()
+	}
+	if n := testing.AllocsPerRun(1000, func() { h = Rearm(v, h, Nanosecond, f); v.Step() }); n != 0 {
+		t.Errorf("Rearm allocated %.1f times per call", n)
+	}
+}

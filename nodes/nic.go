@@ -368,17 +368,18 @@ func (n *NIC) handlePFC(port int, p *pkt.Packet) {
 		n.log.AddPause(records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
 			Port: int16(port), Queue: int16(prio), On: on})
 		t := &n.pfc[port][prio]
-		if t.timer != nil {
-			t.timer.Stop() // the handle stays for the next pause to re-arm
-		}
 		n.setPrioPaused(port, prio, on)
-		if on {
-			if t.expire == nil {
-				pr := prio
-				t.expire = func() { n.setPrioPaused(port, pr, false) }
+		if !on {
+			if t.timer != nil {
+				t.timer.Stop() // the handle stays for the next pause to re-arm
 			}
-			t.timer = clock.Rearm(n.clk, t.timer, clock.TxTime(int(quanta)*512/8, rate), t.expire)
+			continue
 		}
+		if t.expire == nil {
+			pr := prio
+			t.expire = func() { n.setPrioPaused(port, pr, false) }
+		}
+		t.timer = clock.Rearm(n.clk, t.timer, clock.TxTime(int(quanta)*512/8, rate), t.expire) // stops the running one
 	}
 }
 

@@ -146,9 +146,6 @@ func (f *PFC) Receive(in int, p *pkt.Packet) {
 		}
 		r := &f.rx[in*f.prios+c]
 		q := QueueOf(f.dev, c)
-		if r.timer != nil {
-			r.timer.Stop() // the handle stays for the next pause to re-arm
-		}
 		quanta := p.PauseQuanta[prio]
 		if quanta > 0 {
 			change := !r.paused
@@ -158,9 +155,12 @@ func (f *PFC) Receive(in int, p *pkt.Packet) {
 				port, prio := in, c
 				r.expire = func() { f.expireFire(port, prio) }
 			}
-			r.timer = clock.Rearm(f.dev.Clock(), r.timer, f.pauseTime(in, quanta), r.expire)
+			r.timer = clock.Rearm(f.dev.Clock(), r.timer, f.pauseTime(in, quanta), r.expire) // stops the running one
 			f.dev.Note(in, c, true, false, change, 0)
 			continue
+		}
+		if r.timer != nil {
+			r.timer.Stop() // the handle stays for the next pause to re-arm
 		}
 		change := r.paused
 		r.paused = false
