@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -194,8 +195,8 @@ func analyzeK2(l *lab.Lab, a *analysis, o lpOptions) error {
 	if k < 1 || nlp < 1 {
 		return fmt.Errorf("--k2-k %d, --k2-nlp %d: want both at least 1", k, nlp)
 	}
-	if l.Graph.Family != "fcplus" && l.Graph.Family != "fc" {
-		return fmt.Errorf("--k2: topology family %s has no virtual layers (fcplus or fc)", l.Graph.Family)
+	if err := needVirtualLayers("--k2", l); err != nil {
+		return err
 	}
 	rng := rand.New(rand.NewPCG(o.seed, 0x2b))
 	sg := f.SwitchGraph()
@@ -220,10 +221,18 @@ func analyzeK2(l *lab.Lab, a *analysis, o lpOptions) error {
 	return nil
 }
 
+// needVirtualLayers refuses flag on a fabric without DF-KSP's virtual layers (only FC and FC+ have them).
+func needVirtualLayers(flag string, l *lab.Lab) error {
+	if l.Graph.Family != "fcplus" && l.Graph.Family != "fc" {
+		return fmt.Errorf("%s: topology family %s has no virtual layers (fcplus or fc)", flag, l.Graph.Family)
+	}
+	return nil
+}
+
 // analyzeUpDownPaths fills UpDownPaths with one enumeration up to the largest limit asked for.
 func analyzeUpDownPaths(l *lab.Lab, a *analysis, o lpOptions) error {
-	if l.Graph.Family != "fcplus" && l.Graph.Family != "fc" {
-		return fmt.Errorf("--updown-paths: topology family %s has no virtual layers (fcplus or fc)", l.Graph.Family)
+	if err := needVirtualLayers("--updown-paths", l); err != nil {
+		return err
 	}
 	limits := map[string]int{}
 	longest := 0
@@ -405,7 +414,14 @@ func writeLP(w io.Writer, a *analysis) {
 		for k := range a.UpDownPaths {
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		// By hop count, "all" last: as strings, 10 came before 4.
+		hops := func(k string) int {
+			if h, err := strconv.Atoi(k); err == nil {
+				return h
+			}
+			return math.MaxInt
+		}
+		sort.Slice(keys, func(i, j int) bool { return hops(keys[i]) < hops(keys[j]) })
 		for _, k := range keys {
 			fmt.Fprintf(w, "paths <= %-3s hops %.2f per switch pair (every path with at most %d down-up turns)\n", k, a.UpDownPaths[k], a.UpDownNLP-1)
 		}

@@ -119,7 +119,7 @@ func TestFCUnevenSplit(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Build("fc", map[string]string{"switches": "100", "s": "18", "k": "11", "h": "1"}); err == nil || !strings.Contains(err.Error(), "k") {
+	if _, err := Build("fc", map[string]string{"switches": "100", "s": "18", "k": "11", "h": "1"}); err == nil || !strings.Contains(err.Error(), "at most s/2+1") {
 		t.Errorf("k=11 at s=18 (a graph without links): err %v, want one naming k", err)
 	}
 }
