@@ -270,7 +270,12 @@ func (ss *session) down(lab string) error {
 		ss.teardown()
 	} else {
 		ss.s.cleanup(lab)
-		err = netns.Down(lab)
+		if err = netns.Down(lab); err == nil {
+			// Gone: exec must no longer take the name for a lab this server holds.
+			ss.s.mu.Lock()
+			delete(ss.s.labs, lab)
+			ss.s.mu.Unlock()
+		}
 	}
 	reply := Msg{Type: "downok", Lab: lab}
 	if err != nil {

@@ -492,29 +492,16 @@ func StopCluster(name string) error {
 	if err == nil {
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 		pid, _ := strconv.Atoi(lines[0])
-		if len(lines) == 2 && pid > 0 && procHasEnv(pid, lines[1]) {
+		// The record holds the token, the environment TokenEnv=token (netns.ProcessToken).
+		if len(lines) == 2 && pid > 0 && netns.HasToken(pid, lines[1]) {
 			syscall.Kill(pid, syscall.SIGTERM)
-			for t := 0; t < 300 && procHasEnv(pid, lines[1]); t++ {
+			for t := 0; t < 300 && netns.HasToken(pid, lines[1]); t++ {
 				time.Sleep(100 * time.Millisecond)
 			}
-			if procHasEnv(pid, lines[1]) {
+			if netns.HasToken(pid, lines[1]) {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
 	}
 	return os.RemoveAll(dir)
-}
-
-// procHasEnv says whether process pid runs with kv in its environment (and is not a zombie).
-func procHasEnv(pid int, kv string) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return false
-	}
-	for _, e := range strings.Split(string(b), "\x00") {
-		if e == kv {
-			return true
-		}
-	}
-	return false
 }

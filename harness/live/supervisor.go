@@ -130,12 +130,14 @@ type supervisor struct {
 	dil  float64
 	// ma is set for a lab over several machines (cluster.go).
 	ma *machineAgents
-	// bye is closed after a down request has been answered: the supervisor then exits.
-	bye    chan struct{}
-	start  time.Time
-	faults map[int]egress.Fault // graph link -> its fault
-	fibs   map[int]fib.Table    // engine node -> the table it has now
-	events []Event
+	// bye is closed after a down request has been answered: the supervisor then exits. Two downs at
+	// once may both succeed (the second finds the lab already gone), so it is closed once (byeOnce).
+	bye     chan struct{}
+	byeOnce sync.Once
+	start   time.Time
+	faults  map[int]egress.Fault // graph link -> its fault
+	fibs    map[int]fib.Table    // engine node -> the table it has now
+	events  []Event
 }
 
 func supervise() int {
@@ -230,7 +232,7 @@ func (s *supervisor) serve(c net.Conn) {
 	}
 	json.NewEncoder(c).Encode(rep)
 	if req.Op == "down" && err == nil && s.bye != nil {
-		close(s.bye)
+		s.byeOnce.Do(func() { close(s.bye) })
 	}
 }
 

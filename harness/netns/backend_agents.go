@@ -84,6 +84,10 @@ func procExe(pid int) (string, error) {
 	return strings.TrimSuffix(exe, " (deleted)"), err
 }
 
+// HasToken says whether process pid runs with token (ProcessToken) in its environment: a process a lab
+// started, not another that took its PID since.
+func HasToken(pid int, token string) bool { return procHasEnv(pid, TokenEnv+"="+token) }
+
 // procHasEnv says whether pid's environment (as it was at exec) has the entry kv.
 func procHasEnv(pid int, kv string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))

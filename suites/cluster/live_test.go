@@ -30,7 +30,10 @@ func lab(args ...string) (string, error) {
 func bareMachine(m string) {
 	pid := mustDocker("inspect", "-f", "{{.State.Pid}}", tag+"-"+m)
 	for _, d := range []string{"/run/netns", "/run/fabriclab", "/etc/netns"} {
-		ents, _ := os.ReadDir(filepath.Join("/proc", pid, "root", d))
+		ents, err := os.ReadDir(filepath.Join("/proc", pid, "root", d))
+		if err != nil && !os.IsNotExist(err) {
+			Fail(fmt.Sprintf("machine %s: reading %s: %v", m, d, err)) // a check that read nothing must not pass
+		}
 		var names []string
 		for _, e := range ents {
 			names = append(names, e.Name())
@@ -208,8 +211,8 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		}{
 			{[]string{"up", "fattree", "k=4", "--name", name, "--cluster", bad}, "machines[0].control"},
 			{[]string{"up", "fattree", "k=4", "--name", name, "--cluster", filepath.Join(dir, "absent.yaml")}, "absent.yaml"},
-			{[]string{"up", "fattree", "k=3", "--name", name, "--cluster", good}, "k"},
-			{[]string{"up", "fattree", "k=4", "--name", "Bad_Name", "--cluster", good}, "name"},
+			{[]string{"up", "fattree", "k=3", "--name", name, "--cluster", good}, "k=3: must be even"},
+			{[]string{"up", "fattree", "k=4", "--name", "Bad_Name", "--cluster", good}, `invalid lab name "Bad_Name"`},
 			{[]string{"up", "fattree", "k=4", "--bare", "--name", name, "--cluster", good}, "--bare"},
 			{[]string{"up", "fattree", "k=4", "--name", name, "--cluster", clusterFile("lvwrong", "wrong.key", "l1", "l2")}, "authentication failed"},
 		} {
