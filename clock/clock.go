@@ -135,6 +135,7 @@ var (
 	_ Clock     = (*Virtual)(nil)
 	_ Clock     = (*Real)(nil)
 	_ Scheduler = (*Virtual)(nil)
+	_ Scheduler = (*Real)(nil)
 	_ Rearmer   = (*Virtual)(nil)
 	_ Timer     = (*vtimer)(nil)
 	_ Timer     = (*event)(nil)

@@ -33,7 +33,7 @@ type KernelResult struct {
 
 // TimerLagMean is the agents' mean timer lag over the run.
 func (r *KernelResult) TimerLagMean() clock.Time {
-	return clock.Time(r.Monitor.TimerLagSum / float64(max(r.Monitor.Timers, 1)))
+	return clock.LagStats{Fired: r.Monitor.Timers, Sum: r.Monitor.TimerLagSum}.Mean()
 }
 
 // RunKernel runs lab l (host.transport kernel-tcp) on the netns backend as lab name, in agents agent

@@ -55,6 +55,10 @@ type port struct {
 	inFault           *egress.Fault
 	nicFault          *egress.FaultLink // a NIC port's spec fault, in front of link
 	yard              clock.Time        // fidelity yardstick: one data frame's serialization time at this port's rate
+	// take is what Recv hands each frame to, [0] while catching up and [1] in sync (receive): made
+	// once, since a closure passed through the Port interface escapes, and the loop reads every port
+	// after each wake-up.
+	take [2]func([]byte)
 
 	// Frames waiting to be written (flush): encoded once into bufs, which are reused, and written by
 	// one sendmmsg per flush. due is each frame's arrival time at the far end of the cable.

@@ -289,8 +289,15 @@ func (a *agent) receiveReady(ready []int, sync bool) error {
 // is counted as malformed and dropped: the wire is shared with the kernel and with anyone running
 // tcpdump -w and tcpreplay into the lab, so garbage must never reach an engine or crash the agent.
 func (a *agent) receive(p *port, sync bool) error {
+	i := 0
+	if sync {
+		i = 1
+	}
+	if p.take[i] == nil {
+		p.take[i] = func(frame []byte) { a.take(p, frame, sync) }
+	}
 	for {
-		n, err := p.sock.Recv(func(frame []byte) { a.take(p, frame, sync) })
+		n, err := p.sock.Recv(p.take[i])
 		if err != nil || n < netns.PortBatch {
 			return err
 		}

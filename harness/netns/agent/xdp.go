@@ -75,11 +75,13 @@ func (a *agent) datapathName() string {
 }
 
 // xdpFinish counts the frames AF_XDP sockets dropped for want of room (a full receive ring: the agent
-// did not read in time) with the frames the kernel refused.
+// did not read in time) with the frames the kernel refused. A frame dropped because the fill ring was
+// empty counts in both rx_dropped and fill_ring_empty_descs (the kernel's copy path bumps each), so the
+// latter is left out.
 func (a *agent) xdpFinish() {
 	for _, x := range a.xdp.ports {
 		if s, err := x.Stats(); err == nil {
-			a.fid.KernelFull += s.Rx_dropped + s.Rx_ring_full + s.Rx_fill_ring_empty_descs
+			a.fid.KernelFull += s.Rx_dropped + s.Rx_ring_full
 		}
 	}
 }
