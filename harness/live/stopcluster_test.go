@@ -1,0 +1,50 @@
+package live
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+)
+
+// StopCluster ends a supervisor that no longer answers (here a sleep carrying the lab's token, as the
+// supervisor does), recognised by the token its record holds, and removes the record. The record once
+// held the bare token while the check looked for TokenEnv=token, so such a supervisor was left running.
+func TestStopClusterEndsAHungSupervisor(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: writes under " + netns.StateRoot)
+	}
+	name := fmt.Sprintf("stopt%d", os.Getpid()%100000)
+	token, env := netns.ProcessToken(name)
+	sup := exec.Command("sleep", "60")
+	sup.Env = append(os.Environ(), env)
+	if err := sup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- sup.Wait() }()
+	defer sup.Process.Kill()
+	dir := ClusterDir(name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "supervisor"), fmt.Appendf(nil, "%d\n%s\n", sup.Process.Pid, token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := StopCluster(name); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the supervisor still runs after StopCluster")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the record %s is still there (%v)", dir, err)
+	}
+}
