@@ -89,16 +89,61 @@ func (e *XDPError) Error() string {
 
 func (e *XDPError) Unwrap() error { return e.Err }
 
+// EveryPort says whether the refusal would be the answer for every port of the process, so a caller
+// need not ask again for the next: the kernel or the process's privileges refuse AF_XDP sockets or XDP
+// programs as such (no such socket family, no permission, not supported, a program the kernel will not
+// load), or the MTU (one for every port of an agent) is more than AF_XDP's frames hold. What belongs
+// to one interface (missing, busy, someone else's program on it) or to one port's receive ring is that
+// port's alone, and a refusal that names such an errno anywhere is one, whatever else it names (the
+// attach step joins two modes' errors).
+func (e *XDPError) EveryPort() bool {
+	switch e.Step {
+	case xdpStepFrame, xdpStepProgram:
+		return true
+	case xdpStepRing, xdpStepIface:
+		return false
+	}
+	for _, own := range []error{unix.EBUSY, unix.EEXIST, unix.ENODEV, unix.ENXIO} {
+		if errors.Is(e.Err, own) {
+			return false
+		}
+	}
+	for _, all := range []error{ErrNotRoot, unix.EPERM, unix.EACCES, unix.EAFNOSUPPORT, unix.EPROTONOSUPPORT,
+		unix.EOPNOTSUPP, unix.ENOSYS, ebpf.ErrNotSupported} {
+		if errors.Is(e.Err, all) {
+			return true
+		}
+	}
+	return false
+}
+
+// The steps of OpenXDPPort that EveryPort judges by the step alone.
+const (
+	xdpStepFrame   = "frame size"
+	xdpStepRing    = "receive ring"
+	xdpStepIface   = "no such interface in this namespace"
+	xdpStepProgram = "XDP program"
+)
+
+// XDPRxMax is the most received frames an AF_XDP port's rings hold (32 MB of UMEM at 2 KB a frame). A
+// port that needs more (OpenXDPPort's rxFrames: what its peer can write between two reads, with
+// margin) is refused, step "receive ring", rather than given a ring its peer can overrun, and falls
+// back to AF_PACKET like any refused port.
+const XDPRxMax = 1 << 14
+
 // OpenXDPPort opens interface ifname inside the namespace at nsPath ("": the caller's) as an AF_XDP
 // port for frames of up to mtu+14 bytes, with room for rxFrames received frames waiting to be read
-// (rounded up to a power of two, at least 512). The XDP program and the socket go away when the port
+// (rounded up to a power of two, at least 512; more than XDPRxMax is refused). The XDP program and the socket go away when the port
 // is closed or the process exits, whichever comes first.
 func OpenXDPPort(nsPath, ifname string, mtu, rxFrames int) (*XDPPort, error) {
 	if mtu <= 0 {
 		mtu = DefaultMTU
 	}
 	if mtu+14 > XDPMaxFrame {
-		return nil, &XDPError{ifname, "frame size", fmt.Errorf("MTU %d is more than AF_XDP's %d-byte frames hold", mtu, XDPMaxFrame)}
+		return nil, &XDPError{ifname, xdpStepFrame, fmt.Errorf("MTU %d is more than AF_XDP's %d-byte frames hold", mtu, XDPMaxFrame)}
+	}
+	if rxFrames > XDPRxMax {
+		return nil, &XDPError{ifname, xdpStepRing, fmt.Errorf("%d received frames to hold, more than AF_XDP's %d", rxFrames, XDPRxMax)}
 	}
 	if nsPath == "" {
 		return openXDPPort(ifname, mtu, rxFrames)
@@ -124,10 +169,10 @@ const xdpTxFrames = 128
 func openXDPPort(ifname string, mtu, rxFrames int) (*XDPPort, error) {
 	ifi, ifmtu, err := interfaceIndexMTU(ifname)
 	if err != nil {
-		return nil, &XDPError{ifname, "no such interface in this namespace", err}
+		return nil, &XDPError{ifname, xdpStepIface, err}
 	}
 	n := 512
-	for n < rxFrames && n < 1<<14 {
+	for n < rxFrames {
 		n *= 2
 	}
 	p := &XDPPort{Name: ifname, rxFrames: n, fd: -1, chunk: 2048, maxTx: ifmtu + 14}
@@ -170,7 +215,7 @@ func (p *XDPPort) open(ifi, n int) (err error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if err := p.loadProgram(); err != nil {
-		return fail("XDP program", err)
+		return fail(xdpStepProgram, err)
 	}
 	if err := p.attachProgram(ifi); err != nil {
 		return fail("attaching the XDP program", err)

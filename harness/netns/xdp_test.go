@@ -153,3 +153,39 @@ func TestXDPPortRefusesTakenInterface(t *testing.T) {
 		t.Fatalf("the first port after the refusal: %v", err)
 	}
 }
+
+// Which refusals apply to every port: the kernel's or the privileges' answer to AF_XDP as such, not an
+// interface's or a ring's.
+func TestXDPErrorEveryPort(t *testing.T) {
+	for _, c := range []struct {
+		step  string
+		err   error
+		every bool
+	}{
+		{"socket", unix.EAFNOSUPPORT, true},
+		{"socket", ErrNotRoot, true},
+		{"XDP program", unix.EINVAL, true},
+		{"frame size", unix.EINVAL, true},
+		{"attaching the XDP program", unix.EOPNOTSUPP, true},
+		{"attaching the XDP program", unix.EPERM, true},
+		{"receive ring", unix.EPERM, false},
+		{"no such interface in this namespace", unix.ENODEV, false},
+		{"bind", unix.EBUSY, false},
+		{"attaching the XDP program", errors.Join(unix.EBUSY, unix.EOPNOTSUPP), false},
+		{"UMEM", unix.ENOMEM, false},
+	} {
+		if got := (&XDPError{Ifname: "p0", Step: c.step, Err: c.err}).EveryPort(); got != c.every {
+			t.Errorf("%s: %v: EveryPort %v, want %v", c.step, c.err, got, c.every)
+		}
+	}
+}
+
+// A port whose peer can write more between two reads than an AF_XDP ring holds is refused, before any
+// interface is touched, so it falls back to AF_PACKET (it used to get a ring of XDPRxMax silently).
+func TestXDPPortRefusesRingPastMax(t *testing.T) {
+	_, err := OpenXDPPort("", "fabriclab-none", 1500, XDPRxMax+1)
+	var xe *XDPError
+	if !errors.As(err, &xe) || xe.Step != "receive ring" || xe.EveryPort() || !strings.Contains(err.Error(), "16385") {
+		t.Fatalf("a ring of %d: %v", XDPRxMax+1, err)
+	}
+}

@@ -1,20 +1,29 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/fabriclab/fabriclab/harness/netns"
 )
 
 // xdpState is what the AF_XDP data path (FABRICLAB_DATAPATH=xdp) knows of its ports: how many took an
-// AF_XDP socket and why the first that did not was refused. A refused port reads and writes through
-// AF_PACKET (the batched data path) instead: the run goes on, and its fidelity record says so.
+// AF_XDP socket and why the others were refused. A refused port reads and writes through AF_PACKET
+// (the batched data path) instead: the run goes on, and its fidelity record says so.
 type xdpState struct {
 	ports   []*netns.XDPPort
 	refused int
-	why     string
-	bytes   int // UMEM the ports hold
+	// why is the first refusal of each kind (netns.XDPError's step), in the order they came.
+	why   []string
+	kinds map[string]bool
+	// everyPort: a refusal that would be every port's answer (netns.XDPError.EveryPort: no program
+	// loads, no permission, no AF_XDP in this kernel) came, so the ports after it do not ask again.
+	everyPort bool
+	bytes     int // UMEM the ports hold
+	// open is netns.OpenXDPPort (a test's stand-in when set).
+	open func(nsPath, ifname string, mtu, rxFrames int) (*netns.XDPPort, error)
 }
 
 // xdpAgentMax bounds the UMEM of one agent's ports (the kernel locks it in RAM): 1.25 MB a port at
@@ -23,27 +32,66 @@ const xdpAgentMax = 512 << 20
 
 // openSock opens port pc's socket for the data path in use.
 func (a *agent) openSock(d netns.AgentDevice, pc netns.AgentPort) (netns.Port, error) {
-	if a.dp == xdp && a.xdp.bytes >= xdpAgentMax {
-		if a.xdp.refused++; a.xdp.why == "" {
-			a.xdp.why = fmt.Sprintf("device %s: the agent's AF_XDP memory (%d MB) is spent", d.Name, xdpAgentMax>>20)
-		}
-	} else if a.dp == xdp {
-		x, err := netns.OpenXDPPort(d.NSPath, pc.Ifname, a.setup.MTU, a.xdpRxFrames(pc))
-		if err == nil {
-			a.xdp.ports = append(a.xdp.ports, x)
-			a.xdp.bytes += x.MemBytes()
+	if a.dp == xdp {
+		if x := a.openXDP(d, pc); x != nil {
 			return x, nil
-		}
-		if a.xdp.refused++; a.xdp.why == "" {
-			a.xdp.why = fmt.Sprintf("device %s: %v", d.Name, err)
-			// Jumbo frames (kernel-TCP hosts at MTU 9000) are a known limit, not news: the fidelity
-			// record says it. A kernel refusing is said on the terminal too.
-			if a.setup.MTU+14 <= netns.XDPMaxFrame {
-				fmt.Fprintf(os.Stderr, "agent %d: %s; such ports use AF_PACKET\n", os.Getpid(), a.xdp.why)
-			}
 		}
 	}
 	return netns.OpenPacketPortRing(d.NSPath, pc.Ifname, a.setup.MTU, a.ringFor(pc))
+}
+
+// openXDP is port pc's AF_XDP socket, or nil when the port is to use AF_PACKET: the agent's AF_XDP
+// memory is spent, an earlier refusal applies to every port, or the kernel refuses this one.
+func (a *agent) openXDP(d netns.AgentDevice, pc netns.AgentPort) *netns.XDPPort {
+	if a.xdp.everyPort {
+		a.xdp.refused++
+		return nil
+	}
+	if a.xdp.bytes >= xdpAgentMax {
+		a.refuseXDP("memory", fmt.Sprintf("device %s: the agent's AF_XDP memory (%d MB) is spent", d.Name, xdpAgentMax>>20), false)
+		return nil
+	}
+	open := a.xdp.open
+	if open == nil {
+		open = netns.OpenXDPPort
+	}
+	x, err := open(d.NSPath, pc.Ifname, a.setup.MTU, a.xdpRxFrames(pc))
+	if err == nil {
+		a.xdp.ports = append(a.xdp.ports, x)
+		a.xdp.bytes += x.MemBytes()
+		return x
+	}
+	kind, every := err.Error(), false
+	var xe *netns.XDPError
+	if errors.As(err, &xe) {
+		kind, every = xe.Step, xe.EveryPort()
+	}
+	a.xdp.everyPort = every
+	// Jumbo frames (kernel-TCP hosts at MTU 9000) are a known limit, not news: the fidelity record says
+	// it. A kernel refusing is said on the terminal too.
+	a.refuseXDP(kind, fmt.Sprintf("device %s: %v", d.Name, err), a.setup.MTU+14 <= netns.XDPMaxFrame)
+	return nil
+}
+
+// refuseXDP counts a port refused AF_XDP and keeps why, the first time a refusal of its kind comes
+// (saying it on stderr too when loud).
+func (a *agent) refuseXDP(kind, why string, loud bool) {
+	a.xdp.refused++
+	if a.xdp.kinds[kind] {
+		return
+	}
+	if a.xdp.kinds == nil {
+		a.xdp.kinds = map[string]bool{}
+	}
+	a.xdp.kinds[kind] = true
+	a.xdp.why = append(a.xdp.why, why)
+	if loud {
+		which := "such ports use"
+		if a.xdp.everyPort {
+			which = "this and every later port uses"
+		}
+		fmt.Fprintf(os.Stderr, "agent %d: %s; %s AF_PACKET\n", os.Getpid(), why, which)
+	}
 }
 
 // xdpRxFrames is how many received frames port pc's socket holds: like a receive ring's (ringFor),
@@ -69,7 +117,7 @@ func (a *agent) datapathName() string {
 			}
 			return "xdp" + mode
 		}
-		return fmt.Sprintf("xdp on %d of %d ports (%s; the others AF_PACKET)", len(a.xdp.ports), len(a.ports), a.xdp.why)
+		return fmt.Sprintf("xdp on %d of %d ports (%s; the others AF_PACKET)", len(a.xdp.ports), len(a.ports), strings.Join(a.xdp.why, "; "))
 	}
 	return "batched"
 }
