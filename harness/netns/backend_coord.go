@@ -292,19 +292,24 @@ func (r *netnsRun) onClock(clocks []clock.Time, dones []int, kernel int) {
 // realtimeThread locks the calling goroutine to its thread and moves the thread to SCHED_FIFO at prio,
 // for the goroutines that pass lockstep messages: on a loaded machine (load average 20 on 2 cores) an
 // ordinary thread waits a scheduler slice before it reads a grant, and every agent waiting for it idles.
-// Failing to get the priority is not fatal (the run is only slower). The returned func undoes the lock.
+// Failing to get the priority is not fatal (the run is only slower). A thread already real-time at prio
+// or above is left as it is. The returned func undoes the lock.
 func realtimeThread(prio int) func() {
 	runtime.LockOSThread()
+	prev, err := unix.SchedGetAttr(0, 0)
+	if err != nil || (prev.Policy == unix.SCHED_FIFO || prev.Policy == unix.SCHED_RR) && prev.Priority >= uint32(prio) {
+		return runtime.UnlockOSThread // unchanged (or unknown, so not changed): it may be reused
+	}
 	if err := clock.RealtimeThread(prio); err != nil {
 		return runtime.UnlockOSThread // still an ordinary thread: it may be reused
 	}
 	// A thread left real-time must not be handed to other goroutines. Go discards a thread whose
 	// goroutine exits locked, but this may be the main goroutine, which outlives the run (a sweep builds
-	// the next lab, or runs the virtual backend, on it): the thread goes back to the default scheduler
-	// and is unlocked, and stays locked (discarded, or parked if it is the main thread) only if it cannot.
+	// the next lab, or runs the virtual backend, on it): the thread goes back to the policy, priority and
+	// nice value it had (`nice -n 19 lab run` stays nice: SCHED_OTHER at nice 0 would not) and is
+	// unlocked, and stays locked (discarded, or parked if it is the main thread) only if it cannot.
 	return func() {
-		attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}
-		if unix.SchedSetAttr(0, &attr, 0) == nil {
+		if unix.SchedSetAttr(0, prev, 0) == nil {
 			runtime.UnlockOSThread()
 		}
 	}
