@@ -37,6 +37,7 @@ type benchFlags struct {
 	n         int
 	flowSize  string
 	cc        string
+	baseline  string
 }
 
 func init() {
@@ -53,7 +54,10 @@ func init() {
     (engine time x D): 1 keeps real time) and the fidelity verdict. --repeat alternates the runs.
  2. (--substrate) frames/s through one Go switch, hosted by the agent as in a live lab, against a Linux
     bridge and kernel IP forwarding on the same veths, and with --tcp kernel TCP goodput on NDC(n,1)
-    through the agent's switches, run as lab run runs it (with its fidelity verdict).`,
+    through the agent's switches, run as lab run runs it (with its fidelity verdict).
+ 3. (--baseline BIN) the same fabric run by BIN's lab run and by this binary's, alternated, one agent
+    each (or the first --agents count): another build's agent, measured the same way as ours, from
+    outside (its agent processes' CPU from /proc; frames from the fidelity line).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -79,6 +83,7 @@ func init() {
 	f.Float64Var(&bf.load, "load", 0.5, "WebSearch load of the agent bench")
 	f.DurationVar(&bf.dur, "duration", 2*time.Millisecond, "engine time of the agent bench's arrivals (the run lasts 1 ms longer)")
 	f.IntVar(&bf.repeat, "repeat", 1, "runs of each configuration, alternated")
+	f.StringVar(&bf.baseline, "baseline", "", "also run the same spec with the fabriclab `BIN` (e.g. built from 26274ad) and with this binary, each by its lab run, alternated, measured from outside (/proc)")
 	f.BoolVar(&bf.substrate, "substrate", false, "also measure frames/s through the agent's Go switch vs a Linux bridge")
 	f.IntVar(&bf.size, "size", 64, "--substrate: frame size in bytes (60-1514)")
 	f.DurationVar(&bf.frameDur, "frames-duration", 2*time.Second, "--substrate: length of each frames/s measurement")
@@ -159,6 +164,11 @@ func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string)
 			}
 		}
 	}
+	if bf.baseline != "" {
+		if err := benchBaseline(ctx, w, bf, fab, counts[0]); err != nil {
+			return err
+		}
+	}
 	for _, n := range counts {
 		old := rate[fmt.Sprintf("legacy/%d", n)]
 		for _, dp := range dps {
@@ -169,6 +179,48 @@ func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string)
 			fmt.Fprintf(w, "  %d agents: %s/legacy frames per CPU-second %.2fx (mean of %d side-by-side pairs)\n", n, dp, meanRatio(b, old), len(b))
 		}
 	}
+	return nil
+}
+
+// benchBaseline runs the fabric with another fabriclab binary and with this one, both through `lab
+// run` and measured from outside, alternated --repeat times.
+func benchBaseline(ctx context.Context, w io.Writer, bf benchFlags, fab bench.Fabric, agents int) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "fabriclab-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	name := bf.name + "b"
+	specPath := dir + "/spec.yaml"
+	if err := os.WriteFile(specPath, []byte(fab.YAML(name)), 0o644); err != nil {
+		return err
+	}
+	var args []string
+	if agents > 1 {
+		args = []string{"--agents", strconv.Itoa(agents)}
+	}
+	fmt.Fprintf(w, "lab run of the same spec by two binaries, %d agent(s) each; agents' CPU over their whole lives, from /proc:\n", agents)
+	fmt.Fprintf(w, "  %-8s %10s %8s %14s %8s  %s\n", "binary", "frames", "cpu_s", "frames/cpu_s", "wall_s", "fidelity")
+	rate := map[string][]float64{}
+	for r := 0; r < bf.repeat; r++ {
+		for _, b := range []struct{ label, path string }{{"this", self}, {"baseline", bf.baseline}} {
+			res, err := bench.RunBinary(ctx, b.path, specPath, fmt.Sprintf("%s/%s%d", dir, b.label, r), args...)
+			if err != nil {
+				return fmt.Errorf("--baseline: %w", err)
+			}
+			verdict := "faithful"
+			if !res.Faithful {
+				verdict = "UNFAITHFUL"
+			}
+			fmt.Fprintf(w, "  %-8s %10d %8.2f %14.0f %8.2f  %s\n", b.label, res.Frames, res.CPU.Seconds(), res.FramesPerCPUSecond(), res.Wall.Seconds(), verdict)
+			rate[b.label] = append(rate[b.label], res.FramesPerCPUSecond())
+		}
+	}
+	fmt.Fprintf(w, "  this/baseline (%s) frames per CPU-second %.2fx (mean of %d side-by-side pairs)\n", bf.baseline, meanRatio(rate["this"], rate["baseline"]), bf.repeat)
 	return nil
 }
 

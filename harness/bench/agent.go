@@ -28,7 +28,11 @@ type Fabric struct {
 
 // Spec is the fabric as a netns spec: 100 Gb/s, 1 us links, lossy switches, the default NIC transport,
 // Poisson WebSearch arrivals at Load.
-func (f Fabric) Spec(name string) (*spec.Spec, error) {
+func (f Fabric) Spec(name string) (*spec.Spec, error) { return spec.Parse([]byte(f.YAML(name))) }
+
+// YAML is Spec as the file `lab run` reads; the spec format has read it unchanged since 26274ad, so an
+// older binary can run the same experiment (RunBinary).
+func (f Fabric) YAML(name string) string {
 	if f.Load == 0 {
 		f.Load = 0.5
 	}
@@ -61,7 +65,7 @@ workload:
   - {kind: poisson, cdf: websearch, load: %g, duration: %dus}
 duration: %dus
 `, name, f.Dilation, f.Seed, topo.String(), f.Load, f.Duration.Microseconds(), f.Duration.Microseconds()+1000)
-	return spec.Parse([]byte(y))
+	return y
 }
 
 // AgentResult is one netns run of a fabric as `lab bench` measures it.

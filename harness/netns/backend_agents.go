@@ -88,6 +88,9 @@ func procExe(pid int) (string, error) {
 // started, not another that took its PID since.
 func HasToken(pid int, token string) bool { return procHasEnv(pid, TokenEnv+"="+token) }
 
+// IsAgent says whether pid is an agent process (of any fabriclab build since AgentEnv was named).
+func IsAgent(pid int) bool { return procHasEnv(pid, AgentEnv+"=1") }
+
 // procHasEnv says whether pid's environment (as it was at exec) has the entry kv.
 func procHasEnv(pid int, kv string) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))

@@ -441,30 +441,77 @@ func (p *XDPPort) reclaim() {
 	atomic.StoreUint32(p.comp.cons, cons+n)
 }
 
-// Send copies frames into the UMEM, queues them on the transmit ring and kicks the kernel, once per
-// batch of as many as it can take. Like PacketPort.Send, a kernel that keeps refusing yields
-// ErrPortFull with the count written.
-func (p *XDPPort) Send(frames [][]byte) (int, error) {
-	sent, stalls := 0, 0
-	for sent < len(frames) {
+// Slot lends a UMEM frame to encode the next frame into, as an empty slice with the chunk's capacity, so
+// that Send queues it where it lies instead of copying it there (nil: none free; encode elsewhere). A
+// slot goes back with Send, sent or not, or with Unslot.
+func (p *XDPPort) Slot() []byte {
+	if len(p.free) == 0 {
+		p.reclaim()
+		if len(p.free) == 0 {
+			return nil
+		}
+	}
+	a := p.free[len(p.free)-1]
+	p.free = p.free[:len(p.free)-1]
+	return p.umem[a : a : a+p.chunk]
+}
+
+// Unslot gives back a slot the caller did not send.
+func (p *XDPPort) Unslot(b []byte) {
+	if a, ok := p.umemAddr(b); ok {
+		p.free = append(p.free, a&^(p.chunk-1))
+	}
+}
+
+// umemAddr is b's offset in the UMEM if b lies in it (a Slot).
+func (p *XDPPort) umemAddr(b []byte) (uint64, bool) {
+	if cap(b) == 0 {
+		return 0, false
+	}
+	// Only the sending share: a received frame's chunk is back on the fill ring once Recv's fn returns.
+	base := uintptr(unsafe.Pointer(unsafe.SliceData(p.umem)))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
+	if at < base+uintptr(p.rxFrames)*uintptr(p.chunk) || at >= base+uintptr(len(p.umem)) {
+		return 0, false
+	}
+	return uint64(at - base), true
+}
+
+// Send queues frames on the transmit ring, copying into the UMEM those not encoded in a Slot, and kicks
+// the kernel once per batch of as many as it can take. Like PacketPort.Send, a kernel that keeps
+// refusing yields ErrPortFull with the count written; the slots of the frames not written are free again.
+func (p *XDPPort) Send(frames [][]byte) (sent int, err error) {
+	defer func() {
+		for _, f := range frames[sent:] {
+			p.Unslot(f)
+		}
+	}()
+	for stalls := 0; sent < len(frames); {
 		p.reclaim()
 		prod := *p.tx.prod
-		room := p.tx.size - (prod - atomic.LoadUint32(p.tx.cons))
-		n := min(len(frames)-sent, len(p.free), int(room))
-		for i := 0; i < n; i++ {
-			f := frames[sent+i]
+		room := int(p.tx.size - (prod - atomic.LoadUint32(p.tx.cons)))
+		n := 0
+		for ; n < room && sent+n < len(frames); n++ {
+			f := frames[sent+n]
 			if len(f) > int(p.chunk) || len(f) > p.maxTx {
-				atomic.StoreUint32(p.tx.prod, prod+uint32(i))
+				atomic.StoreUint32(p.tx.prod, prod+uint32(n))
 				p.kick()
+				sent += n
 				if len(f) > int(p.chunk) {
-					return sent + i, fmt.Errorf("port %s: a %d-byte frame does not fit AF_XDP's %d-byte frames", p.Name, len(f), p.chunk)
+					return sent, fmt.Errorf("port %s: a %d-byte frame does not fit AF_XDP's %d-byte frames", p.Name, len(f), p.chunk)
 				}
-				return sent + i, fmt.Errorf("port %s: a %d-byte frame is longer than the interface's MTU %d allows: %w", p.Name, len(f), p.maxTx-14, unix.EMSGSIZE)
+				return sent, fmt.Errorf("port %s: a %d-byte frame is longer than the interface's MTU %d allows: %w", p.Name, len(f), p.maxTx-14, unix.EMSGSIZE)
 			}
-			a := p.free[len(p.free)-1]
-			p.free = p.free[:len(p.free)-1]
-			copy(p.umem[a:], f)
-			*p.tx.xdesc(prod + uint32(i)) = unix.XDPDesc{Addr: a, Len: uint32(len(f))}
+			a, inUmem := p.umemAddr(f)
+			if !inUmem {
+				if len(p.free) == 0 {
+					break
+				}
+				a = p.free[len(p.free)-1]
+				p.free = p.free[:len(p.free)-1]
+				copy(p.umem[a:], f)
+			}
+			*p.tx.xdesc(prod + uint32(n)) = unix.XDPDesc{Addr: a, Len: uint32(len(f))}
 		}
 		atomic.StoreUint32(p.tx.prod, prod+uint32(n))
 		sent += n
@@ -526,9 +573,16 @@ type Port interface {
 	Close() error
 }
 
+// A Slotter is a Port that lends the buffers frames are encoded in (XDPPort: its UMEM).
+type Slotter interface {
+	Slot() []byte
+	Unslot([]byte)
+}
+
 var (
-	_ Port = (*PacketPort)(nil)
-	_ Port = (*XDPPort)(nil)
+	_ Port    = (*PacketPort)(nil)
+	_ Port    = (*XDPPort)(nil)
+	_ Slotter = (*XDPPort)(nil)
 )
 
 // Datapaths are the values DatapathEnv takes: xdp (batched, through AF_XDP sockets), batched (through

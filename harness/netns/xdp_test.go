@@ -80,6 +80,59 @@ func TestXDPPortRoundTrip(t *testing.T) {
 			}
 		})
 	}
+	// Frames encoded in lent UMEM slots go as they lie, mixed with frames Send copies; every slot comes
+	// back (sent, refused or unslotted), so the sending share never runs dry.
+	t.Run("slots", func(t *testing.T) {
+		a, b := open(t, "h0", true, 0).(*XDPPort), open(t, "s0", true, 1000)
+		defer a.Close()
+		defer b.Close()
+		free := len(a.free)
+		frames := testFrames(200)
+		var got [][]byte
+		for round := 0; round < 5; round++ {
+			batch := make([][]byte, len(frames))
+			for i, f := range frames {
+				if i%3 == 0 {
+					batch[i] = f // not a slot: copied
+					continue
+				}
+				s := a.Slot()
+				if s == nil || len(s) != 0 || cap(s) < len(f) {
+					t.Fatalf("round %d frame %d: slot %d/%d", round, i, len(s), cap(s))
+				}
+				batch[i] = append(s, f...)
+				if i%7 == 1 { // encoded, then given back unsent
+					a.Unslot(batch[i])
+					batch[i] = f
+				}
+			}
+			if n, err := a.Send(batch); n != len(batch) || err != nil {
+				t.Fatalf("round %d: sent %d of %d: %v", round, n, len(batch), err)
+			}
+			got = readFrames(t, b, got[:0], len(frames))
+			for i := range frames {
+				if i >= len(got) || !bytes.Equal(got[i], frames[i]) {
+					t.Fatalf("round %d: frame %d differs or is missing (%d received)", round, i, len(got))
+				}
+			}
+		}
+		s := a.Slot()
+		if n, err := a.Send([][]byte{append(s, make([]byte, 1515)...)}); n != 0 || err == nil {
+			t.Fatalf("a refused frame in a slot: sent %d, %v", n, err)
+		}
+		a.reclaim()
+		if len(a.free) != free {
+			t.Fatalf("%d UMEM frames free after the rounds, %d before: slots leaked", len(a.free), free)
+		}
+		for i := 0; i < free; i++ {
+			if a.Slot() == nil {
+				t.Fatalf("slot %d of %d: none", i, free)
+			}
+		}
+		if a.Slot() != nil {
+			t.Fatal("a slot beyond the sending share")
+		}
+	})
 	t.Run("refusals", func(t *testing.T) {
 		x := open(t, "h0", true, 0)
 		defer x.Close()

@@ -66,6 +66,9 @@ type port struct {
 	due   []clock.Time
 	bufs  [][]byte // reused encode buffers
 	nbufs int
+	// slots lends the socket's own send buffers (AF_XDP's UMEM): a frame encoded in one is sent where it
+	// lies, saving the copy into the UMEM (2.3% of the agent's CPU on NDC(4,1)). nil: encode into bufs.
+	slots netns.Slotter
 	// early: the peer port is this agent's too, so a frame is written when it departs (serialization
 	// done) and the peer holds it until it is due, a link delay later (datapath.go); slack is how long
 	// before its due time it must be written (a quarter of the link delay; a cut link's, lockstep, is
@@ -207,21 +210,34 @@ func (l *link) release() {
 }
 
 func (p *port) queue(pk *pkt.Packet, at clock.Time) {
-	if p.nbufs == len(p.bufs) {
-		p.bufs = append(p.bufs, make([]byte, 0, 2048))
+	var slot []byte
+	if p.slots != nil {
+		slot = p.slots.Slot()
 	}
-	b, err := wire.Encode(pk, p.bufs[p.nbufs][:0])
+	buf := slot
+	if slot == nil {
+		if p.nbufs == len(p.bufs) {
+			p.bufs = append(p.bufs, make([]byte, 0, 2048))
+		}
+		buf = p.bufs[p.nbufs][:0]
+	}
+	b, err := wire.Encode(pk, buf)
+	if err == nil && p.cfg.TxChan != 0 {
+		p.txSeq++
+		b = netns.AppendStamp(b, at, p.txSeq)
+	}
+	if slot != nil && (err != nil || len(b) > cap(slot) || &b[0] != &slot[:1][0]) {
+		p.slots.Unslot(slot) // not in the slot after all: Send copies b
+	}
 	if err != nil {
 		// An engine made a descriptor the wire cannot carry: a bug, reported rather than hidden.
 		p.link.a.violation(fmt.Sprintf("%s p%d: cannot encode %v frame: %v", p.dev.name, p.index, pk.Kind, err))
 		return
 	}
-	if p.cfg.TxChan != 0 {
-		p.txSeq++
-		b = netns.AppendStamp(b, at, p.txSeq)
+	if slot == nil {
+		p.bufs[p.nbufs] = b
+		p.nbufs++
 	}
-	p.bufs[p.nbufs] = b
-	p.nbufs++
 	p.out = append(p.out, b)
 	p.due = append(p.due, at)
 	a := p.link.a
@@ -435,6 +451,7 @@ func (a *agent) openPort(d netns.AgentDevice, dev *device, i int, pc netns.Agent
 	}
 	p := &port{dev: dev, index: i, sock: sock, cfg: pc, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps),
 		rank: uint32(min(1+d.Node*1024+i, clock.MaxRank))}
+	p.slots, _ = sock.(netns.Slotter)
 	// In the agent's lists before anything below can fail, so close() closes its socket.
 	dev.ports = append(dev.ports, p)
 	a.ports = append(a.ports, p)

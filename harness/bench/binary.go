@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+)
+
+// BinaryResult is one `lab run` of a netns spec by some fabriclab binary, measured from outside: the
+// way to hold today's agent against an older build (26274ad's, say) whose code we cannot change.
+type BinaryResult struct {
+	Binary   string
+	Frames   uint64        // from the run's fidelity line ("... of N frames")
+	CPU      time.Duration // the agent processes' user + system CPU over their whole lives
+	Wall     time.Duration // run.json's wall_s
+	Faithful bool          // run.json's faithful
+}
+
+// FramesPerCPUSecond is the agents' frame-hops per second of their CPU.
+func (r BinaryResult) FramesPerCPUSecond() float64 {
+	if r.CPU <= 0 {
+		return 0
+	}
+	return float64(r.Frames) / r.CPU.Seconds()
+}
+
+// framesLine is how every fabriclab since 26274ad prints the frame count of a netns run.
+var framesLine = regexp.MustCompile(`\b(\d+) of (\d+) frames\b`)
+
+// RunBinary runs `BIN run SPEC -o DIR` (plus args) and measures its agents: the children of BIN's
+// process that carry netns.AgentEnv, whose CPU (utime + stime of all their threads, dead ones included)
+// is read from /proc every 2 ms while they live. An agent's last 2 ms can be missed, which is noise
+// below 0.1% of a run of seconds; the same measure is taken of both sides of a comparison, setup and
+// teardown included, unlike RunAgents, which counts the agents' CPU from their start to their records.
+func RunBinary(ctx context.Context, bin, specPath, dir string, args ...string) (BinaryResult, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return BinaryResult{}, err
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, append([]string{"run", specPath, "-o", filepath.Join(dir, "out")}, args...)...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return BinaryResult{}, fmt.Errorf("%s: %w", bin, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	cpu := map[int]time.Duration{}
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	var werr error
+poll:
+	for {
+		select {
+		case werr = <-done:
+			break poll
+		case <-tick.C:
+			for _, pid := range childPIDs(cmd.Process.Pid) {
+				// Asked again until it says yes: a child between fork and exec still has its
+				// parent's environment.
+				if _, agent := cpu[pid]; !agent && !netns.IsAgent(pid) {
+					continue
+				}
+				if d, ok := procCPU(pid); ok {
+					cpu[pid] = d
+				}
+			}
+		}
+	}
+	if werr != nil {
+		return BinaryResult{}, fmt.Errorf("%s run %s: %w\n%s", bin, specPath, werr, tail(out.String(), 2000))
+	}
+	r := BinaryResult{Binary: bin}
+	for _, d := range cpu {
+		r.CPU += d
+	}
+	if len(cpu) == 0 {
+		return r, fmt.Errorf("%s run %s: no agent process (%s=1 in its environment) was seen", bin, specPath, netns.AgentEnv)
+	}
+	m := framesLine.FindStringSubmatch(out.String())
+	if m == nil {
+		return r, fmt.Errorf("%s run %s: its output has no \"N of M frames\" fidelity line:\n%s", bin, specPath, tail(out.String(), 2000))
+	}
+	r.Frames, _ = strconv.ParseUint(m[2], 10, 64)
+	var run struct {
+		Wall     float64 `json:"wall_s"`
+		Faithful bool    `json:"faithful"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "out", "run.json"))
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(b, &run); err != nil {
+		return r, fmt.Errorf("%s: run.json: %w", bin, err)
+	}
+	r.Wall, r.Faithful = time.Duration(run.Wall*float64(time.Second)), run.Faithful
+	return r, nil
+}
+
+// childPIDs lists pid's children (every thread's; Go starts processes from any thread).
+func childPIDs(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, t := range tasks {
+		b, _ := os.ReadFile(t)
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// procCPU is a process's utime + stime from /proc/PID/stat: all its threads, exited ones included.
+func procCPU(pid int) (time.Duration, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name may hold spaces and parentheses; the fields after its last ')' are fixed.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, true
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}
