@@ -20,7 +20,7 @@ import (
 // way to hold today's agent against an older build (26274ad's, say) whose code we cannot change.
 type BinaryResult struct {
 	Binary   string
-	Frames   uint64        // from the run's fidelity line ("... of N frames")
+	Frames   uint64        // frames the agents wrote, from the run's fidelity line (framesWritten)
 	CPU      time.Duration // the agent processes' user + system CPU over their whole lives
 	Wall     time.Duration // run.json's wall_s
 	Faithful bool          // run.json's faithful
@@ -34,8 +34,23 @@ func (r BinaryResult) FramesPerCPUSecond() float64 {
 	return float64(r.Frames) / r.CPU.Seconds()
 }
 
-// framesLine is how every fabriclab since 26274ad prints the frame count of a netns run.
-var framesLine = regexp.MustCompile(`\b(\d+) of (\d+) frames\b`)
+// framesWritten reads the frames the agents wrote from a netns run's fidelity line, as every fabriclab
+// since 26274ad prints it: "in wall time L of N left late" when frames are taken at their scheduled
+// arrival (one agent, or lockstep), else "L of N frames (P%) left more than ...".
+func framesWritten(out string) (uint64, bool) {
+	for _, re := range framesLines {
+		if m := re.FindStringSubmatch(out); m != nil {
+			n, err := strconv.ParseUint(m[1], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+var framesLines = []*regexp.Regexp{
+	regexp.MustCompile(`in wall time \d+ of (\d+) left late`),
+	regexp.MustCompile(`\d+ of (\d+) frames \([0-9.]+%\) left more than`),
+}
 
 // RunBinary runs `BIN run SPEC -o DIR` (plus args) and measures its agents: the children of BIN's
 // process that carry netns.AgentEnv, whose CPU (utime + stime of all their threads, dead ones included)
@@ -86,11 +101,10 @@ poll:
 	if len(cpu) == 0 {
 		return r, fmt.Errorf("%s run %s: no agent process (%s=1 in its environment) was seen", bin, specPath, netns.AgentEnv)
 	}
-	m := framesLine.FindStringSubmatch(out.String())
-	if m == nil {
-		return r, fmt.Errorf("%s run %s: its output has no \"N of M frames\" fidelity line:\n%s", bin, specPath, tail(out.String(), 2000))
+	var ok bool
+	if r.Frames, ok = framesWritten(out.String()); !ok {
+		return r, fmt.Errorf("%s run %s: its output has no fidelity line with the frames written:\n%s", bin, specPath, tail(out.String(), 2000))
 	}
-	r.Frames, _ = strconv.ParseUint(m[2], 10, 64)
 	var run struct {
 		Wall     float64 `json:"wall_s"`
 		Faithful bool    `json:"faithful"`
