@@ -129,6 +129,33 @@ func Rearm(c Clock, t Timer, d Time, f func()) Timer {
 	return c.AfterFunc(d, f)
 }
 
+// HeldTimer is a timer an engine keeps for one event it arms again and again (a PFC pause's expiry or
+// refresh, per port and priority): its callback is set once, before the first Arm, and every Arm after
+// re-arms the same handle (Rearm), which allocates nothing on the virtual clock. The zero value is
+// ready for SetFunc; callers set the callback lazily because most holders never arm (on the fat-tree
+// k=12 incast nearly all of 17,280 port-priority groups stayed unpaused: 1.1 MB of closures made up
+// front). Arm and Stop are exactly the clock calls they stand for, so the events fire as before.
+type HeldTimer struct {
+	t Timer
+	f func()
+}
+
+// HasFunc says whether the callback is set.
+func (h *HeldTimer) HasFunc() bool { return h.f != nil }
+
+// SetFunc sets the callback every Arm schedules.
+func (h *HeldTimer) SetFunc(f func()) { h.f = f }
+
+// Arm schedules the callback at c.Now()+d, replacing the pending event if there is one.
+func (h *HeldTimer) Arm(c Clock, d Time) { h.t = Rearm(c, h.t, d, h.f) }
+
+// Stop cancels the pending event, if there is one; the handle stays for the next Arm.
+func (h *HeldTimer) Stop() {
+	if h.t != nil {
+		h.t.Stop()
+	}
+}
+
 // Virtual (the virtual backend's deterministic clock) and Real (the netns agents' wall clock) implement
 // Clock, so every engine runs unchanged on both backends; Virtual also implements Scheduler.
 var (

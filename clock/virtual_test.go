@@ -322,3 +322,30 @@ func TestRearmDoesNotAllocate(t *testing.T) {
 		t.Errorf("Rearm allocated %.1f times per call", n)
 	}
 }
+
+// A HeldTimer fires once per arming at the latest arming's time, not after Stop, and arms again after
+// a Stop; re-arming it allocates nothing.
+func TestHeldTimer(t *testing.T) {
+	v := NewVirtual()
+	var h HeldTimer
+	var fired []Time
+	if h.HasFunc() {
+		t.Fatal("a zero HeldTimer has a callback")
+	}
+	h.Stop() // nothing armed yet: no effect
+	h.SetFunc(func() { fired = append(fired, v.Now()) })
+	h.Arm(v, 10*Nanosecond)
+	h.Arm(v, 30*Nanosecond) // replaces the first
+	v.RunUntil(Second)
+	h.Arm(v, 5*Nanosecond)
+	h.Stop()
+	v.RunUntil(2 * Second)
+	h.Arm(v, 7*Nanosecond)
+	v.RunUntil(3 * Second)
+	if want := []Time{30 * Nanosecond, 2*Second + 7*Nanosecond}; len(fired) != 2 || fired[0] != want[0] || fired[1] != want[1] {
+		t.Fatalf("fired at %v, want %v", fired, want)
+	}
+	if n := testing.AllocsPerRun(1000, func() { h.Arm(v, Nanosecond); v.Step() }); n != 0 {
+		t.Errorf("re-arming a HeldTimer allocated %.1f times per call", n)
+	}
+}

@@ -107,7 +107,7 @@ type NIC struct {
 	lanes    [][]*lane // [port][queue], nil where no local flow has used the queue yet
 	control  []int     // control queue per port
 	maxQueue []int
-	pfc      [][8]pfcTimer
+	pfc      [][8]clock.HeldTimer
 
 	qps       map[uint32]*qp // active sender QPs
 	started   uint64         // flows started, numbering QPs in start order
@@ -161,7 +161,7 @@ func NewWith(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log,
 	n.lanes = make([][]*lane, np)
 	n.control = make([]int, np)
 	n.maxQueue = make([]int, np)
-	n.pfc = make([][8]pfcTimer, np)
+	n.pfc = make([][8]clock.HeldTimer, np)
 	for i, pc := range c.Ports {
 		nq := n.layout.Queues(i)
 		ctl := n.layout.Control(i)
@@ -345,14 +345,6 @@ func (n *NIC) Receive(port int, p *pkt.Packet) {
 	n.pool.Put(p)
 }
 
-// pfcTimer is a (port, priority)'s pause timer. Its handle and callback are made at the first pause
-// and reused (clock.Rearm) for every pause frame after: a closure and a timer per frame were a tenth
-// of a fat-tree k=12 incast's garbage.
-type pfcTimer struct {
-	timer  clock.Timer
-	expire func()
-}
-
 // handlePFC applies an 802.1Qbb frame: each enabled priority is paused for its quanta (512 bit times
 // each at this port's rate), or resumed when the quanta are 0. A new frame replaces the running timer,
 // as on real hardware.
@@ -370,16 +362,14 @@ func (n *NIC) handlePFC(port int, p *pkt.Packet) {
 		t := &n.pfc[port][prio]
 		n.setPrioPaused(port, prio, on)
 		if !on {
-			if t.timer != nil {
-				t.timer.Stop() // the handle stays for the next pause to re-arm
-			}
+			t.Stop()
 			continue
 		}
-		if t.expire == nil {
+		if !t.HasFunc() {
 			pr := prio
-			t.expire = func() { n.setPrioPaused(port, pr, false) }
+			t.SetFunc(func() { n.setPrioPaused(port, pr, false) })
 		}
-		t.timer = clock.Rearm(n.clk, t.timer, clock.TxTime(int(quanta)*512/8, rate), t.expire) // stops the running one
+		t.Arm(n.clk, clock.TxTime(int(quanta)*512/8, rate)) // replaces the running one
 	}
 }
 

@@ -26,21 +26,17 @@ type PFC struct {
 	rx     []pgRx // [port*prios+prio]: pauses this switch obeys
 }
 
-// The timers' callbacks are made when a group first pauses: most groups never do (on the fat-tree k=12
-// incast, 1.1 MB of closures for 17,280 port-priority groups, nearly all of which stayed unpaused). A
-// group keeps its timer's handle once it has one and re-arms it (clock.Rearm) for every pause it sends
-// or obeys.
+// The timers' callbacks are made when a group first pauses: most groups never do (clock.HeldTimer). A
+// group re-arms its timer for every pause it sends or obeys.
 type pgTx struct {
 	paused  bool
 	period  clock.Time
-	timer   clock.Timer
-	refresh func()
+	refresh clock.HeldTimer
 }
 
 type pgRx struct {
 	paused bool
-	timer  clock.Timer
-	expire func()
+	expire clock.HeldTimer
 }
 
 // NewPFC is the "pfc" Factory.
@@ -92,11 +88,11 @@ func (f *PFC) Enqueued(at Loc, _ *pkt.Packet) {
 	if !t.paused && f.dev.MMU().ShouldPause(at.In, at.InPrio) {
 		t.paused = true
 		f.send(at.In, at.InPrio, f.quanta, true)
-		if t.refresh == nil {
+		if !t.refresh.HasFunc() {
 			port, prio := at.In, at.InPrio
-			t.refresh = func() { f.refreshFire(port, prio) }
+			t.refresh.SetFunc(func() { f.refreshFire(port, prio) })
 		}
-		t.timer = clock.Rearm(f.dev.Clock(), t.timer, t.period, t.refresh)
+		t.refresh.Arm(f.dev.Clock(), t.period)
 	}
 }
 
@@ -108,9 +104,7 @@ func (f *PFC) Dequeued(at Loc, _ *pkt.Packet) {
 	t := &f.tx[at.In*f.prios+at.InPrio]
 	if t.paused && f.dev.MMU().ShouldResume(at.In, at.InPrio) {
 		t.paused = false
-		if t.timer != nil {
-			t.timer.Stop() // the handle stays for the next pause to re-arm
-		}
+		t.refresh.Stop()
 		f.send(at.In, at.InPrio, 0, true)
 	}
 }
@@ -121,7 +115,7 @@ func (f *PFC) refreshFire(port, prio int) {
 		return
 	}
 	f.send(port, prio, f.quanta, false)
-	t.timer = clock.Rearm(f.dev.Clock(), t.timer, t.period, t.refresh)
+	t.refresh.Arm(f.dev.Clock(), t.period)
 }
 
 func (f *PFC) send(port, prio int, quanta uint16, change bool) {
@@ -151,17 +145,15 @@ func (f *PFC) Receive(in int, p *pkt.Packet) {
 			change := !r.paused
 			r.paused = true
 			f.dev.Port(in).Pause(q, true)
-			if r.expire == nil {
+			if !r.expire.HasFunc() {
 				port, prio := in, c
-				r.expire = func() { f.expireFire(port, prio) }
+				r.expire.SetFunc(func() { f.expireFire(port, prio) })
 			}
-			r.timer = clock.Rearm(f.dev.Clock(), r.timer, f.pauseTime(in, quanta), r.expire) // stops the running one
+			r.expire.Arm(f.dev.Clock(), f.pauseTime(in, quanta)) // replaces the running one
 			f.dev.Note(in, c, true, false, change, 0)
 			continue
 		}
-		if r.timer != nil {
-			r.timer.Stop() // the handle stays for the next pause to re-arm
-		}
+		r.expire.Stop()
 		change := r.paused
 		r.paused = false
 		f.dev.Port(in).Pause(q, false)
