@@ -510,7 +510,8 @@ func (l *Lab) netNS(device string) (cnins.NetNS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open namespace of %s: %w", device, err)
 	}
-	if e.Ino == 0 && (l.State.Mark() == "" || !nsMarked(e.Name, l.State.Mark())) {
+	// The checks read the namespace just opened, not the name again: what was checked is what is used.
+	if e.Ino == 0 && (l.State.Mark() == "" || !fdMarked(int(n.Fd()), l.State.Mark())) {
 		n.Close()
 		return nil, fmt.Errorf("namespace %s has no recorded inode and is not marked as lab %s's", e.Name, l.Name)
 	}
@@ -522,6 +523,22 @@ func (l *Lab) netNS(device string) (cnins.NetNS, error) {
 		}
 	}
 	return n, nil
+}
+
+// NSFile opens device's namespace, checked as Do checks it, as a file a child process can enter
+// (exec.Cmd.ExtraFiles, then setns): the namespace checked is the one entered, whatever is mounted at
+// its name by then (the lab torn down and the name reused). The caller closes it.
+func (l *Lab) NSFile(device string) (*os.File, error) {
+	n, err := l.netNS(device)
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	fd, err := unix.FcntlInt(n.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("namespace of %s: %w", device, err)
+	}
+	return os.NewFile(uintptr(fd), l.NSPath(device)), nil
 }
 
 // Handle returns a netlink handle bound to a device's namespace. The caller closes it. Prefer this to

@@ -241,9 +241,13 @@ func nsMarked(name, mark string) bool {
 	if err != nil {
 		return false
 	}
-	ns := vnetns.NsHandle(fd)
-	defer ns.Close()
-	h, err := netlink.NewHandleAt(ns)
+	defer unix.Close(fd)
+	return fdMarked(fd, mark)
+}
+
+// fdMarked says whether the namespace open at fd carries mark as its loopback's alias.
+func fdMarked(fd int, mark string) bool {
+	h, err := netlink.NewHandleAt(vnetns.NsHandle(fd))
 	if err != nil {
 		return false
 	}
