@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -24,7 +25,9 @@ import (
 // does) on one thread and replaces itself with the command, so no `ip` is needed on the machine (an
 // agent container is the lab binary alone).
 
-// NSExecEnv and NSExecHostsEnv tell this binary to run its arguments in a namespace (nsexec).
+// NSExecEnv and NSExecHostsEnv tell this binary to run its arguments in a namespace (nsexec): the
+// descriptor, inherited from the server, of the namespace, and "DESCRIPTOR:PATH" of the hosts file to
+// mount.
 const (
 	NSExecEnv      = "FABRICLAB_NSEXEC"
 	NSExecHostsEnv = "FABRICLAB_NSEXEC_HOSTS"
@@ -39,23 +42,31 @@ func init() {
 	}
 }
 
-// nsexec enters the network namespace at ns, mounts hosts over /etc/hosts in a mount namespace of its
-// own, and executes argv. setns and unshare act on the calling thread, and exec keeps that thread's
-// namespaces for the whole new program.
+// nsexec enters the network namespace open at descriptor ns, mounts the hosts file over /etc/hosts in
+// a mount namespace of its own, and executes argv. The server opened and checked the namespace, so what
+// it checked is what is entered, whatever is mounted at its name by now. A bind mount takes a path in
+// the caller's mount namespace (a descriptor opened in the server's is refused), so the hosts file is
+// mounted by path and must then be the file the server opened. setns and unshare act on the calling
+// thread, and exec keeps that thread's namespaces for the whole new program.
 func nsexec(ns, hosts string, argv []string) error {
 	runtime.LockOSThread()
 	if len(argv) == 0 {
 		return errors.New("no command")
 	}
-	fd, err := unix.Open(ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := strconv.Atoi(ns)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s=%q: want a descriptor number", NSExecEnv, ns)
 	}
 	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("setns %s: %w", ns, err)
+		return fmt.Errorf("setns: %w", err)
 	}
 	unix.Close(fd)
 	if hosts != "" {
+		n, path, _ := strings.Cut(hosts, ":")
+		hfd, err := strconv.Atoi(n)
+		if err != nil || path == "" {
+			return fmt.Errorf("%s=%q: want DESCRIPTOR:PATH", NSExecHostsEnv, hosts)
+		}
 		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 			return fmt.Errorf("unshare mount namespace: %w", err)
 		}
@@ -63,9 +74,14 @@ func nsexec(ns, hosts string, argv []string) error {
 		if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("make / a slave mount: %w", err)
 		}
-		if err := unix.Mount(hosts, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
-			return fmt.Errorf("bind %s over /etc/hosts: %w", hosts, err)
+		if err := unix.Mount(path, "/etc/hosts", "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind %s over /etc/hosts: %w", path, err)
 		}
+		var want, got unix.Stat_t
+		if unix.Fstat(hfd, &want) != nil || unix.Stat("/etc/hosts", &got) != nil || want.Dev != got.Dev || want.Ino != got.Ino {
+			return fmt.Errorf("%s is no longer the lab's hosts file", path)
+		}
+		unix.Close(hfd)
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
@@ -78,35 +94,68 @@ func nsexec(ns, hosts string, argv []string) error {
 }
 
 // exec runs r's command on this machine (server side) and streams its output; it answers at once and
-// the command runs until it exits or the connection ends. A command named lab is this server's binary.
-func (ss *session) exec(ctx context.Context, r *ExecReq) error {
+// the command runs until it exits. A command named lab is this server's binary. The command runs in a
+// process group of its own, which is ended (execProc.stop) when the connection ends or the lab is
+// removed, children included.
+func (ss *session) exec(r *ExecReq) error {
 	if r == nil || len(r.Argv) == 0 {
 		return errors.New("exec: no command")
 	}
-	if ss.execing {
+	if !ss.execing.CompareAndSwap(false, true) {
 		return errors.New("exec: this connection already runs a command")
 	}
+	p, err := ss.startExec(r)
+	if err != nil {
+		ss.execing.Store(false)
+		return err
+	}
+	ss.procs = append(ss.procs, p)
+	ss.s.logf("lab %s: exec on %s: %s", r.Lab, r.Device, strings.Join(r.Argv, " "))
+	go func() {
+		<-p.exited
+		p.output.Wait()
+		ss.execing.Store(false)
+		ss.c.Send(Msg{Type: "exit", Code: p.code})
+	}()
+	return nil
+}
+
+// startExec starts r's command in the device's namespace, held by the lab (Server.holdExec) so that
+// removing the lab ends it.
+func (ss *session) startExec(r *ExecReq) (*execProc, error) {
 	// Only in a lab this server made and holds for a coordinator: not in labs others made on the machine.
-	ss.s.mu.Lock()
-	ours := ss.s.labs[r.Lab]
-	ss.s.mu.Unlock()
+	gen, ours := ss.s.labGen(r.Lab)
 	if !ours {
-		return fmt.Errorf("no lab %q made by this agent server is up here", r.Lab)
+		return nil, fmt.Errorf("no lab %q made by this agent server is up here", r.Lab)
 	}
 	nl, err := netns.Open(r.Lab)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !slices.Contains(nl.Devices(), r.Device) {
-		return fmt.Errorf("no device %q of lab %s here", r.Device, r.Lab)
+		return nil, fmt.Errorf("no device %q of lab %s here", r.Device, r.Lab)
 	}
-	// The namespace must be the one the lab made (its inode or mark), as for everything the lab does in it.
-	if err := nl.Do(r.Device, func() error { return nil }); err != nil {
-		return err
+	// The namespace must be the one the lab made (its inode or mark), as for everything the lab does in
+	// it; the command enters this very handle.
+	nsf, err := nl.NSFile(r.Device)
+	if err != nil {
+		return nil, err
 	}
+	defer nsf.Close()
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
+	}
+	files := []*os.File{nsf} // descriptor 3 in the child
+	env := append(os.Environ(), NSExecEnv+"=3")
+	if h := filepath.Join("/etc/netns", nl.NSName(r.Device), "hosts"); fileExists(h) {
+		hf, err := os.Open(h)
+		if err != nil {
+			return nil, err
+		}
+		defer hf.Close()
+		files = append(files, hf)
+		env = append(env, NSExecHostsEnv+"=4:"+h)
 	}
 	argv := slices.Clone(r.Argv)
 	if argv[0] == "lab" {
@@ -114,31 +163,15 @@ func (ss *session) exec(ctx context.Context, r *ExecReq) error {
 		// `lab flow` runs on any machine.
 		argv[0] = exe
 	}
-	cmd := exec.CommandContext(ctx, exe, argv...)
-	cmd.Env = append(os.Environ(), NSExecEnv+"="+nl.NSPath(r.Device))
-	if h := filepath.Join("/etc/netns", nl.NSName(r.Device), "hosts"); fileExists(h) {
-		cmd.Env = append(cmd.Env, NSExecHostsEnv+"="+h)
+	p, err := startExec(exe, append([]string{exe}, argv...), env, files, &streamWriter{c: ss.c, stream: 1}, &streamWriter{c: ss.c, stream: 2})
+	if err != nil {
+		return nil, err
 	}
-	cmd.Stdout = &streamWriter{c: ss.c, stream: 1}
-	cmd.Stderr = &streamWriter{c: ss.c, stream: 2}
-	if err := cmd.Start(); err != nil {
-		return err
+	if !ss.s.holdExec(r.Lab, gen, p) {
+		p.stop()
+		return nil, fmt.Errorf("lab %s was removed while the command started", r.Lab)
 	}
-	ss.execing = true
-	ss.s.logf("lab %s: exec on %s: %s", r.Lab, r.Device, strings.Join(r.Argv, " "))
-	go func() {
-		err := cmd.Wait()
-		code := 0
-		var ee *exec.ExitError
-		switch {
-		case errors.As(err, &ee):
-			code = ee.ExitCode()
-		case err != nil:
-			code = 127
-		}
-		ss.c.Send(Msg{Type: "exit", Code: code})
-	}()
-	return nil
+	return p, nil
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -37,7 +38,9 @@ type Server struct {
 	underIf  string
 	underMTU int
 	mu       sync.Mutex
-	labs     map[string]bool // labs a live connection made
+	labs     map[string]uint64 // labs a live connection made, each with its generation (gen when made)
+	gen      uint64
+	execs    map[string]map[*execProc]bool // the commands lab exec runs in each lab, ended with it
 }
 
 func (s *Server) logf(format string, a ...any) {
@@ -67,7 +70,8 @@ func (s *Server) Check() error {
 	if s.Name == "" {
 		s.Name, _ = os.Hostname()
 	}
-	s.labs = map[string]bool{}
+	s.labs = map[string]uint64{}
+	s.execs = map[string]map[*execProc]bool{}
 	return nil
 }
 
@@ -124,18 +128,19 @@ type session struct {
 	c     *Conn
 	lab   string
 	agent *netns.LocalAgent
-	// execing: the connection runs a command (exec.go); one per connection, so out messages need no tag.
-	execing bool
+	// execing: the connection runs a command (exec.go); one at a time, so out messages need no tag.
+	execing atomic.Bool
+	procs   []*execProc // the commands this connection started, ended when it ends
 }
 
 func (s *Server) handle(ctx context.Context, c *Conn) {
 	s.logf("coordinator %s authenticated", c.Remote)
 	ss := &session{s: s, c: c}
-	// An exec's command runs as long as its connection.
 	ctx, cancel := context.WithCancel(ctx)
 	defer func() {
 		cancel()
 		c.Close()
+		ss.stopExecs() // an exec's command runs as long as its connection
 		ss.teardown()
 	}()
 	if err := c.Send(Msg{Type: "hello", Hello: &Hello{Name: s.Name, Underlay: s.Underlay, UnderlayIf: s.underIf,
@@ -171,7 +176,7 @@ func (ss *session) dispatch(ctx context.Context, m *Msg, t2 int64) error {
 	case "down":
 		return ss.down(m.Lab)
 	case "exec":
-		return ss.exec(ctx, m.Exec)
+		return ss.exec(m.Exec)
 	}
 	return fmt.Errorf("unknown message type %q", m.Type)
 }
@@ -204,7 +209,8 @@ func (ss *session) up(ctx context.Context, r *UpReq) error {
 	}
 	ss.lab = nl.Name
 	ss.s.mu.Lock()
-	ss.s.labs[nl.Name] = true
+	ss.s.gen++
+	ss.s.labs[nl.Name] = ss.s.gen
 	ss.s.mu.Unlock()
 	if r.Live != nil {
 		if err := ss.s.HostSetup(nl, r.Graph, r.Nodes, *r.Live); err != nil {
@@ -269,13 +275,10 @@ func (ss *session) down(lab string) error {
 	if lab == ss.lab {
 		ss.teardown()
 	} else {
+		// Going: exec no longer takes the name for a lab this server holds, and its commands end.
+		ss.s.retire(lab)
 		ss.s.cleanup(lab)
-		if err = netns.Down(lab); err == nil {
-			// Gone: exec must no longer take the name for a lab this server holds.
-			ss.s.mu.Lock()
-			delete(ss.s.labs, lab)
-			ss.s.mu.Unlock()
-		}
+		err = netns.Down(lab)
 	}
 	reply := Msg{Type: "downok", Lab: lab}
 	if err != nil {
@@ -293,16 +296,76 @@ func (ss *session) teardown() {
 	if ss.lab == "" {
 		return
 	}
+	ss.s.retire(ss.lab)
 	ss.s.cleanup(ss.lab)
 	if err := netns.Down(ss.lab); err != nil {
 		ss.s.logf("lab %s: teardown: %v", ss.lab, err)
 	} else {
 		ss.s.logf("lab %s: down", ss.lab)
 	}
-	ss.s.mu.Lock()
-	delete(ss.s.labs, ss.lab)
-	ss.s.mu.Unlock()
 	ss.lab = ""
+}
+
+// stopExecs ends every command this connection started (their process groups), at once.
+func (ss *session) stopExecs() {
+	stopAll(ss.procs)
+	ss.s.mu.Lock()
+	for _, p := range ss.procs {
+		for _, held := range ss.s.execs {
+			delete(held, p)
+		}
+	}
+	ss.s.mu.Unlock()
+	ss.procs = nil
+}
+
+func stopAll(ps []*execProc) {
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.stop() }()
+	}
+	wg.Wait()
+}
+
+// labGen says whether lab is one a connection of this server made and holds, and which generation
+// of it (a lab removed and made again under its name is another).
+func (s *Server) labGen(lab string) (uint64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, ok := s.labs[lab]
+	return g, ok
+}
+
+// holdExec records p as a command of lab, if the lab is still generation gen; false if it was removed
+// (or replaced) since, and then p is the caller's to end.
+func (s *Server) holdExec(lab string, gen uint64, p *execProc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g, ok := s.labs[lab]; !ok || g != gen {
+		return false
+	}
+	if s.execs[lab] == nil {
+		s.execs[lab] = map[*execProc]bool{}
+	}
+	s.execs[lab][p] = true
+	return true
+}
+
+// retire forgets lab as one this server holds, so exec refuses it, and ends the commands running in it.
+func (s *Server) retire(lab string) {
+	s.mu.Lock()
+	delete(s.labs, lab)
+	var ps []*execProc
+	for p := range s.execs[lab] {
+		ps = append(ps, p)
+	}
+	delete(s.execs, lab)
+	s.mu.Unlock()
+	if len(ps) > 0 {
+		s.logf("lab %s: ending %d command(s) lab exec runs in it", lab, len(ps))
+	}
+	stopAll(ps)
 }
 
 func (s *Server) cleanup(lab string) {

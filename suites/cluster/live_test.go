@@ -99,6 +99,28 @@ func hostsApart(name string) (string, string) {
 	return host(0), host(1)
 }
 
+// startFlowServer starts `lab exec name dev -- lab flow serve --count 0` (a server that runs until
+// ended) and waits until it listens.
+func startFlowServer(name, dev, port string) *exec.Cmd {
+	cmd := exec.Command(labBin, "exec", name, dev, "--", "lab", "flow", "serve", "--count", "0", "--port", port)
+	var buf syncBuffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	Expect(cmd.Start()).To(Succeed())
+	DeferCleanup(func() { cmd.Process.Kill() })
+	Eventually(buf.String, 10*time.Second, 50*time.Millisecond).Should(ContainSubstring("listening"))
+	Expect(flowServers()).To(Equal(1))
+	return cmd
+}
+
+// flowServers counts the `lab flow serve --count 0` processes on the live lab machines (docker top).
+func flowServers() int {
+	n := 0
+	for _, m := range []string{"l1", "l2"} {
+		n += strings.Count(mustDocker("top", tag+"-"+m), "flow serve --count 0")
+	}
+	return n
+}
+
 var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure, func() {
 	BeforeAll(func() {
 		startAgent("l1", netName)
@@ -145,8 +167,20 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring(`has no device "h99"`))
 
+		// A command lab exec runs ends when its client goes, and when the lab goes down (lab exec then
+		// returns): nothing of it runs on the machine.
+		gone := startFlowServer(name, dst, "5302")
+		Expect(gone.Process.Kill()).To(Succeed())
+		gone.Wait()
+		Eventually(flowServers, 10*time.Second, 100*time.Millisecond).Should(BeZero(), "a command whose lab exec was killed")
+		held := startFlowServer(name, dst, "5303")
+		heldDone := make(chan error, 1)
+		go func() { heldDone <- held.Wait() }()
+
 		out, err = lab("down", name)
 		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(heldDone, 10*time.Second).Should(Receive(HaveOccurred()), "lab exec of a command in a lab brought down")
+		Expect(flowServers()).To(BeZero(), "a command in a lab brought down")
 		Expect(out).To(ContainSubstring("down on l1"))
 		Expect(out).To(ContainSubstring("down on l2"))
 		out, _ = lab("status")
