@@ -22,10 +22,11 @@ func dataFrame(t testing.TB, psn uint32, route []uint8) []byte {
 	return b
 }
 
-// A decoded packet owns its route: the receive buffer it came from is overwritten by the next
-// recvmmsg while the packet may still wait in a queue, and packets from one slab do not share routes.
-func TestDecodeOwnsRoute(t *testing.T) {
-	a := &agent{dp: batched}
+// A decoded packet's route outlives the receive buffer it came from (the next read overwrites it while
+// the packet may still wait in a queue), cannot be appended into, and one copy serves every packet of
+// the same path.
+func TestDecodeRouteOutlivesBuffer(t *testing.T) {
+	a := &agent{dp: batched, pool: new(pkt.Pool)}
 	buf := dataFrame(t, 1, []uint8{1, 2, 3, 4})
 	p1, err := a.decode(buf)
 	if err != nil {
@@ -43,10 +44,44 @@ func TestDecodeOwnsRoute(t *testing.T) {
 		t.Fatalf("second packet: route %v psn %d", p2.Route, p2.PSN)
 	}
 	if cap(p1.Route) != len(p1.Route) {
-		t.Fatalf("route cap %d > len %d: an append would write into the packet", cap(p1.Route), len(p1.Route))
+		t.Fatalf("route cap %d > len %d: an append would write into another packet's route", cap(p1.Route), len(p1.Route))
 	}
-	if &p1.Route[0] == &p2.Route[0] {
-		t.Fatal("two packets share route storage")
+	p3, err := a.decode(dataFrame(t, 3, []uint8{1, 2, 3, 4}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &p3.Route[0] != &p1.Route[0] {
+		t.Fatal("two packets of one path hold two copies of its route")
+	}
+}
+
+// A packet goes back to the pool once its frame is encoded, and the next decode takes it, with nothing
+// of its previous life left; a frame that does not decode gives its packet back too.
+func TestPacketsRecycled(t *testing.T) {
+	a := &agent{dp: batched, pool: new(pkt.Pool)}
+	p := &port{dev: &device{name: "s0"}, sock: nil}
+	p.link = &link{a: a, p: p}
+	pk, err := a.decode(dataFrame(t, 1, []uint8{1, 2, 3, 4}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk.ECN, pk.Queue, pk.ProbeDelay = pkt.CE, 5, 7 // what an engine may have set on the way
+	p.queue(pk, 10)
+	if a.pool.Free() != 1 || len(p.out) != 1 {
+		t.Fatalf("after encoding: %d packets free, %d frames waiting", a.pool.Free(), len(p.out))
+	}
+	again, err := a.decode(dataFrame(t, 2, []uint8{7}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != pk {
+		t.Fatal("decode did not reuse the freed packet")
+	}
+	if again.ECN != pkt.ECT0 || again.Queue != 0 || again.ProbeDelay != 0 || again.PSN != 2 || !bytes.Equal(again.Route, []uint8{7}) {
+		t.Fatalf("the reused packet kept its past: %+v", *again)
+	}
+	if _, err := a.decode([]byte{1, 2, 3}); err == nil || a.pool.Free() != 1 {
+		t.Fatalf("a malformed frame: %v, %d packets free (want its packet back)", err, a.pool.Free())
 	}
 }
 
