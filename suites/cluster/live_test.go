@@ -40,9 +40,14 @@ func bareMachine(m string) {
 		}
 		Expect(names).To(BeEmpty(), "machine %s: %s still holds %v", m, d, names)
 	}
-	out, err := exec.Command("nsenter", "-t", pid, "-n", "ip", "-o", "link").CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "%s", out)
-	Expect(strings.Count(strings.TrimSpace(string(out)), "\n")+1).To(Equal(2), "machine %s: links left:\n%s", m, out)
+	// The kernel removes a namespace's devices after its last reference goes, asynchronously: on a loaded
+	// machine `ip link` may still meet them a moment after the lab is down ("Peer netns reference is
+	// invalid"), so the check waits for them to go, as long as nothingOn waits for the lab.
+	Eventually(func(g Gomega) {
+		out, err := exec.Command("nsenter", "-t", pid, "-n", "ip", "-o", "link").CombinedOutput()
+		g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+		g.Expect(strings.Count(strings.TrimSpace(string(out)), "\n")+1).To(Equal(2), "machine %s: links left:\n%s", m, out)
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
 type liveInspect struct {
