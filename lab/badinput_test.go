@@ -128,3 +128,15 @@ func TestLosslessBufferChecks(t *testing.T) {
 		t.Errorf("defaults: %v, warnings %q", err, l.Warnings)
 	}
 }
+
+// The spec docs/architecture.md shows as the example of every section is one a lab builds, not only
+// one that parses.
+func TestDesignExampleBuilds(t *testing.T) {
+	s, err := spec.Load(filepath.Join("spec", "testdata", "design-example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lab.Build(s); err != nil {
+		t.Fatalf("the documented example does not build: %v", err)
+	}
+}

@@ -52,7 +52,7 @@ func TestDesignExample(t *testing.T) {
 	if p.Kind != "poisson" || p.CDF != "websearch" || p.Load != 0.5 || p.Duration.Clock() != 10*clock.Millisecond || p.Name != "poisson" {
 		t.Errorf("poisson: %+v", p)
 	}
-	if in.Senders != 8 || in.Size.Bytes != 1e6 || in.At.Clock() != clock.Millisecond || in.Count != 1 {
+	if in.Senders != 3 || in.Size.Bytes != 1e6 || in.At.Clock() != clock.Millisecond || in.Count != 1 {
 		t.Errorf("incast: %+v", in)
 	}
 	if len(fl.List) != 1 || !reflect.DeepEqual(fl.List[0], Flow{Src: "h0", Dst: "h3", Size: Bytes(1e6)}) {
