@@ -92,3 +92,34 @@ func PortUtilTable(runs []*Run) Table {
 	}
 	return t
 }
+
+// LinkClassUtil is the mean utilisation of the links of one class (topology.json's class, e.g. the
+// Rail-only "hbd"): the bytes they sent, both directions, over what they could have sent at their
+// rates in the metered span (first to last link-meter bin, as PortUtilOf). It needs the meters
+// (LoadMeters) and at least one link of the class.
+func LinkClassUtil(r *Run, class string) (float64, error) {
+	g := r.Graph
+	if g == nil || len(r.Links) == 0 {
+		return 0, fmt.Errorf("no link meters or no topology (run with --meters)")
+	}
+	start, end := math.Inf(1), 0.0
+	for _, l := range r.Links {
+		start = math.Min(start, l.AtS)
+		end = math.Max(end, l.AtS+l.BinS)
+	}
+	var bits, capBps float64
+	for i := range g.Links {
+		if g.Links[i].Class == class {
+			capBps += 2 * g.Links[i].RateBps // both directions
+		}
+	}
+	if capBps == 0 || end <= start {
+		return 0, fmt.Errorf("no link of class %q, or an empty metered span", class)
+	}
+	for _, l := range r.Links {
+		if l.Device < len(g.Nodes) && l.Port < len(g.Nodes[l.Device].Ports) && g.LinkAt(l.Device, l.Port).Class == class {
+			bits += float64(l.Bytes) * 8
+		}
+	}
+	return bits / (capBps * (end - start)), nil
+}

@@ -51,3 +51,45 @@ func TestPortUtilSplitsServerAndNetworkPorts(t *testing.T) {
 		t.Errorf("table rows %d, want 1 (the unmetered run left out)", len(tb.Rows))
 	}
 }
+
+// Rail-only NDC(4,1): the HBD links' utilisation counts both directions of every HBD link over the
+// metered span, and nothing the rail links carried; a class no link has is an error.
+func TestLinkClassUtil(t *testing.T) {
+	g := topo.MustBuild("ndc", "n=4", "k=1", "rail=true")
+	var hbd []int // link indices
+	for i, l := range g.Links {
+		if l.Class == "hbd" {
+			hbd = append(hbd, i)
+		}
+	}
+	if len(hbd) != 16 {
+		t.Fatalf("%d hbd links, want 16", len(hbd))
+	}
+	l0 := g.Links[hbd[0]]
+	var rail *topo.Link
+	for i := range g.Links {
+		if g.Links[i].Class == "rail" {
+			rail = &g.Links[i]
+			break
+		}
+	}
+	// One HBD direction full for the first 10 us of a 20 us span, the other end at half for 10 us; a
+	// rail link busy throughout (not counted).
+	full := int64(l0.RateBps * 1e-5 / 8)
+	r := &Run{Graph: g, Links: []LinkSample{
+		{AtS: 0, BinS: 1e-5, Device: l0.A.Node, Port: l0.A.Port, Bytes: full},
+		{AtS: 1e-5, BinS: 1e-5, Device: l0.B.Node, Port: l0.B.Port, Bytes: full / 2},
+		{AtS: 0, BinS: 1e-5, Device: rail.A.Node, Port: rail.A.Port, Bytes: 1e9},
+	}}
+	u, err := LinkClassUtil(r, "hbd")
+	want := 1.5 * float64(full) * 8 / (32 * l0.RateBps * 2e-5)
+	if err != nil || math.Abs(u-want) > 1e-12 {
+		t.Errorf("hbd utilisation %v (%v), want %v", u, err, want)
+	}
+	if _, err := LinkClassUtil(r, "nvlink"); err == nil {
+		t.Error("a class no link has: no error")
+	}
+	if _, err := LinkClassUtil(&Run{Graph: g}, "hbd"); err == nil {
+		t.Error("no meters: no error")
+	}
+}
