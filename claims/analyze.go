@@ -49,17 +49,24 @@ func UpdateAnalyze(cs []Claim, dirs []string, provenance string) (ids, read []st
 // analyzeValues is one value per topology seed of s under dirs, in the order of the seeds' names,
 // and the files it read.
 func analyzeValues(s *Source, dirs []string) (xs []float64, files []string, err error) {
+	_, xs, files, err = fileValues(s, dirs)
+	return xs, files, err
+}
+
+// fileValues is the value of s in every file its Analyze glob matches under dirs, keyed by the text
+// the wildcards matched (sorted): Field, divided by OverField (default Field) of the Over file of the
+// same key when Over is set, or of the same file when only OverField is. It returns the files read.
+func fileValues(s *Source, dirs []string) (keys []string, xs []float64, files []string, err error) {
 	num, err := globAll(dirs, s.Analyze)
 	if err != nil || len(num) == 0 {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var den map[string]string
 	if s.Over != "" {
 		if den, err = globAll(dirs, s.Over); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	keys := make([]string, 0, len(num))
 	for k := range num {
 		keys = append(keys, k)
 	}
@@ -67,24 +74,35 @@ func analyzeValues(s *Source, dirs []string) (xs []float64, files []string, err 
 	for _, k := range keys {
 		x, err := fieldOf(num[k], s.Field)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		files = append(files, num[k])
-		if s.Over != "" {
-			d, ok := den[k]
-			if !ok {
-				return nil, nil, fmt.Errorf("%s: no file of %q for %q to divide by", num[k], s.Over, k)
+		if s.Over != "" || s.OverField != "" {
+			d := num[k]
+			if s.Over != "" {
+				var ok bool
+				if d, ok = den[k]; !ok {
+					return nil, nil, nil, fmt.Errorf("%s: no file of %q for %q to divide by", num[k], s.Over, k)
+				}
+				files = append(files, d)
 			}
-			y, err := fieldOf(d, s.Field)
+			y, err := fieldOf(d, overField(s))
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			x /= y
-			files = append(files, d)
 		}
 		xs = append(xs, x)
 	}
-	return xs, files, nil
+	return keys, xs, files, nil
+}
+
+// overField is the field an analyze source divides by.
+func overField(s *Source) string {
+	if s.OverField != "" {
+		return s.OverField
+	}
+	return s.Field
 }
 
 // globAll is pattern's matches under every dir, keyed by the text its wildcards matched (the part of
@@ -119,7 +137,8 @@ func globAll(dirs []string, pattern string) (map[string]string, error) {
 	return out, nil
 }
 
-// fieldOf reads the number at a dotted path ("updown_paths.4", "lp_throughput") in a JSON file.
+// fieldOf reads the number at a dotted path ("updown_paths.4", "lp_throughput") in a JSON file; a
+// last part "*" sums the numbers of the object it names ("cbd_cycles.*": every priority's cycles).
 func fieldOf(file, field string) (float64, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -129,10 +148,14 @@ func fieldOf(file, field string) (float64, error) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return 0, fmt.Errorf("%s: %w", file, err)
 	}
-	for _, k := range strings.Split(field, ".") {
+	parts := strings.Split(field, ".")
+	for i, k := range parts {
 		obj, ok := v.(map[string]any)
 		if !ok {
 			return 0, fmt.Errorf("%s: no field %s (%q is not inside an object)", file, field, k)
+		}
+		if k == "*" && i == len(parts)-1 {
+			return sumOf(file, field, obj)
 		}
 		if v, ok = obj[k]; !ok {
 			return 0, fmt.Errorf("%s: no field %s (no %q)", file, field, k)
@@ -143,4 +166,23 @@ func fieldOf(file, field string) (float64, error) {
 		return 0, fmt.Errorf("%s: field %s is %v, not a number", file, field, v)
 	}
 	return x, nil
+}
+
+// sumOf is the sum of an object's values, every one a number.
+func sumOf(file, field string, obj map[string]any) (float64, error) {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys) // one order, so the sum is the same bits every time
+	sum := 0.0
+	for _, k := range keys {
+		v := obj[k]
+		x, ok := v.(float64)
+		if !ok {
+			return 0, fmt.Errorf("%s: field %s: %q is %v, not a number", file, field, k, v)
+		}
+		sum += x
+	}
+	return sum, nil
 }

@@ -60,42 +60,67 @@ type Claim struct {
 	TopologySeeds int       `json:"topology_seeds"`
 	Deterministic bool      `json:"deterministic,omitempty"`
 	Measured      string    `json:"measured,omitempty"` // the numbers around it, in words
-	Command       string    `json:"command"`
-	Source        *Source   `json:"source,omitempty"`
-	Provenance    string    `json:"provenance,omitempty"` // "stored: ..." or "re-run: ..."
-	Verdict       string    `json:"verdict"`              // R, O, N or -, from Judge
-	Rule          string    `json:"rule"`                 // why Judge gave it, mechanically
-	Why           string    `json:"why"`                  // where it differs; for non-R, what was tried
+	// Counted is what a count source found, term by term, written by lab claims (never by hand).
+	Counted    string  `json:"counted,omitempty"`
+	Command    string  `json:"command"`
+	Source     *Source `json:"source,omitempty"`
+	Provenance string  `json:"provenance,omitempty"` // "stored: ..." or "re-run: ..."
+	Verdict    string  `json:"verdict"`              // R, O, N or -, from Judge
+	Rule       string  `json:"rule"`                 // why Judge gave it, mechanically
+	Why        string  `json:"why"`                  // where it differs; for non-R, what was tried
 }
 
-// Source says where `lab claims DIR...` reads a row's number, in one of two kinds. From a run tree: the
-// experiment, the group (spec name and sweep point, as `lab report` labels it) and the metric (a report
-// metric or reduction:/ratio: form). From `lab analyze --json` outputs: Analyze, a glob relative to each
-// DIR matching one file per topology instance, and Field, the dotted path to a number in each file;
-// with Over, a second glob, each file's number is divided by that of the Over file of the same
-// topology seed (the text the wildcards matched), a ratio of two fabrics paired by topology seed.
-// Either kind adds Offset, then times Scale, into the row's Unit (scale 100 for a fraction as %, 1e-9
-// for bit/s as Gb/s; offset -1 and scale 100 for a ratio as a % gain).
+// Source says where `lab claims DIR...` reads a row's number, in one of four kinds. From a run tree:
+// the experiment, the group (spec name and sweep point, as `lab report` labels it) and the metric (a
+// report metric or reduction:/ratio: form). From a per-seed file (Seeds, written by `lab claims
+// --save-seeds` from run trees, relative to each DIR): the group's Metric per seed, divided by the
+// Over group's of the same seed if Over is set. From `lab analyze --json` outputs: Analyze, a glob
+// relative to each DIR matching one file per topology instance, and Field, the dotted path to a number
+// in each file (a last part "*" sums an object's numbers); with Over, a second glob, each file's number
+// is divided by that of the Over file of the same topology seed (the text the wildcards matched), a
+// ratio of two fabrics paired by topology seed; with OverField, by that field (of the Over file, or of
+// the same file). Either kind adds Offset, then times Scale, into the row's Unit (scale 100 for a
+// fraction as %, 1e-9 for bit/s as Gb/s; offset -1 and scale 100 for a ratio as a % gain). Or Count:
+// a count row's violations, summed over its terms (count.go).
 type Source struct {
 	Experiment string  `json:"experiment,omitempty"` // lab/experiments/<this>/ (spec names repeat across experiments)
 	Group      string  `json:"group,omitempty"`
 	Metric     string  `json:"metric,omitempty"`
+	Seeds      string  `json:"seeds,omitempty"`   // e.g. runs/expander-uniform.json
 	Analyze    string  `json:"analyze,omitempty"` // e.g. fcplus-paths/fc-n400-k4-t*.json
 	Field      string  `json:"field,omitempty"`   // e.g. updown_paths.4
-	Over       string  `json:"over,omitempty"`    // e.g. fcplus-lp-t8/table8-fc-t*.json
+	Over       string  `json:"over,omitempty"`    // e.g. fcplus-lp-t8/table8-fc-t*.json; with Seeds a group
+	OverField  string  `json:"over_field,omitempty"`
 	Offset     float64 `json:"offset,omitempty"`
 	Scale      float64 `json:"scale,omitempty"`
+	Count      []Term  `json:"count,omitempty"`
 }
 
-// check refuses a source that is neither kind, or both.
+// check refuses a source that is no kind, or more than one.
 func (s *Source) check() error {
 	tree := s.Experiment != "" || s.Group != "" || s.Metric != ""
 	switch {
+	case len(s.Count) > 0:
+		if tree || s.Seeds != "" || s.Analyze != "" || s.Field != "" || s.Over != "" || s.OverField != "" {
+			return fmt.Errorf("a count source has only terms (count), no group, seeds or analyze of its own")
+		}
+		for i := range s.Count {
+			if err := s.Count[i].check(); err != nil {
+				return fmt.Errorf("count term %d: %w", i+1, err)
+			}
+		}
+	case s.Seeds != "":
+		if s.Analyze != "" || s.Experiment != "" || s.Field != "" || s.OverField != "" {
+			return fmt.Errorf("source seeds %q takes group, metric and over (a group), not experiment, analyze or fields", s.Seeds)
+		}
+		if s.Group == "" || s.Metric == "" {
+			return fmt.Errorf("source seeds %q needs a group and a metric", s.Seeds)
+		}
 	case s.Analyze != "" && tree:
 		return fmt.Errorf("source names both a run tree group (%q) and analyze outputs (%q)", s.Group, s.Analyze)
 	case s.Analyze != "" && s.Field == "":
 		return fmt.Errorf("source analyze %q has no field", s.Analyze)
-	case s.Analyze == "" && (s.Field != "" || s.Over != ""):
+	case s.Analyze == "" && (s.Field != "" || s.Over != "" || s.OverField != ""):
 		return fmt.Errorf("source field %q or over %q has no analyze glob", s.Field, s.Over)
 	case s.Analyze != "":
 		for _, g := range []string{s.Analyze, s.Over} {
@@ -104,7 +129,7 @@ func (s *Source) check() error {
 			}
 		}
 	case s.Group == "" || s.Metric == "":
-		return fmt.Errorf("source needs a group and a metric (a run tree) or analyze and field (lab analyze outputs)")
+		return fmt.Errorf("source needs a group and a metric (a run tree), seeds, group and metric (a per-seed file), analyze and field (lab analyze outputs) or count")
 	}
 	return nil
 }
@@ -159,6 +184,9 @@ func Check(cs []Claim) error {
 		if c.Source != nil {
 			if err := c.Source.check(); err != nil {
 				return fmt.Errorf("%s: %w", at, err)
+			}
+			if len(c.Source.Count) > 0 && c.Kind != KindCount {
+				return fmt.Errorf("%s: a count source needs kind count, not %s", at, c.Kind)
 			}
 		}
 		if c.Direction != "" {

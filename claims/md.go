@@ -89,6 +89,9 @@ func Full(cs []Claim, paper string) string {
 		if c.Measured != "" {
 			fmt.Fprintf(&b, "- details: %s\n", c.Measured)
 		}
+		if c.Counted != "" {
+			fmt.Fprintf(&b, "- counted (lab claims): %s\n", c.Counted)
+		}
 		fmt.Fprintf(&b, "- command: %s\n", c.Command)
 		if c.Provenance != "" {
 			fmt.Fprintf(&b, "- numbers: %s\n", c.Provenance)

@@ -21,8 +21,8 @@ func Update(cs []Claim, t *report.Tree, specs []string, provenance string) ([]st
 	var done []string
 	for i := range cs {
 		c := &cs[i]
-		if c.Source == nil || c.Source.Analyze != "" {
-			continue
+		if c.Source == nil || c.Source.Analyze != "" || c.Source.Seeds != "" || len(c.Source.Count) > 0 {
+			continue // not a run tree's row
 		}
 		g, ok := groups[c.Source.Group]
 		if !ok || !fromExperiment(specs, c.Source.Experiment) {

@@ -16,6 +16,8 @@ import (
 
 var claimsFlags struct {
 	in, out, docs, provenance string
+	saveSeeds                 string
+	seedMetrics               []string
 }
 
 var claimsCmd = &cobra.Command{
@@ -28,8 +30,17 @@ source has an analyze glob matching lab analyze --json outputs under the directo
 per topology seed) gets the mean and 95% interval of the source's field over those files. Then every
 row is re-judged by the strict rule (docs/claims.md) and the table is written to -o (default: --in),
 and the generated tables are written into the pages under --docs (default: the directory of -o):
-claims.md and each paper's page, between its claims markers.`,
+claims.md and each paper's page, between its claims markers. Rows whose source reads a per-seed file
+(seeds, a path relative to the directories given) get the mean and interval over its seeds; count rows
+(source count) are recomputed from their terms last, after every other row.
+
+With --save-seeds FILE, lab claims only writes FILE from the run trees given: per group and seed, the
+--seed-metric values (summary metrics, or link_util.<class> from the link meters), with --provenance.
+Stored under docs/claims-data/, it lets rows be refreshed without the trees.`,
 	RunE: func(cmd *cobra.Command, args []string) error {
+		if claimsFlags.saveSeeds != "" {
+			return saveSeeds(cmd.OutOrStdout(), claimsFlags.saveSeeds, claimsFlags.seedMetrics, args)
+		}
 		out := claimsFlags.out
 		if out == "" {
 			out = claimsFlags.in
@@ -47,7 +58,33 @@ func init() {
 	claimsCmd.Flags().StringVarP(&claimsFlags.out, "out", "o", "", "where to write it (default: --in)")
 	claimsCmd.Flags().StringVar(&claimsFlags.docs, "docs", "", "the docs directory whose pages get the generated tables (default: the directory of -o; \"-\": none)")
 	claimsCmd.Flags().StringVar(&claimsFlags.provenance, "provenance", "", "what refreshed rows say about where their numbers come from (default: the trees' paths)")
+	claimsCmd.Flags().StringVar(&claimsFlags.saveSeeds, "save-seeds", "", "write a per-seed file (docs/claims-data/runs/...) from the run trees given, and nothing else")
+	claimsCmd.Flags().StringSliceVar(&claimsFlags.seedMetrics, "seed-metric", nil, "--save-seeds: the metrics to keep per run (summary metrics, or link_util.<link class>)")
 	root.AddCommand(claimsCmd)
+}
+
+// saveSeeds is lab claims --save-seeds: the trees' runs, cut down to the metrics rows read.
+func saveSeeds(w io.Writer, path string, metrics, trees []string) error {
+	if len(trees) == 0 {
+		return fmt.Errorf("--save-seeds: give the run trees to read")
+	}
+	t, err := report.LoadTrees(trees)
+	if err != nil {
+		return err
+	}
+	prov := claimsFlags.provenance
+	if prov == "" {
+		prov = "run trees " + strings.Join(trees, " ")
+	}
+	f, err := claims.NewSeedFile(t, metrics, prov)
+	if err != nil {
+		return fmt.Errorf("--save-seeds: %w", err)
+	}
+	if err := f.Save(path); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%s: %d groups, %d runs\n", path, len(t.Groups), len(t.Runs()))
+	return nil
 }
 
 // runClaims is lab claims: load, refresh from trees, re-judge, save, regenerate the pages.
@@ -94,6 +131,14 @@ func refreshClaims(w io.Writer, cs []claims.Claim, dirs []string) error {
 	if len(dirs) > 0 {
 		fmt.Fprintf(w, "analyze outputs: refreshed %d rows from %d files %s\n", len(ids), len(read), strings.Join(ids, " "))
 	}
+	ids, seedsRead, err := claims.UpdateSeeds(cs, dirs)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		fmt.Fprintf(w, "per-seed files: refreshed %d rows %s\n", len(ids), strings.Join(ids, " "))
+	}
+	read = append(read, seedsRead...)
 	// Outputs split over directories refresh from the ones given: say when that is fewer seeds than
 	// the table held, which is likely a directory left out.
 	for _, c := range cs {
@@ -102,14 +147,22 @@ func refreshClaims(w io.Writer, cs []claims.Claim, dirs []string) error {
 		}
 	}
 	for _, dir := range dirs {
-		if !isRunTree(dir) {
-			if !holdsAny(dir, read) {
-				return fmt.Errorf("%s: not a run tree (no %s or %s) and no row's analyze source matches a file in it", dir, report.ManifestFile, report.SummaryFile)
+		if isRunTree(dir) {
+			if err := refreshFromTree(w, cs, dir); err != nil {
+				return err
 			}
-			continue
 		}
-		if err := refreshFromTree(w, cs, dir); err != nil {
-			return err
+	}
+	// Count rows last: their rows terms read the rows refreshed above.
+	ids, countRead, err := claims.UpdateCounts(cs, dirs, prov)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "count rows: recomputed %d %s\n", len(ids), strings.Join(ids, " "))
+	read = append(read, countRead...)
+	for _, dir := range dirs {
+		if !isRunTree(dir) && !holdsAny(dir, read) {
+			return fmt.Errorf("%s: not a run tree (no %s or %s) and no row's analyze or seeds source matches a file in it", dir, report.ManifestFile, report.SummaryFile)
 		}
 	}
 	return nil

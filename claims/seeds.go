@@ -1,0 +1,227 @@
+package claims
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/fabriclab/fabriclab/report"
+)
+
+// SeedFile is a run tree cut down to what rows read from it: per group (as lab report labels it), the
+// seeds of its finished runs and, per metric, one value per seed in the same order. Run trees are
+// hundreds of MB; this is a few KB and lets the table be regenerated offline (docs/claims-data/runs/).
+type SeedFile struct {
+	// Provenance is what ran the trees (date, backend, cost); rows refreshed from the file take it.
+	Provenance string               `json:"provenance"`
+	Groups     map[string]SeedGroup `json:"groups"`
+}
+
+// SeedGroup is one group's runs: Metrics[m][i] is metric m of the run with seed Seeds[i].
+type SeedGroup struct {
+	Seeds   []int64              `json:"seeds"`
+	Metrics map[string][]float64 `json:"metrics"`
+}
+
+// LinkUtilPrefix names the utilisation of one link class ("link_util.hbd"): a metric of the link
+// meters, not of summary.json (report.LinkClassUtil).
+const LinkUtilPrefix = "link_util."
+
+// NewSeedFile reads metrics off every run of t. A tree with runs that did not finish is refused: the
+// file would silently hold fewer seeds than the command that made it ran.
+func NewSeedFile(t *report.Tree, metrics []string, provenance string) (*SeedFile, error) {
+	if len(t.Skipped) > 0 {
+		return nil, fmt.Errorf("%d runs did not finish (first: %s)", len(t.Skipped), t.Skipped[0])
+	}
+	if len(metrics) == 0 {
+		return nil, fmt.Errorf("no metrics to keep")
+	}
+	f := &SeedFile{Provenance: provenance, Groups: map[string]SeedGroup{}}
+	for _, g := range t.Groups {
+		if _, dup := f.Groups[g.Label()]; dup {
+			return nil, fmt.Errorf("group %q twice", g.Label())
+		}
+		sg := SeedGroup{Seeds: append([]int64(nil), g.Seeds...), Metrics: map[string][]float64{}}
+		for _, m := range metrics {
+			for _, r := range g.Runs {
+				v, err := runMetric(r, m)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", r.Dir, err)
+				}
+				sg.Metrics[m] = append(sg.Metrics[m], v)
+			}
+		}
+		f.Groups[g.Label()] = sg
+	}
+	return f, nil
+}
+
+// runMetric is one run's metric: a summary metric, or a link class's utilisation from the meters.
+func runMetric(r *report.Run, name string) (float64, error) {
+	if class, ok := strings.CutPrefix(name, LinkUtilPrefix); ok {
+		if err := r.LoadMeters(); err != nil {
+			return 0, err
+		}
+		u, err := report.LinkClassUtil(r, class)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		return u, nil
+	}
+	v, ok := r.Metric(name)
+	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("no metric %q (a summary metric, or %s<link class>)", name, LinkUtilPrefix)
+	}
+	return v, nil
+}
+
+// Save writes the file, indented, groups in name order (encoding/json sorts map keys).
+func (f *SeedFile) Save(path string) error {
+	b, err := json.MarshalIndent(f, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// findSeedFile is the seed file at rel under exactly one of dirs ("" when under none).
+func findSeedFile(dirs []string, rel string) (string, error) {
+	found := ""
+	for _, d := range dirs {
+		p := filepath.Clean(filepath.Join(d, rel))
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		if found != "" && found != p {
+			return "", fmt.Errorf("seeds %q is both %s and %s", rel, found, p)
+		}
+		found = p
+	}
+	return found, nil
+}
+
+// loadSeedFile reads a seed file and checks that every metric has one value per seed.
+func loadSeedFile(path string) (*SeedFile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f SeedFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	for name, g := range f.Groups {
+		for m, xs := range g.Metrics {
+			if len(xs) != len(g.Seeds) {
+				return nil, fmt.Errorf("%s: group %q: %d values of %s for %d seeds", path, name, len(xs), m, len(g.Seeds))
+			}
+		}
+	}
+	return &f, nil
+}
+
+// seedValues is the source's value per seed of its group in f: the metric, divided by the Over group's
+// of the same seed when Over is set (not yet through offset and scale). Every seed of the group must have its
+// partner: a pair missing is an error, not a smaller sample.
+func seedValues(f *SeedFile, path string, s *Source) ([]float64, error) {
+	num, err := f.metric(path, s.Group, s.Metric)
+	if err != nil {
+		return nil, err
+	}
+	var den map[int64]float64
+	if s.Over != "" {
+		if den, err = f.metric(path, s.Over, s.Metric); err != nil {
+			return nil, err
+		}
+	}
+	seeds := make([]int64, 0, len(num))
+	for seed := range num {
+		seeds = append(seeds, seed)
+	}
+	sort.Slice(seeds, func(i, j int) bool { return seeds[i] < seeds[j] })
+	xs := make([]float64, 0, len(seeds))
+	for _, seed := range seeds {
+		x := num[seed]
+		if s.Over != "" {
+			y, ok := den[seed]
+			if !ok || y == 0 {
+				return nil, fmt.Errorf("%s: %q seed %d has no non-zero %s of %q to divide by", path, s.Group, seed, s.Metric, s.Over)
+			}
+			x /= y
+		}
+		xs = append(xs, x)
+	}
+	return xs, nil
+}
+
+// metric is one group's metric by seed.
+func (f *SeedFile) metric(path, group, metric string) (map[int64]float64, error) {
+	g, ok := f.Groups[group]
+	if !ok {
+		names := make([]string, 0, len(f.Groups))
+		for n := range f.Groups {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("%s: no group %q (groups: %s)", path, group, strings.Join(names, "; "))
+	}
+	xs, ok := g.Metrics[metric]
+	if !ok {
+		return nil, fmt.Errorf("%s: group %q has no metric %q", path, group, metric)
+	}
+	out := make(map[int64]float64, len(xs))
+	for i, x := range xs {
+		out[g.Seeds[i]] = x
+	}
+	return out, nil
+}
+
+// scaled is x through the source's offset and scale (scale 0 is 1).
+func scaled(x float64, s *Source) float64 {
+	k := s.Scale
+	if k == 0 {
+		k = 1
+	}
+	return (x + s.Offset) * k
+}
+
+// UpdateSeeds refreshes every row whose source reads a per-seed file found under dirs: the mean and
+// 95% interval over the group's seeds, Seeds their count, and the file's provenance. A row whose file
+// is under none of dirs keeps its numbers. It returns the ids it refreshed and the files it read.
+func UpdateSeeds(cs []Claim, dirs []string) (ids, read []string, err error) {
+	for i := range cs {
+		c := &cs[i]
+		if c.Source == nil || c.Source.Seeds == "" {
+			continue
+		}
+		p, err := findSeedFile(dirs, c.Source.Seeds)
+		if err != nil || p == "" {
+			if err != nil {
+				return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
+			}
+			continue
+		}
+		f, err := loadSeedFile(p)
+		if err != nil {
+			return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
+		}
+		xs, err := seedValues(f, p, c.Source)
+		if err != nil {
+			return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
+		}
+		c.setMeasured(report.MeanCI(xs, report.Level), f.Provenance)
+		c.Seeds = len(xs)
+		if c.TopologySeeds == 0 {
+			c.TopologySeeds = 1
+		}
+		ids, read = append(ids, c.ID), append(read, p)
+	}
+	return ids, read, nil
+}
