@@ -18,19 +18,7 @@ import (
 // numbers; the pages get the generated tables between their markers.
 func TestClaimsFromTree(t *testing.T) {
 	dir := t.TempDir()
-	a := writeTreeSpec(t, dir, "a", "virtual", "")
-	b := writeTreeSpec(t, dir, "b", "virtual", "")
-	sweepFlags.seeds, sweepFlags.sets, sweepFlags.jobs = 2, nil, 0
-	defer func() { sweepFlags.seeds = 0 }()
-	files := []string{a, b}
-	runs, err := planRuns(context.Background(), files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tree := filepath.Join(dir, "tree")
-	if err := runTree(context.Background(), io.Discard, runs, tree, 2, true); err != nil {
-		t.Fatal(err)
-	}
+	tree := runSmallTree(t, dir, false)
 	// The tree's specs live in dir, so the experiment a row names is dir's base name.
 	exp := filepath.Base(dir)
 	table := `[
@@ -91,6 +79,81 @@ func TestClaimsFromTree(t *testing.T) {
 	}
 }
 
+// runSmallTree runs specs a and b (the same fabric and flows) for two seeds into dir/tree; with rail,
+// on the Rail-only NDC, whose links are classed hbd and rail.
+func runSmallTree(t *testing.T, dir string, rail bool) string {
+	t.Helper()
+	a := writeTreeSpec(t, dir, "a", "virtual", "")
+	b := writeTreeSpec(t, dir, "b", "virtual", "")
+	for _, p := range []string{a, b} {
+		if !rail {
+			break
+		}
+		bs, _ := os.ReadFile(p)
+		if err := os.WriteFile(p, []byte(strings.Replace(string(bs), "k: 1,", "k: 1, rail: true,", 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepFlags.seeds, sweepFlags.sets, sweepFlags.jobs = 2, nil, 0
+	defer func() { sweepFlags.seeds = 0 }()
+	runs, err := planRuns(context.Background(), []string{a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(dir, "tree")
+	if err := runTree(context.Background(), io.Discard, runs, tree, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	return tree
+}
+
+// lab claims --save-seeds cuts a run tree down to per-seed values; lab claims over the directory
+// holding that file (no run tree) refreshes a row reading it and recomputes a count row from it: a over
+// b is exactly 1 in both seeds, so "[0.9, 1.1]" holds and "<1" is one violation. A metric the runs do
+// not have is refused when the file is written, not when it is read.
+func TestClaimsFromSeedFile(t *testing.T) {
+	dir := t.TempDir()
+	tree := runSmallTree(t, dir, true)
+	data := filepath.Join(dir, "data")
+	old := claimsFlags.provenance
+	claimsFlags.provenance = "re-run by the test"
+	defer func() { claimsFlags.provenance = old }()
+	var out strings.Builder
+	if err := saveSeeds(&out, filepath.Join(data, "runs/t.json"), []string{"fct_avg_s", "link_util.hbd"}, []string{tree}); err != nil {
+		t.Fatal(err)
+	}
+	if err := saveSeeds(&out, filepath.Join(data, "runs/bad.json"), []string{"fct_avg"}, []string{tree}); err == nil || !strings.Contains(err.Error(), `no metric "fct_avg"`) {
+		t.Errorf("unknown metric: %v", err)
+	}
+	in := filepath.Join(dir, "claims.json")
+	seeds := `"seeds": "runs/t.json", "group": "a", "over": "b", "metric": "fct_avg_s"`
+	table := `[
+ {"id": "expander-1", "paper": "expander", "claim": "c", "published": "1", "kind": "point", "band": [1, 1], "unit": "x",
+  "metric": "m", "definition": "d", "measured_mean": 5, "ci95": null, "seeds": 9, "topology_seeds": 1, "command": "lab run",
+  "source": {` + seeds + `}, "verdict": "", "rule": "", "why": ""},
+ {"id": "expander-2", "paper": "expander", "claim": "c", "published": "order", "kind": "count",
+  "metric": "m", "definition": "d", "measured_mean": 0, "ci95": null, "seeds": 9, "topology_seeds": 1, "command": "lab run",
+  "source": {"count": [{` + seeds + `, "holds": "[0.9, 1.1]"}, {` + seeds + `, "holds": "<1"},
+   {"seeds": "runs/t.json", "group": "a", "metric": "link_util.hbd", "holds": ">0"}]}, "verdict": "", "rule": "", "why": ""}
+]`
+	if err := os.WriteFile(in, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runClaims(&out, in, in, "-", []string{data}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := claims.Load(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cs[0]; *c.MeasuredMean != 1 || len(c.CI95) != 2 || c.CI95[1] != 1 || c.Seeds != 2 || c.Provenance != "re-run by the test" || c.Verdict != "R" {
+		t.Errorf("seeds row: mean %v ci %v seeds %d provenance %q verdict %s", *c.MeasuredMean, c.CI95, c.Seeds, c.Provenance, c.Verdict)
+	}
+	if c := cs[1]; *c.MeasuredMean != 1 || c.Seeds != 2 || c.Verdict != "N" || !strings.Contains(c.Counted, "fails <1") {
+		t.Errorf("count row: %v violations, seeds %d, verdict %s, counted %q (%s)", *c.MeasuredMean, c.Seeds, c.Verdict, c.Counted, out.String())
+	}
+}
+
 // lab claims DIR where DIR holds lab analyze outputs, not a run tree: the row whose analyze glob
 // matches is refreshed; an empty directory (a mistyped path) is an error, not a silent no-op.
 func TestClaimsFromAnalyzeOutputs(t *testing.T) {
@@ -128,9 +191,10 @@ func TestClaimsFromAnalyzeOutputs(t *testing.T) {
 	}
 }
 
-// The analyze outputs stored in docs/claims-data are the numbers behind the table's analyze-sourced
-// rows: lab claims over them must give docs/claims.json back byte for byte, so a row edited by hand,
-// or refreshed from outputs that were not stored, fails here.
+// The inputs stored in docs/claims-data (lab analyze outputs, per-seed files cut from run trees) are the
+// numbers behind the table's analyze, seeds and count rows: lab claims over them must give
+// docs/claims.json back byte for byte, so a row edited by hand, or refreshed from inputs that were not
+// stored, fails here; and every such row must be refreshed from them, none left standing on its own.
 func TestStoredAnalyzeOutputsGiveTheTable(t *testing.T) {
 	want, err := os.ReadFile("../../docs/claims.json")
 	if err != nil {
@@ -141,8 +205,15 @@ func TestStoredAnalyzeOutputsGiveTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	prov := ""
+	var stored []string // rows read from docs/claims-data
 	for _, c := range cs {
-		if c.Source != nil && c.Source.Analyze != "" {
+		if c.Source == nil {
+			continue
+		}
+		if c.Source.Seeds != "" || len(c.Source.Count) > 0 {
+			stored = append(stored, c.ID)
+		}
+		if c.Source.Analyze != "" || readsOnlyAnalyze(c.Source) {
 			if prov != "" && c.Provenance != prov {
 				t.Fatalf("%s: provenance %q differs from the other analyze rows' %q", c.ID, c.Provenance, prov)
 			}
@@ -152,22 +223,121 @@ func TestStoredAnalyzeOutputsGiveTheTable(t *testing.T) {
 	if prov == "" {
 		t.Fatal("no row reads analyze outputs")
 	}
+	got, out := claimsOver(t, want, prov, "../../docs/claims-data")
+	if got != string(want) {
+		t.Errorf("lab claims docs/claims-data does not reproduce docs/claims.json (%s)", out)
+	}
+	said := map[string]bool{} // lab claims names every row it refreshed
+	for _, w := range strings.Fields(out) {
+		said[w] = true
+	}
+	for _, id := range stored {
+		if !said[id] {
+			t.Errorf("%s was not refreshed from docs/claims-data (%s)", id, out)
+		}
+	}
+}
+
+// readsOnlyAnalyze says whether a count source reads lab analyze outputs and nothing else with a
+// provenance of its own (per-seed files carry theirs; rows terms keep the row's).
+func readsOnlyAnalyze(s *claims.Source) bool {
+	any := false
+	for _, t := range s.Count {
+		switch {
+		case t.Seeds != "":
+			return false
+		case t.Analyze != "":
+			any = true
+		}
+	}
+	return any
+}
+
+// claimsOver runs lab claims over data on a copy of table with --provenance prov, and returns the table
+// it writes and what it printed.
+func claimsOver(t *testing.T, table []byte, prov, data string) (string, string) {
+	t.Helper()
 	in := filepath.Join(t.TempDir(), "claims.json")
-	if err := os.WriteFile(in, want, 0o644); err != nil {
+	if err := os.WriteFile(in, table, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	old := claimsFlags.provenance
 	claimsFlags.provenance = prov
 	defer func() { claimsFlags.provenance = old }()
 	var out strings.Builder
-	if err := runClaims(&out, in, in, "-", []string{"../../docs/claims-data"}); err != nil {
+	if err := runClaims(&out, in, in, "-", []string{data}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := os.ReadFile(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(got) != string(want) {
-		t.Errorf("lab claims docs/claims-data does not reproduce docs/claims.json (%s)", out.String())
+	return string(got), out.String()
+}
+
+// A changed stored input changes the table, so the test above would fail: one seed's average FCT in a
+// per-seed file moves an expander ordering step, and a cycle in one DF-KSP instance is a violation of
+// fcplus-1.
+func TestStoredInputsAreRead(t *testing.T) {
+	want, err := os.ReadFile("../../docs/claims.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(t.TempDir(), "claims-data")
+	if err := os.CopyFS(data, os.DirFS("../../docs/claims-data")); err != nil {
+		t.Fatal(err)
+	}
+	seeds := filepath.Join(data, "runs/expander-uniform.json")
+	bs, err := os.ReadFile(seeds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f claims.SeedFile
+	if err := json.Unmarshal(bs, &f); err != nil {
+		t.Fatal(err)
+	}
+	f.Groups["xpl-ecmp"].Metrics["fct_avg_s"][0] *= 2
+	if err := f.Save(seeds); err != nil {
+		t.Fatal(err)
+	}
+	out1 := filepath.Join(data, "fcplus-small/dfksp-1l-n16-t1.json")
+	if bs, err = os.ReadFile(out1); err != nil {
+		t.Fatal(err)
+	}
+	var a map[string]any
+	if err := json.Unmarshal(bs, &a); err != nil {
+		t.Fatal(err)
+	}
+	a["cbd_cycles"] = map[string]any{"0": 1}
+	if bs, err = json.Marshal(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out1, bs, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, out := claimsOver(t, want, "", data)
+	var cs []claims.Claim
+	if err := json.Unmarshal([]byte(got), &cs); err != nil {
+		t.Fatal(err)
+	}
+	old, err := claims.Load("../../docs/claims.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]claims.Claim{}
+	for _, c := range old {
+		before[c.ID] = c
+	}
+	for _, c := range cs {
+		switch c.ID {
+		case "expander-4.1":
+			if c.Counted == before[c.ID].Counted {
+				t.Errorf("expander-4.1 unchanged by a changed seed: %s (%s)", c.Counted, out)
+			}
+		case "fcplus-1":
+			if *c.MeasuredMean != 1 || c.Verdict != "N" {
+				t.Errorf("fcplus-1 with a cycle: %v violations, verdict %s (%s)", *c.MeasuredMean, c.Verdict, out)
+			}
+		}
 	}
 }
