@@ -214,8 +214,11 @@ func evalRows(ids []string, byID map[string]*Claim) (termResult, error) {
 	var parts []string
 	for k := 0; k+1 < len(ids); k++ {
 		a, b := byID[ids[k]], byID[ids[k+1]]
-		if a == nil || b == nil {
-			return r, fmt.Errorf("rows %v: no row %s", ids, map[bool]string{true: ids[k], false: ids[k+1]}[a == nil])
+		if a == nil {
+			return r, fmt.Errorf("rows %v: no row %s", ids, ids[k])
+		}
+		if b == nil {
+			return r, fmt.Errorf("rows %v: no row %s", ids, ids[k+1])
 		}
 		ia, okA := rowInterval(*a)
 		ib, okB := rowInterval(*b)
