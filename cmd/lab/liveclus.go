@@ -80,26 +80,30 @@ func clusterExec(ctx context.Context, name, dev string, argv []string, stdout, s
 	if on == "" {
 		return -1, fmt.Errorf("lab %s has no device %q (devices: %s)", name, dev, strings.Join(all, " "))
 	}
-	f, err := cluster.Load(st.Cluster)
+	r, err := connectMachine(ctx, st.Cluster, on)
 	if err != nil {
 		return -1, err
+	}
+	defer r.Close()
+	return r.Exec(ctx, name, dev, argv, stdout, stderr)
+}
+
+// connectMachine opens a connection of its own to machine on of the cluster file at path.
+func connectMachine(ctx context.Context, path, on string) (*cluster.Remote, error) {
+	f, err := cluster.Load(path)
+	if err != nil {
+		return nil, err
 	}
 	secret, err := cluster.ReadSecret(f.SecretPath())
 	if err != nil {
-		return -1, err
+		return nil, err
 	}
 	for _, m := range f.Machines {
-		if m.Name != on {
-			continue
+		if m.Name == on {
+			return cluster.ConnectMachine(ctx, m, secret)
 		}
-		r, err := cluster.ConnectMachine(ctx, m, secret)
-		if err != nil {
-			return -1, err
-		}
-		defer r.Close()
-		return r.Exec(ctx, name, dev, argv, stdout, stderr)
 	}
-	return -1, fmt.Errorf("the cluster file %s no longer names machine %s", st.Cluster, on)
+	return nil, fmt.Errorf("the cluster file %s no longer names machine %s", path, on)
 }
 
 // execOnMachine is lab exec on a lab over several machines; it exits with the command's status.
@@ -183,4 +187,69 @@ func downClusterLive(out io.Writer, name string) error {
 	}
 	fmt.Fprintf(out, "lab %s down\n", name)
 	return nil
+}
+
+// captureOnMachine is lab capture on a lab over several machines: the supervisor checks the port and
+// names its machine, which captures it and streams the pcap here until --for, a signal, or the capture
+// ends there (the lab brought down, the machine lost).
+func captureOnMachine(w io.Writer, name, spec, path string, dur time.Duration, sig <-chan os.Signal) error {
+	rep, err := live.Do(name, live.Request{Op: "locate", Port: spec})
+	if err != nil {
+		return err
+	}
+	at := rep.At
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := connectMachine(ctx, at.Cluster, at.Machine)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	// Not truncated before the machine captures: a refused capture leaves an existing file as it was.
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	c, err := r.StartCapture(ctx, name, at.Device, at.Port, &truncFirst{f: f})
+	if err != nil {
+		if os.IsNotExist(statErr) {
+			os.Remove(path)
+		}
+		return err
+	}
+	captureWait(w, name, spec, path, dur, sig, c.Done())
+	select {
+	case <-c.Done():
+		if err := c.Err(); err != nil {
+			return fmt.Errorf("capture %s ended: %w (%s holds what arrived before)", spec, err, path)
+		}
+	default:
+	}
+	if err := c.Stop(); err != nil {
+		return fmt.Errorf("capture %s: %w (%s holds what arrived)", spec, err, path)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "lab %s: %s captured on machine %s: %d bytes of pcap\n", name, spec, at.Machine, c.Bytes())
+	return nil
+}
+
+// truncFirst empties its file at the first write: a capture's pcap starts with the machine's first
+// bytes, which come only once it captures.
+type truncFirst struct {
+	f       *os.File
+	started bool
+}
+
+func (t *truncFirst) Write(b []byte) (int, error) {
+	if !t.started {
+		if err := t.f.Truncate(0); err != nil {
+			return 0, err
+		}
+		t.started = true
+	}
+	return t.f.Write(b)
 }

@@ -188,7 +188,9 @@ func captureCommand() *cobra.Command {
 		Short: "Capture a running switch port to a pcap file (frames as they leave and arrive)",
 		Long: "Write every frame switch port DEVICE:pN sends and receives to a pcap file (-w, default " +
 			"LAB-DEVICE-pN.pcap) until --for has passed or Ctrl-C. Timestamps are the lab's start plus engine time " +
-			"(dilated). To stream, capture a host's side with `lab exec LAB h0 -- tcpdump -w - -i p0`.",
+			"(dilated). On a lab over several machines (lab up --cluster) the switch's machine captures the port and " +
+			"streams the pcap back over the authenticated control channel as its agent writes it, and the file is " +
+			"written here, the same file. To stream, capture a host's side with `lab exec LAB h0 -- tcpdump -w - -i p0`.",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if out == "" {
@@ -198,24 +200,16 @@ func captureCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if _, err := live.Do(args[0], live.Request{Op: "capture", Port: args[1], Path: abs}); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "lab %s: capturing %s to %s", args[0], args[1], abs)
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 			defer signal.Stop(sig)
-			var stop <-chan time.Time
-			if dur > 0 {
-				fmt.Fprintf(cmd.ErrOrStderr(), " for %v\n", dur)
-				stop = time.After(dur)
-			} else {
-				fmt.Fprintln(cmd.ErrOrStderr(), " until Ctrl-C")
+			if live.IsCluster(args[0]) {
+				return captureOnMachine(cmd.ErrOrStderr(), args[0], args[1], abs, dur, sig)
 			}
-			select {
-			case <-sig:
-			case <-stop:
+			if _, err := live.Do(args[0], live.Request{Op: "capture", Port: args[1], Path: abs}); err != nil {
+				return err
 			}
+			captureWait(cmd.ErrOrStderr(), args[0], args[1], abs, dur, sig, nil)
 			_, err = live.Do(args[0], live.Request{Op: "capture", Port: args[1]})
 			return err
 		},
@@ -223,6 +217,23 @@ func captureCommand() *cobra.Command {
 	capture.Flags().StringVarP(&out, "write", "w", "", "pcap file")
 	capture.Flags().DurationVar(&dur, "for", 0, "stop after this long (wall time; 0: until Ctrl-C)")
 	return capture
+}
+
+// captureWait says what is captured where, and waits for --for to pass, a signal, or ended to close.
+func captureWait(w io.Writer, name, port, path string, dur time.Duration, sig <-chan os.Signal, ended <-chan struct{}) {
+	fmt.Fprintf(w, "lab %s: capturing %s to %s", name, port, path)
+	var stop <-chan time.Time
+	if dur > 0 {
+		fmt.Fprintf(w, " for %v\n", dur)
+		stop = time.After(dur)
+	} else {
+		fmt.Fprintln(w, " until Ctrl-C")
+	}
+	select {
+	case <-sig:
+	case <-stop:
+	case <-ended:
+	}
 }
 
 // parseFault reads loss=P% (or a fraction) and delay=T.

@@ -101,6 +101,9 @@ func (ss *session) exec(r *ExecReq) error {
 	if r == nil || len(r.Argv) == 0 {
 		return errors.New("exec: no command")
 	}
+	if ss.capture != nil {
+		return errors.New("exec: this connection runs a capture")
+	}
 	if !ss.execing.CompareAndSwap(false, true) {
 		return errors.New("exec: this connection already runs a command")
 	}

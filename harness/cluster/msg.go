@@ -15,12 +15,18 @@ import (
 //	coordinator -> server   down          <- downok  (remove a lab this server made)
 //	coordinator -> server   exec          <- out ... <- exit (run a command in a device's namespace of a
 //	                                                  lab on this machine; its output streamed back)
+//	coordinator -> server   capture       <- capturing, pcap ... (capture a switch port of a lab on this
+//	                                                  machine; the pcap file's bytes streamed back as the
+//	                                                  agent writes them)
+//	coordinator -> server   stop          <- pcap ... <- captured (the rest, then the end; captured also
+//	                                                  comes unasked, with Err, when the lab goes down here)
 //	either                  error
 //
 // A lab made by up lives as long as the connection that made it: when it closes (the run ended, the
 // coordinator died, the network failed) the server kills the lab's agent and removes the lab. A live
 // lab (up with Live set) is no different: the coordinator's supervisor holds its connections while the
-// lab is up. An exec's command ends with its connection too.
+// lab is up. An exec's command ends with its connection too, and so does a capture (the agent stops
+// writing and the server removes its file).
 type Msg struct {
 	Type  string          `json:"type"`
 	Hello *Hello          `json:"hello,omitempty"`
@@ -30,8 +36,10 @@ type Msg struct {
 	Agent *netns.AgentMsg `json:"agent,omitempty"`
 	Err   string          `json:"err,omitempty"`
 	Exec  *ExecReq        `json:"exec,omitempty"`
-	// Stream (1 stdout, 2 stderr) and Data are one piece of an exec's output (out); Code its exit
-	// status (exit).
+	// Capture is a capture's port (capture).
+	Capture *CaptureReq `json:"capture,omitempty"`
+	// Stream (1 stdout, 2 stderr) and Data are one piece of an exec's output (out), or Data the next
+	// bytes of a capture's pcap file (pcap); Code its exit status (exit).
 	Stream int    `json:"stream,omitempty"`
 	Data   []byte `json:"data,omitempty"`
 	Code   int    `json:"code,omitempty"`
@@ -45,6 +53,14 @@ type ExecReq struct {
 	Argv   []string `json:"argv"`
 }
 
+// CaptureReq captures port Port of switch Device of Lab (every frame the port sends and receives, as
+// `lab capture` on one machine: the agent writes the pcap, stamped with the lab's start plus engine time).
+type CaptureReq struct {
+	Lab    string `json:"lab"`
+	Device string `json:"device"`
+	Port   int    `json:"port"`
+}
+
 // Hello is what a server says about its machine.
 type Hello struct {
 	Name        string `json:"name"` // the server's --name (default: host name)
@@ -54,8 +70,9 @@ type Hello struct {
 	Version     int    `json:"version"`
 }
 
-// ProtocolVersion changes whenever Msg or its parts change incompatibly.
-const ProtocolVersion = 2
+// ProtocolVersion changes whenever Msg or its parts change incompatibly, or a coordinator asks for
+// something an older server cannot do (3: capture), so that it is refused at the hello, naming both.
+const ProtocolVersion = 3
 
 // UpReq is one machine's part of a lab: the whole graph (so node and link indices mean the same on
 // every machine), which of its nodes this machine hosts, and its links to the other machines.

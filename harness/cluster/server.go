@@ -41,6 +41,10 @@ type Server struct {
 	labs     map[string]uint64 // labs a live connection made, each with its generation (gen when made)
 	gen      uint64
 	execs    map[string]map[*execProc]bool // the commands lab exec runs in each lab, ended with it
+	owners   map[string]*session           // labs a connection made -> that connection (capture.go)
+	captures map[string]bool               // ports being captured, "lab/device:pN" (capture.go)
+	capSeq   int
+	liveID   atomic.Uint64 // the server's own live requests (capture.go)
 }
 
 func (s *Server) logf(format string, a ...any) {
@@ -72,6 +76,8 @@ func (s *Server) Check() error {
 	}
 	s.labs = map[string]uint64{}
 	s.execs = map[string]map[*execProc]bool{}
+	s.owners = map[string]*session{}
+	s.captures = map[string]bool{}
 	return nil
 }
 
@@ -124,13 +130,21 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // session is one coordinator's connection: at most one lab part and its agent.
 type session struct {
-	s     *Server
-	c     *Conn
-	lab   string
+	s   *Server
+	c   *Conn
+	lab string
+	// amu guards agent, gone and waiting: a capture's connection asks this one's agent (capture.go).
+	amu   sync.Mutex
 	agent *netns.LocalAgent
+	// gone is closed when the agent's output has ended; waiting are the server's own live requests
+	// awaiting their replies, by ID.
+	gone    chan struct{}
+	waiting map[uint64]chan *netns.LiveMsg
 	// execing: the connection runs a command (exec.go); one at a time, so out messages need no tag.
 	execing atomic.Bool
 	procs   []*execProc // the commands this connection started, ended when it ends
+	// capture: the connection streams a capture (capture.go), one per connection.
+	capture *capture
 }
 
 func (s *Server) handle(ctx context.Context, c *Conn) {
@@ -141,6 +155,9 @@ func (s *Server) handle(ctx context.Context, c *Conn) {
 		cancel()
 		c.Close()
 		ss.stopExecs() // an exec's command runs as long as its connection
+		if ss.capture != nil {
+			<-ss.capture.done // the agent told to stop, the file removed
+		}
 		ss.teardown()
 	}()
 	if err := c.Send(Msg{Type: "hello", Hello: &Hello{Name: s.Name, Underlay: s.Underlay, UnderlayIf: s.underIf,
@@ -177,6 +194,10 @@ func (ss *session) dispatch(ctx context.Context, m *Msg, t2 int64) error {
 		return ss.down(m.Lab)
 	case "exec":
 		return ss.exec(m.Exec)
+	case "capture":
+		return ss.startCapture(ctx, m.Capture)
+	case "stop":
+		return ss.stopCapture()
 	}
 	return fmt.Errorf("unknown message type %q", m.Type)
 }
@@ -211,6 +232,7 @@ func (ss *session) up(ctx context.Context, r *UpReq) error {
 	ss.s.mu.Lock()
 	ss.s.gen++
 	ss.s.labs[nl.Name] = ss.s.gen
+	ss.s.owners[nl.Name] = ss
 	ss.s.mu.Unlock()
 	if r.Live != nil {
 		if err := ss.s.HostSetup(nl, r.Graph, r.Nodes, *r.Live); err != nil {
@@ -242,8 +264,11 @@ func (ss *session) toAgent(m *netns.AgentMsg) error {
 		if err != nil {
 			return err
 		}
-		ss.agent = a
-		go ss.relay(a)
+		gone := make(chan struct{})
+		ss.amu.Lock()
+		ss.agent, ss.gone = a, gone
+		ss.amu.Unlock()
+		go ss.relay(a, gone)
 		return nil
 	}
 	if ss.agent == nil {
@@ -252,11 +277,26 @@ func (ss *session) toAgent(m *netns.AgentMsg) error {
 	if m.Type == "start" {
 		m.Epoch -= ss.s.now() - clock.MonotonicNanos()
 	}
+	if m.Live != nil {
+		m.Live.ID = 0 // IDs are the server's own requests' (liveCall)
+	}
 	return ss.agent.Send(m)
 }
 
-func (ss *session) relay(a *netns.LocalAgent) {
+// relay passes the agent's messages to the coordinator, but for the replies to the server's own live
+// requests (liveCall).
+func (ss *session) relay(a *netns.LocalAgent, gone chan struct{}) {
+	defer close(gone)
 	for m := range a.Msgs() {
+		if m.Type == "live" && m.Live != nil && m.Live.ID != 0 {
+			ss.amu.Lock()
+			w := ss.waiting[m.Live.ID]
+			ss.amu.Unlock()
+			if w != nil {
+				w <- m.Live
+			}
+			continue // or a reply too late for its request: the coordinator's never carry an ID
+		}
 		if err := ss.c.Send(Msg{Type: "agent", Agent: &m}); err != nil {
 			a.Kill()
 		}
@@ -289,9 +329,12 @@ func (ss *session) down(lab string) error {
 
 // teardown kills the session's agent and removes its lab.
 func (ss *session) teardown() {
-	if ss.agent != nil {
-		ss.agent.Kill()
-		ss.agent = nil
+	ss.amu.Lock()
+	a := ss.agent
+	ss.agent = nil
+	ss.amu.Unlock()
+	if a != nil {
+		a.Kill()
 	}
 	if ss.lab == "" {
 		return
@@ -356,6 +399,7 @@ func (s *Server) holdExec(lab string, gen uint64, p *execProc) bool {
 func (s *Server) retire(lab string) {
 	s.mu.Lock()
 	delete(s.labs, lab)
+	delete(s.owners, lab) // its captures end (capture.go)
 	var ps []*execProc
 	for p := range s.execs[lab] {
 		ps = append(ps, p)

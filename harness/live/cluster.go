@@ -29,7 +29,8 @@ import (
 // when the connection ends, so the lab cannot outlive its supervisor on any machine: a supervisor
 // killed, or the coordinator's network gone, leaves nothing behind. The supervisor answers the live
 // commands on a Unix socket in ClusterDir, sending each request to the machine of the device it names;
-// `lab exec` goes straight to the device's machine over its own authenticated connection.
+// `lab exec` and `lab capture` go straight to the device's machine over their own authenticated
+// connections (the supervisor only says where a port to capture is: locate).
 //
 // Time: the agents run free, as a one-machine live lab's agent does (no lockstep, no end). Each starts
 // at one CLOCK_REALTIME epoch read on its own clock; a frame between machines crosses a VXLAN link and
@@ -476,8 +477,19 @@ func (s *supervisor) doCluster(req Request) (rep Reply, err error, done bool) {
 			}
 		}
 		return Reply{Notes: notes}, err, true
+	case "locate":
+		dev, port, err := s.capturePort(req.Port)
+		if err == nil {
+			err = s.ma.failure()
+		}
+		if err != nil {
+			return Reply{}, err, true
+		}
+		name := s.l.Graph.Nodes[dev].Name
+		return Reply{At: &PortAt{Machine: s.ma.c.Name(s.ma.part[dev]), Cluster: s.ma.cfg.Cluster, Device: name, Port: port}}, nil, true
 	case "capture":
-		return Reply{}, errors.New("capture: not on a lab over several machines (the pcap would be written on the port's machine); capture a host's side with lab exec ... tcpdump"), true
+		// lab capture streams from the port's machine itself (locate, then cluster.Remote.StartCapture).
+		return Reply{}, errors.New("capture: on a lab over several machines lab capture asks the port's machine; the supervisor does not"), true
 	}
 	return Reply{}, nil, false
 }

@@ -51,7 +51,8 @@ func LocalSocketPath(name string) string { return filepath.Join(netns.StateDir(n
 func EventsPath(name string) string { return filepath.Join(netns.StateDir(name), "events.jsonl") }
 
 // Request is one control request: inspect; status and down (a lab over several machines); link (A, B, State down|up|set, Fault for set); capture
-// (Port "s0:p1", Path; an empty Path stops).
+// (Port "s0:p1", Path; an empty Path stops); locate (Port to capture, on a lab over several machines:
+// the machine lab capture streams it from).
 type Request struct {
 	Op    string        `json:"op"`
 	A     string        `json:"a,omitempty"`
@@ -69,6 +70,16 @@ type Reply struct {
 	Inspect *Inspect `json:"inspect,omitempty"`
 	// Status is a lab over several machines' (status).
 	Status *ClusterStatus `json:"status,omitempty"`
+	// At is where a port of a lab over several machines is (locate).
+	At *PortAt `json:"at,omitempty"`
+}
+
+// PortAt is a device's port and the machine that hosts the device, named in Cluster (the file).
+type PortAt struct {
+	Machine string `json:"machine"`
+	Cluster string `json:"cluster"`
+	Device  string `json:"device"`
+	Port    int    `json:"port"`
 }
 
 // Inspect is a live lab's counters now.
@@ -268,12 +279,9 @@ func (s *supervisor) do(req Request) (Reply, error) {
 	case "link":
 		return s.link(req)
 	case "capture":
-		dev, port, err := s.port(req.Port)
+		dev, port, err := s.capturePort(req.Port)
 		if err != nil {
 			return Reply{}, err
-		}
-		if !s.engine(dev) {
-			return Reply{}, fmt.Errorf("capture %s: capture a switch port (the host's kernel owns its own; run tcpdump there with lab exec)", req.Port)
 		}
 		_, err = s.lv.Request(netns.LiveMsg{Op: "capture", Device: s.l.Graph.Nodes[dev].Name, Port: port, Path: req.Path})
 		return Reply{}, err
@@ -281,12 +289,27 @@ func (s *supervisor) do(req Request) (Reply, error) {
 	return Reply{}, fmt.Errorf("unknown op %q", req.Op)
 }
 
+// capturePort parses a port to capture: a switch's (an engine's).
+func (s *supervisor) capturePort(spec string) (int, int, error) {
+	dev, port, err := s.port(spec)
+	if err != nil {
+		return 0, 0, err
+	}
+	if !s.engine(dev) {
+		return 0, 0, fmt.Errorf("capture %s: capture a switch port (the host's kernel owns its own; run tcpdump there with lab exec)", spec)
+	}
+	return dev, port, nil
+}
+
 // port parses "s0:p1".
 func (s *supervisor) port(spec string) (int, int, error) {
 	dev, p, ok := strings.Cut(spec, ":")
-	n := s.node(dev)
-	if !ok || n < 0 || !strings.HasPrefix(p, "p") {
+	if !ok || !strings.HasPrefix(p, "p") {
 		return 0, 0, fmt.Errorf("port %q: want DEVICE:pN, e.g. s0:p1", spec)
+	}
+	n := s.node(dev)
+	if n < 0 {
+		return 0, 0, fmt.Errorf("port %q: lab %s has no device %q", spec, s.name, dev)
 	}
 	i, err := strconv.Atoi(p[1:])
 	if err != nil || i < 0 || i >= len(s.l.Graph.Nodes[n].Ports) {

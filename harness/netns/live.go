@@ -35,6 +35,9 @@ type LiveMsg struct {
 	Fault  *egress.Fault `json:"fault,omitempty"`
 	FIB    fib.Table     `json:"fib,omitzero"`
 	Path   string        `json:"path,omitempty"`
+	// ID, when set, comes back on the reply: an agent server's own requests (a capture over machines)
+	// share the agent with the coordinator's and are told apart by it.
+	ID uint64 `json:"id,omitempty"`
 
 	Err     string       `json:"err,omitempty"`
 	Now     clock.Time   `json:"now,omitempty"` // agent clock (dilated engine time) of the reply

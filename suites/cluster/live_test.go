@@ -58,10 +58,16 @@ type liveInspect struct {
 	Devices []struct {
 		Name  string `json:"name"`
 		Ports []struct {
-			Peer  string `json:"peer"`
-			Fault string `json:"fault"`
+			Port    int    `json:"port"`
+			Peer    string `json:"peer"`
+			Fault   string `json:"fault"`
+			Capture string `json:"capture"`
 		} `json:"ports"`
 	} `json:"devices"`
+	Hosts []struct {
+		Name    string `json:"name"`
+		Address string `json:"address"`
+	} `json:"hosts"`
 }
 
 func inspectLab(name string) liveInspect {
@@ -146,6 +152,12 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 			Expect(o).To(ContainSubstring(name), "machine %s has its share", m)
 		}
 		src, dst := hostsApart(name)
+		in := inspectLab(name)
+		port, on := edgePort(in, dst)
+		Expect(on).To(Equal("l2"))
+		pcap := filepath.Join(dir, name+".pcap")
+		capt, cbuf := startCapture(name, port, "-w", pcap)
+		Expect(captureFiles(on, name)).To(HaveLen(1), "machine %s writes the capture", on)
 
 		// The flow server runs on dst's machine, asked over the control channel; its output streams back.
 		srv := exec.Command(labBin, "exec", name, dst, "--", "lab", "flow", "serve")
@@ -162,6 +174,26 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		Eventually(done, 10*time.Second).Should(Receive(BeNil()))
 		// The receiver is dst itself (its address), and the sender src's: the command ran in dst's namespace.
 		Expect(sbuf.String()).To(MatchRegexp(`flow from 198\.18\.\d+\.\d+:\d+: 1MB in`))
+
+		// Ctrl-C ends the capture as on one machine: the pcap, written here, holds the flow's frames from
+		// src's address to dst's (all its bytes) and dst's answers, and the machine keeps nothing of it.
+		// Streamed while it runs: the flow's megabyte is here before the capture is stopped.
+		Eventually(func() int64 {
+			fi, err := os.Stat(pcap)
+			if err != nil {
+				return 0
+			}
+			return fi.Size()
+		}, 5*time.Second, 50*time.Millisecond).
+			Should(BeNumerically(">", 1000000))
+		Expect(capt.Process.Signal(os.Interrupt)).To(Succeed())
+		waitCapture(capt, cbuf)
+		Expect(cbuf.String()).To(ContainSubstring("captured on machine l2"))
+		c := pcapBetween(pcap, hostAddr(in, src), hostAddr(in, dst))
+		Expect(c.tcpAB).To(BeNumerically(">=", 1000000), "the 1MB flow's bytes")
+		Expect(c.ba).To(BeNumerically(">", 0), "dst's acknowledgements")
+		Expect(captureFiles(on, name)).To(BeEmpty())
+		Expect(portCapture(name, port)).To(BeEmpty())
 
 		// The command's exit status is lab exec's; a device the lab does not have is named.
 		cmd := exec.Command(labBin, "exec", name, dst, "--", "/no/such/program")
@@ -203,9 +235,34 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("pingall: 240 of 240 host pairs answered"))
 		src, dst := hostsApart(name)
+		captureRefusals(name)
+		// A capture whose lab capture is killed ends on the machine too (the agent stops, the file goes);
+		// while it runs, a second capture of the port is refused.
+		in0 := inspectLab(name)
+		port, on := edgePort(in0, src)
+		killed, _ := startCapture(name, port, "-w", filepath.Join(dir, "killed.pcap"))
+		out, err = lab("capture", name, port, "-w", filepath.Join(dir, "busy.pcap"), "--for", "1s")
+		Expect(err).To(HaveOccurred(), out)
+		Expect(out).To(ContainSubstring("another lab capture is capturing it"))
+		Expect(portCapture(name, port)).NotTo(BeEmpty())
+		Expect(killed.Process.Kill()).To(Succeed())
+		killed.Wait()
+		Eventually(func() []string { return captureFiles(on, name) }, 15*time.Second, 100*time.Millisecond).Should(BeEmpty())
+		Eventually(func() string { return portCapture(name, port) }, 15*time.Second, 100*time.Millisecond).Should(BeEmpty())
+
+		// --for ends a capture as on one machine; iperf3's frames between src and dst are in it.
+		pcap := filepath.Join(dir, name+".pcap")
+		capt, cbuf := startCapture(name, port, "-w", pcap, "--for", "3s")
+		t0 := time.Now()
 		out, err = lab("iperf", name, src, dst, "-t", "2")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(MatchRegexp(`[\d.]+ Mbits/sec .*receiver`))
+		waitCapture(capt, cbuf)
+		Expect(time.Since(t0)).To(BeNumerically("<", 20*time.Second))
+		c := pcapBetween(pcap, hostAddr(in0, src), hostAddr(in0, dst))
+		Expect(c.tcpAB).To(BeNumerically(">", 100000))
+		Expect(c.ba).To(BeNumerically(">", 0))
+		Expect(captureFiles(on, name)).To(BeEmpty())
 
 		// A cable between switches on different machines fails at both ends (each its machine's agent),
 		// the tables are recomputed around it, and the hosts still reach each other.

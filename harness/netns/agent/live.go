@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/pkt"
@@ -25,7 +26,13 @@ type liveQueue struct {
 	// dropsSeen is how much of the log's drops the counters below have taken in.
 	dropsSeen int
 	drops     map[[2]int]map[string]uint64 // (node, port) -> reason -> frames
+	// flushing: a timer flushes the open captures every CaptureFlush, so what a port sends reaches its
+	// file (and a capture over machines, which reads that file as it grows) within that time.
+	flushing bool
 }
+
+// CaptureFlush is how often a live capture's buffered frames are written to its file.
+const CaptureFlush = 200 * clock.Millisecond
 
 func (a *agent) liveRequest(m *netns.LiveMsg) {
 	a.live.mu.Lock()
@@ -47,7 +54,7 @@ func (a *agent) runLive() {
 	a.live.mu.Unlock()
 	for _, r := range reqs {
 		out := a.liveDo(r)
-		out.Op, out.Now = r.Op, a.clk.Now()
+		out.Op, out.Now, out.ID = r.Op, a.clk.Now(), r.ID
 		if a.live.reply != nil {
 			a.live.reply(out)
 		}
@@ -110,7 +117,7 @@ func (a *agent) liveDo(r *netns.LiveMsg) *netns.LiveMsg {
 		if p.pcap != nil {
 			p.pcap.Flush()
 			p.pfile.Close()
-			p.pcap, p.pfile = nil, nil
+			p.pcap, p.pfile, p.capPath = nil, nil, ""
 		}
 		if r.Path == "" {
 			return &netns.LiveMsg{}
@@ -127,8 +134,30 @@ func (a *agent) liveDo(r *netns.LiveMsg) *netns.LiveMsg {
 		// Stamped like a run's captures: the wall time of the agent's time 0 plus engine time.
 		w.Base = time.Now().Add(-a.clk.Wall().Duration())
 		p.pcap, p.pfile, p.capPath = w, f, r.Path
+		a.armCaptureFlush()
 	}
 	return &netns.LiveMsg{}
+}
+
+// armCaptureFlush starts the flush timer unless it runs; it stops once no capture is open.
+func (a *agent) armCaptureFlush() {
+	if a.live.flushing {
+		return
+	}
+	a.live.flushing = true
+	a.clk.AfterFunc(CaptureFlush, func() {
+		a.live.flushing = false
+		open := false
+		for _, p := range a.ports {
+			if p.pcap != nil && p.capPath != "" {
+				p.pcap.Flush()
+				open = true
+			}
+		}
+		if open {
+			a.armCaptureFlush()
+		}
+	})
 }
 
 // liveCounters reads every device's counters now.
