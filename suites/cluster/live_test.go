@@ -290,8 +290,16 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		out, err = lab("link", name, a, b, "up")
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(faultsBetween(inspectLab(name), a, b)).To(Equal([]string{"", ""}))
+
+		// lab down under a running capture: the capture fails naming why, and its file goes with the lab.
+		capt, cbuf = startCapture(name, port, "-w", filepath.Join(dir, name+"-down.pcap"))
 		out, err = lab("down", name)
 		Expect(err).NotTo(HaveOccurred(), out)
+		done := make(chan error, 1)
+		go func() { done <- capt.Wait() }()
+		Eventually(done, 15*time.Second).Should(Receive(HaveOccurred()), "lab capture: %s", cbuf)
+		GinkgoWriter.Printf("lab capture under lab down:\n%s\n", cbuf)
+		Expect(cbuf.String()).To(ContainSubstring(fmt.Sprintf("lab %s was brought down on this machine", name)))
 		nothingOn("l1")
 		nothingOn("l2")
 	})
