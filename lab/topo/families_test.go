@@ -515,6 +515,17 @@ func TestBadParamsNameTheParam(t *testing.T) {
 		{"torus", []string{"x=1", "y=3"}, "x", "at least 2"},
 		{"petersen", []string{"hosts_per_switch=-1"}, "hosts_per_switch", "at least 0"},
 		{"envelope", []string{"n=3"}, "n", "unknown parameter"},
+		{"randomtree", nil, "switches", "required"},
+		{"randomtree", []string{"switches=1"}, "switches", "at least 2"},
+		{"randomtree", []string{"switches=12", "ports=8", "hosts=100"}, "ports", "s0 has 9 hosts: no port left"},
+		{"randomtree", []string{"switches=4", "ports=0"}, "ports", "at least 1"},
+		{"randomtree", []string{"switches=4", "ports=2", "hosts_per_switch=1"}, "ports", "no tree of 4 switches fits"},
+		{"randomtree", []string{"switches=4", "seed=x"}, "seed", "integer"},
+		{"randomtree", []string{"switches=4", "degree=3"}, "degree", "unknown parameter"},
+		{"chordal", []string{"switches=4", "clique_min=3", "clique_max=2"}, "clique_max", "at least clique_min=3"},
+		{"chordal", []string{"switches=4", "clique_min=0"}, "clique_min", "at least 1"},
+		{"chordal", []string{"switches=4", "ports=many"}, "ports", "integer"},
+		{"chordal", []string{"switches=5", "ports=2", "hosts_per_switch=1"}, "ports", "no chordal graph of 5 switches fits"},
 		{"file", nil, "path", "required"},
 		{"file", []string{"path=/nonexistent/topo.json"}, "path", "no such file"},
 	}
@@ -541,7 +552,7 @@ func TestBadParamsNameTheParam(t *testing.T) {
 }
 
 func TestFamiliesListed(t *testing.T) {
-	want := "dragonfly envelope fattree fc fcplus file jellyfish ndc petersen ring torus xpander"
+	want := "chordal dragonfly envelope fattree fc fcplus file jellyfish ndc petersen randomtree ring torus xpander"
 	if got := strings.Join(Families(), " "); got != want {
 		t.Fatalf("Families() = %s", got)
 	}
