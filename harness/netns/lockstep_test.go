@@ -3,6 +3,10 @@ package netns
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -126,18 +130,58 @@ func TestWindow(t *testing.T) {
 	}
 }
 
+// Every message comes back as sent, whether it goes as a compact lockstep line or as JSON (a grant
+// with a field the compact form has no place for, a setup longer than the reader's buffer), in order;
+// bad lines are refused naming what is wrong.
 func TestStreamControl(t *testing.T) {
 	var buf bytes.Buffer
 	c := NewStreamControl(&buf, &buf, nil)
-	if err := c.Send(&AgentMsg{Type: "grant", Until: 5, Counts: map[int]uint64{3: 7}}); err != nil {
-		t.Fatal(err)
+	long := make([]AgentDevice, 3000)
+	for i := range long {
+		long[i] = AgentDevice{Name: fmt.Sprintf("h%d", i), Node: i}
 	}
+	sent := []AgentMsg{
+		{Type: "grant", Until: 5, Counts: map[int]uint64{3: 7, 1: 1 << 40}},
+		{Type: "reached", Now: 123456789, Late: 2, Counts: map[int]uint64{0: 9}},
+		{Type: "reached", Now: 1},
+		{Type: "grant", Until: 8, Counts: map[int]uint64{2: 1}, Done: 3}, // not compact: JSON
+		{Type: "setup", Setup: &AgentSetup{Lab: "x", MTU: 1500, FrameBytes: 1024, Devices: long}},
+		{Type: "halt", End: 99},
+	}
+	for i := range sent {
+		if err := c.Send(&sent[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.HasPrefix(buf.String(), "@grant 5 1:1099511627776 3:7\n@reached 123456789 2 0:9\n@reached 1 0\n{") {
+		t.Fatalf("the lockstep messages did not go compact: %.120q", buf.String())
+	}
+	for i := range sent {
+		var m AgentMsg
+		if err := c.Recv(&m); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		if !reflect.DeepEqual(m, sent[i]) {
+			t.Fatalf("message %d: got %+v, sent %+v", i, m, sent[i])
+		}
+	}
+	for _, bad := range []struct{ line, want string }{
+		{`{"type":"bogus"}`, "not one of the protocol's"},
+		{"@grant x 1:2", "time"},
+		{"@grant 5 1:", "channel count"},
+		{"@reached 5", "no late count"},
+		{"@setup 5 1", "not a reached or grant"},
+		{"@grant -5", "negative"},
+	} {
+		buf.WriteString(bad.line + "\n")
+		var m AgentMsg
+		if err := c.Recv(&m); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Fatalf("%q: %v, want an error saying %q", bad.line, err, bad.want)
+		}
+	}
+	buf.WriteString("@grant 5") // cut off: no newline
 	var m AgentMsg
-	if err := c.Recv(&m); err != nil || m.Type != "grant" || m.Until != 5 || m.Counts[3] != 7 {
-		t.Fatalf("Recv = %+v, %v", m, err)
-	}
-	buf.WriteString(`{"type":"bogus"}` + "\n")
-	if err := c.Recv(&m); err == nil {
-		t.Fatal("an unknown message type was accepted")
+	if err := c.Recv(&m); err != io.ErrUnexpectedEOF {
+		t.Fatalf("a cut-off line: %v", err)
 	}
 }
