@@ -234,60 +234,53 @@ func upMachines(ctx context.Context, cfg Config, l *lab.Lab, logf func(string, .
 		c.Close()
 		return nil, err
 	}
-	if err := ma.startAgents(ctx, setups); err != nil {
-		c.Down(cfg.Name)
+	agents, err := startAgents(ctx, c, setups, netns.MachineReadyTimeout)
+	if err != nil {
+		downAfter(c, cfg.Name, err)
 		return nil, err
 	}
 	for i, st := range ma.state {
 		logf("machine %s: %d devices, clock %v ± %v", st.Name, len(st.Devices), time.Duration(st.Clock.Offset), time.Duration(st.Clock.Uncertainty))
-		go ma.read(i)
+		go ma.read(i, agents[i])
 	}
 	return ma, nil
 }
 
-// startAgents sets every machine's agent up, waits until all are ready, and starts them at one epoch.
-func (ma *machineAgents) startAgents(ctx context.Context, setups []*netns.AgentSetup) error {
-	ctls := make([]netns.Control, len(setups))
-	for i, s := range setups {
-		ctl, err := ma.c.Agent(ctx, i, s)
-		if err != nil {
-			return err
-		}
-		ctls[i] = ctl
-	}
-	for i, ctl := range ctls {
-		for {
-			var m netns.AgentMsg
-			if err := ctl.Recv(&m); err != nil {
-				return err
-			}
-			if m.Type == "error" {
-				return fmt.Errorf("machine %s: agent: %s", ma.c.Name(i), m.Err)
-			}
-			if m.Type == "ready" {
-				break
-			}
-		}
+// startAgents sets every machine's agent up, waits until all are ready (at most timeout), and starts
+// them at one epoch.
+func startAgents(ctx context.Context, m netns.Machines, setups []*netns.AgentSetup, timeout time.Duration) ([]*netns.MachineAgent, error) {
+	agents, err := netns.StartMachineAgents(ctx, m, setups, timeout)
+	if err != nil {
+		return nil, err
 	}
 	// Far enough ahead for every start message to arrive; each server reads it on its own clock.
 	epoch := clock.MonotonicNanos() + (200 * time.Millisecond).Nanoseconds()
-	for i, ctl := range ctls {
-		if err := ctl.Send(&netns.AgentMsg{Type: "start", Epoch: epoch, End: netns.LiveEnd}); err != nil {
-			return fmt.Errorf("machine %s: start: %w", ma.c.Name(i), err)
+	for i, a := range agents {
+		if err := a.Send(&netns.AgentMsg{Type: "start", Epoch: epoch, End: netns.LiveEnd}); err != nil {
+			return nil, fmt.Errorf("machine %s: start: %w", m.Name(i), err)
 		}
 	}
-	return nil
+	return agents, nil
+}
+
+// downAfter removes lab name from every machine after err: the connections of machines whose agents
+// never got ready close first (their servers remove their parts when they end; one that does not
+// answer would hold Down for its minute), then the others are asked.
+func downAfter(c *cluster.Cluster, name string, err error) {
+	var late *netns.NotReadyError
+	if errors.As(err, &late) {
+		for _, i := range late.Machines {
+			r := c.Remote(i)
+			r.Close()
+			<-r.Done()
+		}
+	}
+	c.Down(name)
 }
 
 // read passes machine i's live replies on; the connection's end is the machine lost.
-func (ma *machineAgents) read(i int) {
-	r := ma.c.Remote(i)
-	for {
-		var m netns.AgentMsg
-		if err := r.Recv(&m); err != nil {
-			ma.lose(i, err)
-			return
-		}
+func (ma *machineAgents) read(i int, a *netns.MachineAgent) {
+	for m := range a.Msgs() {
 		if m.Type == "live" || m.Type == "error" {
 			select {
 			case ma.replies[i] <- m:
@@ -295,6 +288,7 @@ func (ma *machineAgents) read(i int) {
 			}
 		}
 	}
+	ma.lose(i, a.Wait())
 }
 
 // heartbeat probes every machine's clock every 2 s: the probe that gets no answer within 5 s finds a

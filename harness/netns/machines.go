@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -160,4 +161,90 @@ func (r *netnsRun) clusterVerdict(ctx context.Context) {
 		res.Fidelity.Faithful = false
 		res.Fidelity.Reason = fmt.Sprintf("clocks: %v; %s", err, res.Fidelity.Reason)
 	}
+}
+
+// MachineReadyTimeout bounds the wait for every machine's agent to be ready: twice the 30 s a run
+// gives each of its agents in turn, since here every machine's agent sets up at once, and on a loaded
+// machine (containers sharing cores) a share's sockets and engines take a while.
+const MachineReadyTimeout = 60 * time.Second
+
+// MachineAgent is one machine's agent started by StartMachineAgents, driven as the backend drives a
+// remote agent of a run (startRemote): its messages in order, then why its connection ended.
+type MachineAgent struct{ p *agentProc }
+
+// Send writes one message to the agent.
+func (a *MachineAgent) Send(m *AgentMsg) error { return a.p.ctl.Send(m) }
+
+// Msgs are the agent's messages; the channel closes when the machine's connection has ended.
+func (a *MachineAgent) Msgs() <-chan AgentMsg { return a.p.msgs }
+
+// Wait returns why the connection ended, once Msgs has closed.
+func (a *MachineAgent) Wait() error { return <-a.p.exited }
+
+// NotReadyError names the machines whose agents were not ready in time.
+type NotReadyError struct {
+	Machines []int    // their indices
+	Names    []string // and names
+	Timeout  time.Duration
+}
+
+func (e *NotReadyError) Error() string {
+	if len(e.Names) == 1 {
+		return fmt.Sprintf("machine %s: its agent was not ready within %v", e.Names[0], e.Timeout)
+	}
+	return fmt.Sprintf("machines %s: their agents were not ready within %v", strings.Join(e.Names, ", "), e.Timeout)
+}
+
+// StartMachineAgents sets machine i's agent up with setups[i], for every machine at once, and waits
+// until every one is ready, for at most timeout: the machines whose agents are not ready by then are
+// named in a *NotReadyError. An agent's error, or a machine's connection ending, is an error at once.
+// On an error the caller removes what the machines made (Machines.Down; a machine that does not answer
+// removes its part when its connection is closed).
+func StartMachineAgents(ctx context.Context, m Machines, setups []*AgentSetup, timeout time.Duration) ([]*MachineAgent, error) {
+	procs := make([]*agentProc, len(setups))
+	for i, s := range setups {
+		p, err := startRemote(ctx, m, i, s)
+		if err != nil {
+			return nil, err
+		}
+		procs[i] = p
+	}
+	// One deadline for all; a machine that failed cancels the wait for the others.
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = p.expect(wctx, "ready", 2*timeout) // wctx's deadline comes first
+			if errs[i] != nil && !errors.Is(errs[i], context.DeadlineExceeded) {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	late := &NotReadyError{Timeout: timeout}
+	for i, err := range errs {
+		switch {
+		case err == nil, errors.Is(err, context.Canceled):
+		case errors.Is(err, context.DeadlineExceeded):
+			late.Machines = append(late.Machines, i)
+			late.Names = append(late.Names, m.Name(i))
+		default:
+			return nil, err
+		}
+	}
+	if len(late.Machines) > 0 {
+		return nil, late
+	}
+	agents := make([]*MachineAgent, len(procs))
+	for i, p := range procs {
+		agents[i] = &MachineAgent{p}
+	}
+	return agents, nil
 }
