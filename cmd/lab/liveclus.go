@@ -8,8 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -32,20 +32,25 @@ type cmdExit int
 
 func (e cmdExit) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
 
-// labRunner is how to run commands on lab name's devices: `ip netns exec` here, or the device's machine.
-func labRunner(name string) (devRunner, error) {
+// labRunner is how to run commands on lab name's devices: `ip netns exec` here, or the device's
+// machine; done closes what the runner kept open (its connections to the machines).
+func labRunner(name string) (run devRunner, done func(), err error) {
 	if live.IsCluster(name) {
+		cr, err := newClusterRunner(name)
+		if err != nil {
+			return nil, nil, err
+		}
 		return func(ctx context.Context, dev string, argv []string, stdout, stderr io.Writer) error {
-			code, err := clusterExec(ctx, name, dev, argv, stdout, stderr)
+			code, err := cr.run(ctx, dev, argv, stdout, stderr)
 			if err == nil && code != 0 {
 				err = cmdExit(code)
 			}
 			return err
-		}, nil
+		}, cr.close, nil
 	}
 	nl, err := netns.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	return func(ctx context.Context, dev string, argv []string, stdout, stderr io.Writer) error {
 		c := inNS(ctx, nl, dev, argv...)
@@ -56,36 +61,103 @@ func labRunner(name string) (devRunner, error) {
 			return cmdExit(ee.ExitCode())
 		}
 		return err
-	}, nil
+	}, func() {}, nil
 }
 
-// clusterExec runs argv on dev's machine and returns its exit status.
-func clusterExec(ctx context.Context, name, dev string, argv []string, stdout, stderr io.Writer) (int, error) {
+// clusterRunner runs commands on the devices of a live lab over several machines, each on its device's
+// machine over an authenticated connection. A connection that ran a command is kept for the next on its
+// machine, so there are as many per machine as commands run there at once: pingall's 240 pairs of a
+// fat-tree(4), 8 at a time, take at most 8 connections per machine, not 240.
+type clusterRunner struct {
+	name    string
+	on      map[string]string // device -> machine
+	devices []string
+	file    string
+	machine map[string]cluster.Machine // the cluster file's machines by name
+	secret  []byte
+	mu      sync.Mutex
+	idle    map[string][]*cluster.Remote // by machine
+}
+
+// newClusterRunner asks lab name's supervisor where its devices are, and reads the cluster file.
+func newClusterRunner(name string) (*clusterRunner, error) {
 	rep, err := live.Do(name, live.Request{Op: "status"})
 	if err != nil {
-		return -1, err
+		return nil, err
 	}
 	st := rep.Status
 	if !strings.HasPrefix(st.State, "up") {
-		return -1, fmt.Errorf("lab %s is %s", name, st.State)
+		return nil, fmt.Errorf("lab %s is %s", name, st.State)
 	}
-	var on string
-	var all []string
+	cr := &clusterRunner{name: name, on: map[string]string{}, file: st.Cluster, machine: map[string]cluster.Machine{},
+		idle: map[string][]*cluster.Remote{}}
 	for _, m := range st.Machines {
-		all = append(all, m.Devices...)
-		if slices.Contains(m.Devices, dev) {
-			on = m.Name
+		cr.devices = append(cr.devices, m.Devices...)
+		for _, d := range m.Devices {
+			cr.on[d] = m.Name
 		}
 	}
-	if on == "" {
-		return -1, fmt.Errorf("lab %s has no device %q (devices: %s)", name, dev, strings.Join(all, " "))
+	f, err := cluster.Load(st.Cluster)
+	if err != nil {
+		return nil, err
 	}
-	r, err := connectMachine(ctx, st.Cluster, on)
+	if cr.secret, err = cluster.ReadSecret(f.SecretPath()); err != nil {
+		return nil, err
+	}
+	for _, m := range f.Machines {
+		cr.machine[m.Name] = m
+	}
+	return cr, nil
+}
+
+// run runs argv on dev's machine and returns its exit status.
+func (cr *clusterRunner) run(ctx context.Context, dev string, argv []string, stdout, stderr io.Writer) (int, error) {
+	on, ok := cr.on[dev]
+	if !ok {
+		return -1, fmt.Errorf("lab %s has no device %q (devices: %s)", cr.name, dev, strings.Join(cr.devices, " "))
+	}
+	m, ok := cr.machine[on]
+	if !ok {
+		return -1, fmt.Errorf("the cluster file %s no longer names machine %s", cr.file, on)
+	}
+	r, err := cr.conn(ctx, m)
 	if err != nil {
 		return -1, err
 	}
-	defer r.Close()
-	return r.Exec(ctx, name, dev, argv, stdout, stderr)
+	code, err := r.Exec(ctx, cr.name, dev, argv, stdout, stderr)
+	if err != nil {
+		r.Close() // cancelled, lost or refused: not one to reuse
+		return code, err
+	}
+	cr.mu.Lock()
+	cr.idle[on] = append(cr.idle[on], r)
+	cr.mu.Unlock()
+	return code, nil
+}
+
+// conn is an idle connection to m, or a new one.
+func (cr *clusterRunner) conn(ctx context.Context, m cluster.Machine) (*cluster.Remote, error) {
+	cr.mu.Lock()
+	if rs := cr.idle[m.Name]; len(rs) > 0 {
+		r := rs[len(rs)-1]
+		cr.idle[m.Name] = rs[:len(rs)-1]
+		cr.mu.Unlock()
+		return r, nil
+	}
+	cr.mu.Unlock()
+	return cluster.ConnectMachine(ctx, m, cr.secret)
+}
+
+// close closes the idle connections (each server ends what its connection ran).
+func (cr *clusterRunner) close() {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	for _, rs := range cr.idle {
+		for _, r := range rs {
+			r.Close()
+		}
+	}
+	cr.idle = map[string][]*cluster.Remote{}
 }
 
 // connectMachine opens a connection of its own to machine on of the cluster file at path.
@@ -113,7 +185,12 @@ func execOnMachine(name, dev string, argv []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	code, err := clusterExec(ctx, name, dev, argv, os.Stdout, os.Stderr)
+	cr, err := newClusterRunner(name)
+	if err != nil {
+		return err
+	}
+	code, err := cr.run(ctx, dev, argv, os.Stdout, os.Stderr)
+	cr.close()
 	if err != nil {
 		return err
 	}

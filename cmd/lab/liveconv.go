@@ -43,17 +43,18 @@ func printHosts(w io.Writer, hosts []live.HostAddr) {
 	}
 }
 
-// labHosts asks a live lab's supervisor for its hosts, and says how to run commands on them.
-func labHosts(name string) ([]live.HostAddr, devRunner, error) {
+// labHosts asks a live lab's supervisor for its hosts, and says how to run commands on them (done
+// closes what the runner keeps open).
+func labHosts(name string) ([]live.HostAddr, devRunner, func(), error) {
 	rep, err := live.Do(name, live.Request{Op: "inspect"})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	run, err := labRunner(name)
+	run, done, err := labRunner(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return rep.Inspect.Hosts, run, nil
+	return rep.Inspect.Hosts, run, done, nil
 }
 
 func inNS(ctx context.Context, nl *netns.Lab, dev string, argv ...string) *exec.Cmd {
@@ -72,10 +73,11 @@ func pingallCommand() *cobra.Command {
 			if count < 1 {
 				return usage(fmt.Errorf("-c %d: want 1 or more pings per pair", count))
 			}
-			hosts, run, err := labHosts(args[0])
+			hosts, run, done, err := labHosts(args[0])
 			if err != nil {
 				return err
 			}
+			defer done()
 			ok := make([][]bool, len(hosts))
 			var wg sync.WaitGroup
 			sem := make(chan struct{}, 8)
@@ -142,10 +144,11 @@ func iperfCommand() *cobra.Command {
 			if _, err := exec.LookPath("iperf3"); err != nil && !live.IsCluster(args[0]) { // over machines: theirs
 				return errors.New("lab iperf needs iperf3 (scripts/provision.sh installs it)")
 			}
-			hosts, run, err := labHosts(args[0])
+			hosts, run, done, err := labHosts(args[0])
 			if err != nil {
 				return err
 			}
+			defer done()
 			addr := map[string]string{}
 			var names []string
 			for _, h := range hosts {

@@ -169,3 +169,31 @@ func TestExecMountsHostsFile(t *testing.T) {
 }
 
 func inode(fi os.FileInfo) uint64 { return fi.Sys().(*syscall.Stat_t).Ino }
+
+// One connection runs one command after another (lab pingall reuses its connections), never two at
+// once.
+func TestExecInTurnOnOneConnection(t *testing.T) {
+	needRoot(t)
+	addr, _ := startServer(t, 0)
+	upPair(t, addr, "ut-reli-ext")
+	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for i := range 3 {
+		var out syncBuf
+		code, err := r.Exec(context.Background(), "ut-reli-ext", "h0", []string{"sh", "-c", fmt.Sprintf("echo %d; exit %d", i, i)}, &out, &out)
+		if err != nil || code != i || out.String() != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("command %d on one connection: code %d, %v, output %q", i, code, err, out.String())
+		}
+	}
+	if err := r.c.Send(Msg{Type: "exec", Exec: &ExecReq{Lab: "ut-reli-ext", Device: "h0", Argv: []string{"sleep", "1000"}}}); err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuf
+	_, err = r.Exec(context.Background(), "ut-reli-ext", "h0", []string{"true"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "already runs a command") {
+		t.Fatalf("a second command while one runs: %v", err)
+	}
+}

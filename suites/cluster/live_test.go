@@ -132,6 +132,15 @@ func flowServers() int {
 	return n
 }
 
+// authenticated counts the connections the live lab machines' servers have accepted (their logs).
+func authenticated() int {
+	n := 0
+	for _, m := range []string{"l1", "l2"} {
+		n += strings.Count(mustDocker("logs", tag+"-"+m), "authenticated")
+	}
+	return n
+}
+
 var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure, func() {
 	BeforeAll(func() {
 		startAgent("l1", netName)
@@ -231,9 +240,14 @@ var _ = Describe("A live lab over several machines", Ordered, ContinueOnFailure,
 		out, err := lab("up", "fattree", "k=4", "--name", name, "--cluster", clusterFile("lvp", "secret.key", "l1", "l2"))
 		Expect(err).NotTo(HaveOccurred(), out)
 		DeferCleanup(func() { lab("down", name) })
+		conns := authenticated()
 		out, err = lab("pingall", name)
 		Expect(err).NotTo(HaveOccurred(), out)
 		Expect(out).To(ContainSubstring("pingall: 240 of 240 host pairs answered"))
+		// Its connections are reused: at most one per ping running at once (8) on each machine.
+		conns = authenticated() - conns
+		GinkgoWriter.Printf("lab pingall opened %d connections\n", conns)
+		Expect(conns).To(BeNumerically("<=", 16), "connections lab pingall opened")
 		src, dst := hostsApart(name)
 		captureRefusals(name)
 		// A capture whose lab capture is killed ends on the machine too (the agent stops, the file goes);
