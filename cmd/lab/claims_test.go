@@ -276,8 +276,10 @@ func claimsOver(t *testing.T, table []byte, prov, data string) (string, string) 
 }
 
 // A changed stored input changes the table, so the test above would fail: one seed's average FCT in a
-// per-seed file moves an expander ordering step, and a cycle in one DF-KSP instance is a violation of
-// fcplus-1.
+// per-seed file moves an expander ordering step, a cycle in one DF-KSP instance is a violation of
+// fcplus-1; in the Fibre Channel class analyses, a cycle in a chordal graph and none in a jellyfish
+// under all shortest paths are two violations of fibre-channel-2.2, and a tree as good as a chordal
+// graph moves 7.1 and breaks the class order (7.5).
 func TestStoredInputsAreRead(t *testing.T) {
 	want, err := os.ReadFile("../../docs/claims.json")
 	if err != nil {
@@ -300,21 +302,10 @@ func TestStoredInputsAreRead(t *testing.T) {
 	if err := f.Save(seeds); err != nil {
 		t.Fatal(err)
 	}
-	out1 := filepath.Join(data, "fcplus-small/dfksp-1l-n16-t1.json")
-	if bs, err = os.ReadFile(out1); err != nil {
-		t.Fatal(err)
-	}
-	var a map[string]any
-	if err := json.Unmarshal(bs, &a); err != nil {
-		t.Fatal(err)
-	}
-	a["cbd_cycles"] = map[string]any{"0": 1}
-	if bs, err = json.Marshal(a); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(out1, bs, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	setField(t, filepath.Join(data, "fcplus-small/dfksp-1l-n16-t1.json"), "cbd_cycles", map[string]any{"0": 1})
+	setField(t, filepath.Join(data, "fc-classes/chordal-t3.json"), "cbd_cycles", map[string]any{"0": 2})
+	setField(t, filepath.Join(data, "fc-classes/free-t2.json"), "cbd_cycles", map[string]any{"0": 0})
+	setField(t, filepath.Join(data, "fc-classes/tree-t1.json"), "lp_throughput", 0.3)
 	got, out := claimsOver(t, want, "", data)
 	var cs []claims.Claim
 	if err := json.Unmarshal([]byte(got), &cs); err != nil {
@@ -338,6 +329,38 @@ func TestStoredInputsAreRead(t *testing.T) {
 			if *c.MeasuredMean != 1 || c.Verdict != "N" {
 				t.Errorf("fcplus-1 with a cycle: %v violations, verdict %s (%s)", *c.MeasuredMean, c.Verdict, out)
 			}
+		case "fibre-channel-2.2":
+			if *c.MeasuredMean != 2 || c.Verdict != "N" {
+				t.Errorf("fibre-channel-2.2 with a chordal cycle and an acyclic jellyfish: %v violations, verdict %s (%s)", *c.MeasuredMean, c.Verdict, c.Counted)
+			}
+		case "fibre-channel-7.1":
+			if *c.MeasuredMean == *before[c.ID].MeasuredMean {
+				t.Errorf("fibre-channel-7.1 unchanged by a changed tree: %v", *c.MeasuredMean)
+			}
+		case "fibre-channel-7.5":
+			if *c.MeasuredMean < 1 || c.Verdict != "N" {
+				t.Errorf("fibre-channel-7.5 with a tree as good as a chordal graph: %v violations, verdict %s (%s)", *c.MeasuredMean, c.Verdict, c.Counted)
+			}
 		}
+	}
+}
+
+// setField sets one top-level field of a JSON object file.
+func setField(t *testing.T, path, key string, v any) {
+	t.Helper()
+	bs, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a map[string]any
+	if err := json.Unmarshal(bs, &a); err != nil {
+		t.Fatal(err)
+	}
+	a[key] = v
+	if bs, err = json.Marshal(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bs, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
