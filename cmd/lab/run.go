@@ -188,6 +188,7 @@ func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.
 	bar := newRunProgress(!showProgress, l.End)
 	f.Progress = bar.update
 	f.DeferRecords = true
+	dropFilePages() // what starting lab and building the lab touched; the run faults back what it uses
 	res := f.Run(ctx)
 	bar.finish()
 	if err := f.ClosePcaps(); err != nil {
