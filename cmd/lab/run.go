@@ -188,6 +188,7 @@ func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.
 	bar := newRunProgress(!showProgress, l.End)
 	f.Progress = bar.update
 	f.DeferRecords = true
+	f.SpillDir = dir // pause records go to disk as they accumulate, read back at the end
 	dropFilePages() // what starting lab and building the lab touched; the run faults back what it uses
 	res := f.Run(ctx)
 	bar.finish()
@@ -198,6 +199,9 @@ func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.
 	f = nil
 	collectIfLarge()
 	finish()
+	if err := log.SpillErr(); err != nil {
+		return err
+	}
 	return save(log, backendResult{End: res.End, Dilation: 1, Events: res.Events, AllDone: res.AllDone,
 		TimedOut: res.TimedOut, Cancelled: res.Cancelled, Deadlock: res.Deadlock})
 }

@@ -3,6 +3,7 @@ package virtual
 import (
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -131,8 +132,8 @@ func TestDeferRecordsMatchesRun(t *testing.T) {
 topology: {family: ndc, n: 4, k: 1}
 switch: {flow_control: pfc}
 host: {transport: lossless}
-workload: [{kind: incast, senders: 15, size: 300KB, receiver: h0, at: 0s}, {kind: flows, list: [{src: h1, dst: h2, size: 100KB, at: 5us}]}]
-duration: 10ms
+workload: [{kind: incast, senders: 15, size: 3MB, receiver: h0, at: 0s}, {kind: flows, list: [{src: h1, dst: h2, size: 100KB, at: 5us}]}]
+duration: 20ms
 `
 	_, plain := newFabricOf(t, y)
 	if res := plain.Run(context.Background()); !res.AllDone {
@@ -156,6 +157,28 @@ duration: 10ms
 		!reflect.DeepEqual(plain.Log.FlowRx, log.FlowRx) || plain.Log.MeterBin != log.MeterBin {
 		t.Errorf("deferred records differ: %d/%d pauses, %d/%d link rows, %d/%d flow rows", len(plain.Log.Pauses), len(log.Pauses),
 			len(plain.Log.Links), len(log.Links), len(plain.Log.FlowRx), len(log.FlowRx))
+	}
+
+	// Pause records spilled to a file as they accumulate come back the same, and leave no file behind.
+	dir := t.TempDir()
+	_, spilled := newFabricOf(t, y)
+	spilled.DeferRecords, spilled.SpillDir = true, dir
+	if res := spilled.Run(context.Background()); !res.AllDone {
+		t.Fatal("flows did not complete")
+	}
+	slog, sfinish := spilled.Log, spilled.TakeRecords()
+	sfinish()
+	if err := slog.SpillErr(); err != nil {
+		t.Fatal(err)
+	}
+	if len(plain.Log.Pauses) <= 2*1024 {
+		t.Fatalf("%d pauses: too few to fill the spill file's chunks", len(plain.Log.Pauses))
+	}
+	if !reflect.DeepEqual(plain.Log.Pauses, slog.Pauses) {
+		t.Errorf("spilled pauses differ: %d, want %d", len(slog.Pauses), len(plain.Log.Pauses))
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("the spill left %d files in its directory", len(left))
 	}
 }
 

@@ -6,6 +6,7 @@ package virtual
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
@@ -66,6 +67,11 @@ type Fabric struct {
 	// incast: the pauses in one slice, every link's bins as rows) in memory the engines gave back,
 	// where on top of the running fabric's heap they set the run's peak RSS.
 	DeferRecords bool
+	// SpillDir, if set, is a directory where Run writes the pause records as they accumulate (an
+	// unlinked temporary file, read back when the records are taken; records.Log.SpillPauses): on a
+	// long lossless run they are heap added after the fabric's live peak. If the file cannot be made,
+	// they stay in memory.
+	SpillDir string
 
 	links map[topo.End]*link // the link out of each device port
 	pool  *pkt.Pool          // the NICs' packets: every engine runs on Run's goroutine
@@ -189,6 +195,7 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	var res Result
 	f.startMeters()
 	f.Log.ChunkPauses() // flushed below: Pauses is read only after Run
+	f.spillPauses()
 	var watch *monitor.Watch
 	if f.Monitor != nil && f.PollMonitor {
 		stop := f.Monitor.Every(f.Clock, f.snapshot, func() { f.deadlocked = true },
@@ -270,6 +277,22 @@ func (f *Fabric) TakeRecords() func() {
 			log.MeterBin = meters.width
 		}
 	}
+}
+
+// spillPauses hands the Log an unlinked temporary file in SpillDir for its pause records.
+func (f *Fabric) spillPauses() {
+	if f.SpillDir == "" {
+		return
+	}
+	t, err := os.CreateTemp(f.SpillDir, ".pauses-*")
+	if err != nil {
+		return // the records stay in memory: more memory, the same outputs
+	}
+	if err := os.Remove(t.Name()); err != nil {
+		t.Close()
+		return
+	}
+	f.Log.SpillPauses(t)
 }
 
 // startMeters puts a byte meter on every link (unless MeterBin < 0).
