@@ -189,7 +189,7 @@ func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.
 	f.Progress = bar.update
 	f.DeferRecords = true
 	f.SpillDir = dir // pause records go to disk as they accumulate, read back at the end
-	dropFilePages() // what starting lab and building the lab touched; the run faults back what it uses
+	dropFilePages()  // what starting lab and building the lab touched; the run faults back what it uses
 	res := f.Run(ctx)
 	bar.finish()
 	if err := f.ClosePcaps(); err != nil {
