@@ -194,3 +194,36 @@ func TestEarlyPortsAndStep(t *testing.T) {
 		t.Fatal("the legacy data path wrote early")
 	}
 }
+
+// A frame's key tells apart the frames a link carries at once: the next PSN of a flow, the same frame
+// marked CE on the way, a different route; the same bytes give the same key; short frames do not panic.
+func TestFrameKey(t *testing.T) {
+	a, b := dataFrame(t, 1, []uint8{1, 2}), dataFrame(t, 2, []uint8{1, 2})
+	if keyOf(a) == keyOf(b) {
+		t.Fatal("consecutive PSNs share a key")
+	}
+	if keyOf(a) != keyOf(bytes.Clone(a)) {
+		t.Fatal("the same bytes gave two keys")
+	}
+	var p pkt.Packet
+	if err := wire.Decode(a, &p); err != nil {
+		t.Fatal(err)
+	}
+	p.ECN = pkt.CE
+	marked, err := wire.Encode(&p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(marked) != len(a) || keyOf(marked) == keyOf(a) {
+		t.Fatal("a CE-marked copy shares the unmarked frame's key")
+	}
+	if keyOf(dataFrame(t, 1, []uint8{1, 3})) == keyOf(a) {
+		t.Fatal("another route shares the key")
+	}
+	for n := 0; n < 30; n++ {
+		keyOf(make([]byte, n))
+	}
+	if keyOf([]byte{1, 2, 3}) == keyOf([]byte{1, 2, 4}) {
+		t.Fatal("short frames that differ share a key")
+	}
+}
