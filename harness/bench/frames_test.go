@@ -60,7 +60,9 @@ func burnAndExit(pid int, burn time.Duration) int {
 				runtime.UnlockOSThread()
 				return
 			}
-			for threadCPU() < burn {
+			// The thread may have run other goroutines before (another test's spinning): burn counts
+			// from now.
+			for start := threadCPU(); threadCPU()-start < burn; {
 			}
 		}()
 		id := <-tid
