@@ -57,7 +57,7 @@ func init() {
     through the agent's switches, run as lab run runs it (with its fidelity verdict).
  3. (--baseline BIN) the same fabric run by BIN's lab run and by this binary's, alternated, one agent
     each (or the first --agents count): another build's agent, measured the same way as ours, from
-    outside (its agent processes' CPU from /proc; frames from the fidelity line).`,
+    outside (its agent processes' CPU clocks, polled while they live; frames from the fidelity line).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -83,7 +83,7 @@ func init() {
 	f.Float64Var(&bf.load, "load", 0.5, "WebSearch load of the agent bench")
 	f.DurationVar(&bf.dur, "duration", 2*time.Millisecond, "engine time of the agent bench's arrivals (the run lasts 1 ms longer)")
 	f.IntVar(&bf.repeat, "repeat", 1, "runs of each configuration, alternated")
-	f.StringVar(&bf.baseline, "baseline", "", "also run the same spec with the fabriclab `BIN` (e.g. built from 26274ad) and with this binary, each by its lab run, alternated, measured from outside (/proc)")
+	f.StringVar(&bf.baseline, "baseline", "", "also run the same spec with the fabriclab `BIN` (e.g. built from 26274ad) and with this binary, each by its lab run, alternated, measured from outside (the agents' CPU clocks)")
 	f.BoolVar(&bf.substrate, "substrate", false, "also measure frames/s through the agent's Go switch vs a Linux bridge")
 	f.IntVar(&bf.size, "size", 64, "--substrate: frame size in bytes (60-1514)")
 	f.DurationVar(&bf.frameDur, "frames-duration", 2*time.Second, "--substrate: length of each frames/s measurement")
@@ -203,7 +203,7 @@ func benchBaseline(ctx context.Context, w io.Writer, bf benchFlags, fab bench.Fa
 	if agents > 1 {
 		args = []string{"--agents", strconv.Itoa(agents)}
 	}
-	fmt.Fprintf(w, "lab run of the same spec by two binaries, %d agent(s) each; agents' CPU over their whole lives, from /proc:\n", agents)
+	fmt.Fprintf(w, "lab run of the same spec by two binaries, %d agent(s) each; agents' CPU over their whole lives, from their CPU clocks:\n", agents)
 	fmt.Fprintf(w, "  %-8s %10s %8s %14s %8s  %s\n", "binary", "frames", "cpu_s", "frames/cpu_s", "wall_s", "fidelity")
 	rate := map[string][]float64{}
 	for r := 0; r < bf.repeat; r++ {

@@ -53,8 +53,8 @@ var framesLines = []*regexp.Regexp{
 }
 
 // RunBinary runs `BIN run SPEC -o DIR` (plus args) and measures its agents: the children of BIN's
-// process that carry netns.AgentEnv, whose CPU (utime + stime of all their threads, dead ones included)
-// is read from /proc every 2 ms while they live. An agent's last 2 ms can be missed, which is noise
+// process that carry netns.AgentEnv, whose CPU (processCPU: every thread, dead ones included) is read
+// every 2 ms while they live. An agent's last 2 ms can be missed, which is noise
 // below 0.1% of a run of seconds; the same measure is taken of both sides of a comparison, setup and
 // teardown included, unlike RunAgents, which counts the agents' CPU from their start to their records.
 func RunBinary(ctx context.Context, bin, specPath, dir string, args ...string) (BinaryResult, error) {
@@ -85,7 +85,7 @@ poll:
 				if _, agent := cpu[pid]; !agent && !netns.IsAgent(pid) {
 					continue
 				}
-				if d, ok := procCPU(pid); ok {
+				if d, err := processCPU(pid); err == nil {
 					cpu[pid] = d
 				}
 			}
@@ -134,32 +134,6 @@ func childPIDs(pid int) []int {
 	}
 	return out
 }
-
-// procCPU is a process's utime + stime from /proc/PID/stat: all its threads, exited ones included.
-func procCPU(pid int) (time.Duration, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// The command name may hold spaces and parentheses; the fields after its last ')' are fixed.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0, false
-	}
-	ut, err1 := strconv.ParseUint(f[11], 10, 64)
-	st, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return time.Duration(ut+st) * time.Second / clockTicks, true
-}
-
-// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux architecture Go supports.
-const clockTicks = 100
 
 func tail(s string, n int) string {
 	if len(s) > n {

@@ -185,3 +185,35 @@ func TestStreamControl(t *testing.T) {
 		t.Fatalf("a cut-off line: %v", err)
 	}
 }
+
+// isZero must know every field of AgentMsg: a field it missed would be dropped from a reached or grant
+// that carries it, sent as a compact line.
+func TestAgentMsgIsZeroSeesEveryField(t *testing.T) {
+	if !(&AgentMsg{}).isZero() {
+		t.Fatal("the zero message is not zero")
+	}
+	typ := reflect.TypeOf(AgentMsg{})
+	for i := 0; i < typ.NumField(); i++ {
+		var m AgentMsg
+		f := reflect.ValueOf(&m).Elem().Field(i)
+		switch f.Kind() {
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Map:
+			f.Set(reflect.MakeMap(f.Type()))
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case reflect.String:
+			f.SetString("x")
+		case reflect.Int, reflect.Int64:
+			f.SetInt(1)
+		case reflect.Uint64:
+			f.SetUint(1)
+		default:
+			t.Fatalf("field %s: kind %v not covered by this test", typ.Field(i).Name, f.Kind())
+		}
+		if m.isZero() {
+			t.Errorf("isZero misses field %s", typ.Field(i).Name)
+		}
+	}
+}
