@@ -48,6 +48,12 @@ type FramesResult struct {
 	// The agent's own counters of s0 (lab inspect's): frames it read, frames that did not decode, and
 	// frames its switch dropped.
 	SwitchRx, Malformed, SwitchDrops uint64
+	// Where the Go switch's frames went, when a run needs explaining: frames its engine sent onto the
+	// link toward h1, frames the kernel counted leaving s0's veth toward h1 and arriving at h1's end
+	// (and dropped there), over the switch run.
+	SwitchTx, WireTx, SinkRx, SinkDropped uint64
+	KernelFull                            uint64 // frames the agent's sockets refused (lab inspect)
+	Datapath                              string // the agent's data path
 }
 
 // framesLab is h0 - s0 - h1 as a live lab: kernel-stack hosts, so the agent hosts s0 alone, and
@@ -193,6 +199,7 @@ func switchRun(ctx context.Context, ll *lab.Lab, l *netns.Lab, gen, sink *netns.
 		return blasted{}, 0, err
 	}
 	defer lv.Stop()
+	wire0, sink0 := vethStats(l, "s0", "p1"), vethStats(l, "h1", "p0")
 	c0, err := processCPU(lv.Pid())
 	if err != nil {
 		return blasted{}, 0, err
@@ -202,10 +209,13 @@ func switchRun(ctx context.Context, ll *lab.Lab, l *netns.Lab, gen, sink *netns.
 	if err = errors.Join(err, cerr); err != nil {
 		return blasted{}, 0, err
 	}
+	wire1, sink1 := vethStats(l, "s0", "p1"), vethStats(l, "h1", "p0")
+	res.WireTx, res.SinkRx, res.SinkDropped = wire1.TxPackets-wire0.TxPackets, sink1.RxPackets-sink0.RxPackets, sink1.RxDropped-sink0.RxDropped
 	in, err := lv.Request(netns.LiveMsg{Op: "inspect"})
 	if err != nil {
 		return blasted{}, 0, err
 	}
+	res.KernelFull, res.Datapath = in.KernelFull, in.Datapath
 	for _, dev := range in.Devices {
 		if dev.Name != "s0" {
 			continue
@@ -214,8 +224,26 @@ func switchRun(ctx context.Context, ll *lab.Lab, l *netns.Lab, gen, sink *netns.
 		for _, p := range dev.Ports {
 			res.Malformed += p.Malformed
 		}
+		if len(dev.Ports) > 1 {
+			res.SwitchTx = dev.Ports[1].TxFrames
+		}
 	}
 	return sw, c1 - c0, nil
+}
+
+// vethStats are the kernel's counters of device dev's interface ifname (zero when they cannot be read:
+// they only explain a run).
+func vethStats(l *netns.Lab, dev, ifname string) netlink.LinkStatistics {
+	nl, err := l.Handle(dev)
+	if err != nil {
+		return netlink.LinkStatistics{}
+	}
+	defer nl.Close()
+	lk, err := nl.LinkByName(ifname)
+	if err != nil || lk.Attrs().Statistics == nil {
+		return netlink.LinkStatistics{}
+	}
+	return netlink.LinkStatistics(*lk.Attrs().Statistics)
 }
 
 // processCPU is process pid's CPU so far: every thread's time on a CPU, the threads that have exited

@@ -77,10 +77,11 @@ func TestFramesPerSecond(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("bridge %.0f fps (offered %.0f), Go switch %.0f fps (offered %.0f), ratio %.3f; agent read %d, malformed %d, drops %d",
-		r.BridgeFPS, r.BridgeOffered, r.SwitchFPS, r.SwitchOffered, r.Ratio, r.SwitchRx, r.Malformed, r.SwitchDrops)
+	t.Logf("bridge %.0f fps (offered %.0f), Go switch %.0f fps (offered %.0f), ratio %.3f; agent read %d, malformed %d, drops %d; sent toward h1 %d (refused %d), on s0:p1 %d, at h1:p0 %d",
+		r.BridgeFPS, r.BridgeOffered, r.SwitchFPS, r.SwitchOffered, r.Ratio, r.SwitchRx, r.Malformed, r.SwitchDrops, r.SwitchTx, r.KernelFull, r.WireTx, r.SinkRx)
 	if r.BridgeFPS == 0 || r.SwitchFPS == 0 {
-		t.Fatalf("a device forwarded nothing: %+v", r)
+		t.Fatalf("a device forwarded nothing: %+v (the switch's engine sent %d frames toward h1, the agent's sockets (%s) refused %d, the kernel saw %d leave s0:p1 and %d reach h1:p0, %d dropped there)",
+			r, r.SwitchTx, r.Datapath, r.KernelFull, r.WireTx, r.SinkRx, r.SinkDropped)
 	}
 	if r.Malformed != 0 {
 		t.Errorf("the switch could not decode %d generated frames", r.Malformed)

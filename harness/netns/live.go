@@ -42,6 +42,10 @@ type LiveMsg struct {
 	Err     string       `json:"err,omitempty"`
 	Now     clock.Time   `json:"now,omitempty"` // agent clock (dilated engine time) of the reply
 	Devices []LiveDevice `json:"devices,omitempty"`
+	// Inspect's agent-wide counters: the data path its ports use, and frames the kernel would not take
+	// from it (a transmit ring the kernel stopped consuming: written nowhere, counted here).
+	Datapath   string `json:"datapath,omitempty"`
+	KernelFull uint64 `json:"kernel_full,omitempty"`
 }
 
 // LiveDevice is one engine's live counters.

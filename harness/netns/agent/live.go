@@ -74,7 +74,7 @@ func (a *agent) liveDo(r *netns.LiveMsg) *netns.LiveMsg {
 	fail := func(err error) *netns.LiveMsg { return &netns.LiveMsg{Err: err.Error()} }
 	switch r.Op {
 	case "inspect":
-		return &netns.LiveMsg{Devices: a.liveCounters()}
+		return &netns.LiveMsg{Devices: a.liveCounters(), Datapath: a.datapathName(), KernelFull: a.fid.KernelFull}
 	case "fault", "fib", "capture":
 	default:
 		return fail(fmt.Errorf("unknown live op %q", r.Op))
