@@ -133,7 +133,7 @@ const XDPRxMax = 1 << 14
 
 // OpenXDPPort opens interface ifname inside the namespace at nsPath ("": the caller's) as an AF_XDP
 // port for frames of up to mtu+14 bytes, with room for rxFrames received frames waiting to be read
-// (rounded up to a power of two, at least 512; more than XDPRxMax is refused). The XDP program and the socket go away when the port
+// (rounded up to a power of two, at least 64; more than XDPRxMax is refused). The XDP program and the socket go away when the port
 // is closed or the process exits, whichever comes first.
 func OpenXDPPort(nsPath, ifname string, mtu, rxFrames int) (*XDPPort, error) {
 	if mtu <= 0 {
@@ -171,7 +171,7 @@ func openXDPPort(ifname string, mtu, rxFrames int) (*XDPPort, error) {
 	if err != nil {
 		return nil, &XDPError{ifname, xdpStepIface, err}
 	}
-	n := 512
+	n := 64
 	for n < rxFrames {
 		n *= 2
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"bytes"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -225,5 +226,61 @@ func TestFrameKey(t *testing.T) {
 	}
 	if keyOf([]byte{1, 2, 3}) == keyOf([]byte{1, 2, 4}) {
 		t.Fatal("short frames that differ share a key")
+	}
+}
+
+// countPort records how many frames each Send call carried.
+type countPort struct {
+	fakePort
+	calls []int
+}
+
+func (c *countPort) Send(frames [][]byte) (int, error) {
+	c.calls = append(c.calls, len(frames))
+	return len(frames), nil
+}
+
+// A flush writes at most half the peer's stock to a port whose peer this agent reads after every flush
+// (ownStock), keeps the rest, with their due times, for the next flush, and asks for that flush at
+// once; the frames go out in order and none is lost or written twice.
+func TestFlushKeepsWithinThePeersStock(t *testing.T) {
+	clk := clock.NewReal(clock.MonotonicNanos())
+	a := &agent{clk: clk, dp: xdp, pool: new(pkt.Pool), flushAt: never, dueMin: never}
+	sock := &countPort{}
+	p := &port{dev: &device{name: "s0"}, sock: sock, slack: clock.Microsecond}
+	p.link = &link{a: a, p: p}
+	p.peer = &port{dev: &device{name: "s1"}, rxStock: 8}
+	a.ports = []*port{p}
+	for i := range 10 {
+		pk, err := a.decode(dataFrame(t, uint32(i), []uint8{1}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.queue(pk, clock.Time(i+1)*clock.Millisecond)
+	}
+	for flushes := 0; len(p.out) > 0; flushes++ {
+		if flushes == 5 {
+			t.Fatalf("%d frames still waiting after 5 flushes", len(p.out))
+		}
+		if err := a.flushAll(); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.out) > 0 && (a.flushAt != p.due[0]-p.slack || a.dueMin != p.due[0]) {
+			t.Fatalf("frames kept (first due %v) but the next flush is asked for at %v (due min %v)", p.due[0], a.flushAt, a.dueMin)
+		}
+	}
+	if want := []int{4, 4, 2}; !slices.Equal(sock.calls, want) {
+		t.Fatalf("sends of %v frames, want %v", sock.calls, want)
+	}
+	if a.fid.Frames != 10 {
+		t.Fatalf("%d frames counted written, want 10", a.fid.Frames)
+	}
+	for i, e := range p.peer.expect {
+		if e.due != clock.Time(i+1)*clock.Millisecond {
+			t.Fatalf("frame %d expected at the peer at %v, want %v (order or due times lost)", i, e.due, clock.Time(i+1)*clock.Millisecond)
+		}
+	}
+	if len(p.peer.expect) != 10 {
+		t.Fatalf("the peer expects %d frames, want 10", len(p.peer.expect))
 	}
 }

@@ -69,6 +69,10 @@ type port struct {
 	// slots lends the socket's own send buffers (AF_XDP's UMEM): a frame encoded in one is sent where it
 	// lies, saving the copy into the UMEM (2.3% of the agent's CPU on NDC(4,1)). nil: encode into bufs.
 	slots netns.Slotter
+	// rxStock is how many received frames the socket holds when only this agent's own ports write to
+	// it (netns.OpenXDPPort's rxFrames, a receive ring's frames; 0: no such bound): a flush writes at
+	// most half of it to this port before the port is read (flush).
+	rxStock int
 	// early: the peer port is this agent's too, so a frame is written when it departs (serialization
 	// done) and the peer holds it until it is due, a link delay later (datapath.go); slack is how long
 	// before its due time it must be written (a quarter of the link delay; a cut link's, lockstep, is
@@ -256,11 +260,17 @@ func (p *port) flush(a *agent) error {
 	if len(p.out) == 0 {
 		return nil
 	}
-	n, err := p.sock.Send(p.out)
-	p.sent(p.out[:n], p.due[:n])
+	out, due := p.out, p.due
+	if p.peer != nil && p.peer.rxStock > 0 && len(out) > p.peer.rxStock/2 {
+		// The peer's socket holds rxStock frames and is read after every flush: write half of that
+		// now and the rest at the next flush, right after the peer has been read (writeLater).
+		out, due = out[:p.peer.rxStock/2], due[:p.peer.rxStock/2]
+	}
+	n, err := p.sock.Send(out)
+	p.sent(out[:n], due[:n])
 	left := a.clk.Wall()
 	if p.cfg.TxChan != 0 {
-		p.txWritten = p.txSeq - uint32(len(p.out)-n)
+		p.txWritten = p.txSeq - uint32(len(out)-n)
 	}
 	for i := 0; i < n; i++ {
 		late := left - p.due[i]
@@ -280,7 +290,7 @@ func (p *port) flush(a *agent) error {
 			f.LateFrames++
 		}
 		if p.pcap != nil {
-			p.pcap.WriteAt(p.due[i], p.out[i])
+			p.pcap.WriteAt(due[i], out[i])
 		}
 	}
 	if err != nil {
@@ -288,10 +298,27 @@ func (p *port) flush(a *agent) error {
 			return err
 		}
 		// The peer's agent is not reading; the frames are lost like on a wire with a dead receiver.
-		a.fid.KernelFull += uint64(len(p.out) - n)
+		a.fid.KernelFull += uint64(len(out) - n)
+	}
+	if len(out) < len(p.out) {
+		p.writeLater(a, len(out))
+		return nil
 	}
 	p.out, p.due, p.nbufs = p.out[:0], p.due[:0], 0
 	return nil
+}
+
+// writeLater keeps the frames from index sent on for the next flush, which the loop makes as soon as it
+// has read the rings (their deadline is passed or near: they were due in this flush). Their encode
+// buffers stay taken until the port's queue is empty.
+func (p *port) writeLater(a *agent, sent int) {
+	n := copy(p.out, p.out[sent:])
+	copy(p.due, p.due[sent:])
+	p.out, p.due = p.out[:n], p.due[:n]
+	for _, at := range p.due {
+		a.flushAt = min(a.flushAt, at-p.slack)
+		a.dueMin = min(a.dueMin, at)
+	}
 }
 
 type agent struct {
@@ -459,11 +486,11 @@ func (a *agent) makeDevices() error {
 // openPort opens port i of dev (its socket, its link, and its pcap file when one is asked for).
 func (a *agent) openPort(d netns.AgentDevice, dev *device, i int, pc netns.AgentPort, withPcap bool) error {
 	s := a.setup
-	sock, err := a.openSock(d, pc)
+	sock, stock, err := a.openSock(d, pc)
 	if err != nil {
 		return fmt.Errorf("device %s: %w", d.Name, err)
 	}
-	p := &port{dev: dev, index: i, sock: sock, cfg: pc, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps),
+	p := &port{dev: dev, index: i, sock: sock, cfg: pc, rxStock: stock, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps),
 		rank: uint32(min(1+d.Node*1024+i, clock.MaxRank))}
 	p.slots, _ = sock.(netns.Slotter)
 	// In the agent's lists before anything below can fail, so close() closes its socket.

@@ -30,14 +30,17 @@ type xdpState struct {
 // 100 Gb/s and 1 us, so about 400 ports; the ports past it use AF_PACKET.
 const xdpAgentMax = 512 << 20
 
-// openSock opens port pc's socket for the data path in use.
-func (a *agent) openSock(d netns.AgentDevice, pc netns.AgentPort) (netns.Port, error) {
+// openSock opens port pc's socket for the data path in use, and says how many received frames it holds
+// when only this agent writes to it (port.rxStock; 0: not bounded that way).
+func (a *agent) openSock(d netns.AgentDevice, pc netns.AgentPort) (netns.Port, int, error) {
 	if a.dp == xdp {
 		if x := a.openXDP(d, pc); x != nil {
-			return x, nil
+			return x, a.ownStock(pc), nil
 		}
 	}
-	return netns.OpenPacketPortRing(d.NSPath, pc.Ifname, a.setup.MTU, a.ringFor(pc))
+	ring := a.ringFor(pc)
+	p, err := netns.OpenPacketPortRing(d.NSPath, pc.Ifname, a.setup.MTU, ring)
+	return p, ring, err
 }
 
 // openXDP is port pc's AF_XDP socket, or nil when the port is to use AF_PACKET: the agent's AF_XDP
@@ -94,14 +97,14 @@ func (a *agent) refuseXDP(kind, why string, loud bool) {
 	}
 }
 
-// xdpRxFrames is how many received frames port pc's socket holds: like a receive ring's (ringFor),
-// every frame its peer in this agent writes between two reads, twice over; a port whose peer is
-// elsewhere (another agent, a kernel host) is read when the loop gets to it, so it holds 4096.
+// xdpRxFrames is how many received frames port pc's socket holds: ownStock when only this agent writes
+// to it; a port whose peer is elsewhere (another agent, a kernel host) is read when the loop gets to
+// it, so it holds 4096.
 func (a *agent) xdpRxFrames(pc netns.AgentPort) int {
-	if !a.hosted[pc.PeerNode] || pc.TxChan != 0 || pc.RxChan != 0 || pc.IngressDelay != 0 || pc.Delay <= 0 {
-		return 4096
+	if n := a.ownStock(pc); n > 0 {
+		return n
 	}
-	return int(2.5*pc.Delay.Seconds()*pc.RateBps/512) + 1
+	return 4096
 }
 
 // datapathName is the fidelity record's name for the data path the ports use.
