@@ -112,11 +112,18 @@ func (ss *session) exec(r *ExecReq) error {
 		ss.execing.Store(false)
 		return err
 	}
+	// A connection runs one command after another (pingall, iperf): forget the ones that are over.
+	ss.procs = slices.DeleteFunc(ss.procs, (*execProc).over)
 	ss.procs = append(ss.procs, p)
 	ss.s.logf("lab %s: exec on %s: %s", r.Lab, r.Device, strings.Join(r.Argv, " "))
 	go func() {
 		<-p.exited
 		p.output.Wait()
+		// The command is over once its leader has exited and its output is drained: what is left of
+		// its group is ended and the leader reaped now, not when the connection closes (a reused
+		// connection kept every finished command's leader a zombie until then).
+		p.stop()
+		ss.s.releaseExec(r.Lab, p)
 		ss.execing.Store(false)
 		ss.c.Send(Msg{Type: "exit", Code: p.code})
 	}()

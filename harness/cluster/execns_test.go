@@ -197,3 +197,27 @@ func TestExecInTurnOnOneConnection(t *testing.T) {
 		t.Fatalf("a second command while one runs: %v", err)
 	}
 }
+
+// A command over is reaped at once, its connection still open: a connection that runs one command
+// after another (pingall, iperf) left every finished leader a zombie until it closed.
+func TestExecReapedWhenOver(t *testing.T) {
+	needRoot(t)
+	addr, _ := startServer(t, 0)
+	upPair(t, addr, "ut-reli-reap")
+	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for range 2 {
+		var out syncBuf
+		code, err := r.Exec(context.Background(), "ut-reli-reap", "h0", []string{"sh", "-c", "echo $$"}, &out, &out)
+		if err != nil || code != 0 {
+			t.Fatalf("exec: code %d, %v, output %q", code, err, out.String())
+		}
+		pid := strings.TrimSpace(out.String())
+		if b, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+			t.Fatalf("the command's leader (pid %s) is still there after its exit was reported: %s", pid, b)
+		}
+	}
+}

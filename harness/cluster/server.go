@@ -395,6 +395,13 @@ func (s *Server) holdExec(lab string, gen uint64, p *execProc) bool {
 	return true
 }
 
+// releaseExec forgets p, a command that is over, as one that lab holds.
+func (s *Server) releaseExec(lab string, p *execProc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.execs[lab], p)
+}
+
 // retire forgets lab as one this server holds, so exec refuses it, and ends the commands running in it.
 func (s *Server) retire(lab string) {
 	s.mu.Lock()
