@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -214,6 +215,88 @@ func TestAgentMsgIsZeroSeesEveryField(t *testing.T) {
 		}
 		if m.isZero() {
 			t.Errorf("isZero misses field %s", typ.Field(i).Name)
+		}
+	}
+}
+
+// A loop polling the channel (PolledControl) gets every message whole and in order however the bytes
+// arrive: first what Recv had read ahead, a line split over two writes only once it is whole, a line
+// longer than the buffer, and io.EOF once the writer has closed.
+func TestStreamControlPoll(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := NewStreamControl(r, io.Discard, nil)
+	wc := NewStreamControl(nil, w, nil)
+	long := make([]AgentDevice, 3000) // > 64 KB of JSON
+	for i := range long {
+		long[i] = AgentDevice{Name: fmt.Sprintf("h%d", i), Node: i}
+	}
+	sent := []AgentMsg{{Type: "start", Epoch: 1}, {Type: "grant", Until: 5, Counts: map[int]uint64{1: 2}}}
+	for i := range sent {
+		if err := wc.Send(&sent[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m AgentMsg
+	if err := c.Recv(&m); err != nil || m.Type != "start" { // reads the grant ahead into its buffer
+		t.Fatalf("recv: %v %+v", err, m)
+	}
+	fd, ok := c.PollFd()
+	if !ok || fd < 0 {
+		t.Fatal("a pipe has no descriptor to poll")
+	}
+	poll := func() (bool, AgentMsg) {
+		t.Helper()
+		var m AgentMsg
+		ok, err := c.Poll(&m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok, m
+	}
+	if ok, m := poll(); !ok || !reflect.DeepEqual(m, sent[1]) {
+		t.Fatalf("the grant read ahead: %v %+v", ok, m)
+	}
+	if ok, _ := poll(); ok {
+		t.Fatal("a message out of nothing")
+	}
+	w.Write([]byte("@grant 9 "))
+	if ok, _ := poll(); ok {
+		t.Fatal("half a line taken as a message")
+	}
+	w.Write([]byte("4:1\n"))
+	if ok, m := poll(); !ok || m.Type != "grant" || m.Until != 9 || m.Counts[4] != 1 {
+		t.Fatalf("the line written in two parts: %v %+v", ok, m)
+	}
+	live := AgentMsg{Type: "live", Live: &LiveMsg{Op: "inspect"}}
+	big := AgentMsg{Type: "setup", Setup: &AgentSetup{Lab: "x", MTU: 1500, FrameBytes: 1024, Devices: long}}
+	go func() {
+		wc.Send(&big)
+		wc.Send(&live)
+		w.Close()
+	}()
+	var got []AgentMsg
+	for len(got) < 2 {
+		if ok, m := poll(); ok {
+			got = append(got, m)
+		}
+	}
+	if len(got[0].Setup.Devices) != 3000 || got[1].Type != "live" {
+		t.Fatalf("after the long line: %d devices, then %q", len(got[0].Setup.Devices), got[1].Type)
+	}
+	for {
+		ok, err := c.Poll(&m)
+		if ok {
+			t.Fatalf("a message after the last: %+v", m)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
 }

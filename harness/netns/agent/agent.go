@@ -81,7 +81,7 @@ func Serve(ctl netns.Control) int {
 		c.fail(fmt.Errorf("expected start: %v %q", err, m.Type))
 		return 1
 	}
-	go a.control(ctl)
+	a.readControl(ctl)
 	a.completedFn = func(ids []uint32, at []clock.Time) {
 		c.send(netns.AgentMsg{Type: "completed", Flows: ids, Finish: at})
 	}
@@ -106,9 +106,59 @@ func Serve(ctl netns.Control) int {
 	return 0
 }
 
-// control reads the backend's messages after start and hands them to the loop, waking its wait through
-// the eventfd: stop (or the channel closing: the backend went away), completed (flows other agents
-// finished), grant and halt (lockstep), live requests.
+// readControl arranges for the backend's messages after start to reach the loop: read by the loop
+// itself when the channel has a descriptor (netns.PolledControl: it waits for it with its ports), else
+// by a goroutine of their own (control).
+func (a *agent) readControl(ctl netns.Control) {
+	if pc, ok := ctl.(netns.PolledControl); ok && os.Getenv(controlGoroutineEnv) != "1" {
+		if fd, ok := pc.PollFd(); ok && a.waiter.add(fd) == nil {
+			a.ctl, a.ctlFd = pc, fd
+			a.ctlReady = true // what came with the start message
+			return
+		}
+	}
+	go a.control(ctl)
+}
+
+// ctlPollEvery bounds how long a busy loop goes without reading a polled control channel.
+const ctlPollEvery = clock.Millisecond
+
+// controlGoroutineEnv set to "1" reads the control channel on a goroutine even where the loop could
+// poll it, for comparison.
+const controlGoroutineEnv = "FABRICLAB_CONTROL_GOROUTINE"
+
+// pollControl takes the messages that have arrived whole, on the loop's thread (readControl): when
+// the waiter found the channel readable, and at least every ctlPollEvery of wall time in any case, for
+// a loop catching up in steps waits for nothing (a stop must still end it within a step).
+func (a *agent) pollControl() {
+	if a.ctl == nil {
+		return
+	}
+	if !a.ctlReady {
+		if w := a.clk.Wall(); w-a.ctlPolled >= ctlPollEvery {
+			a.ctlPolled = w
+		} else {
+			return
+		}
+	}
+	a.ctlReady = false
+	for {
+		ok, err := a.ctl.Poll(&a.ctlMsg)
+		if err != nil {
+			a.onControl(nil, err)
+			return
+		}
+		if !ok {
+			return
+		}
+		if !a.onControl(&a.ctlMsg, nil) {
+			return
+		}
+	}
+}
+
+// control reads the backend's messages after start on a goroutine of its own and hands them to the
+// loop, waking its wait through the eventfd.
 func (a *agent) control(ctl netns.Control) {
 	if a.lock.on && a.setup.Realtime > 0 {
 		// In lockstep a grant is on the critical path of every agent waiting for it: read it on a
@@ -119,22 +169,34 @@ func (a *agent) control(ctl netns.Control) {
 	var m netns.AgentMsg
 	for {
 		err := ctl.Recv(&m)
-		switch {
-		case err != nil || m.Type == "stop":
-			if os.Getenv("FABRICLAB_AGENT_DEBUG") != "" {
-				fmt.Fprintf(os.Stderr, "agent %d: stop (%v)\n", os.Getpid(), err)
-			}
-			a.requestStop()
+		if !a.onControl(&m, err) {
 			return
-		case m.Type == "completed":
-			a.completedElsewhere(m.Flows, m.Finish)
-		case m.Type == "live" && m.Live != nil:
-			a.liveRequest(m.Live)
-		case m.Type == "grant" || m.Type == "halt":
-			a.lock.post(m)
-			a.wake.signal()
 		}
 	}
+}
+
+// onControl acts on one message from the backend (or the error reading it): stop (or the channel
+// closing: the backend went away), completed (flows other agents finished), grant and halt (lockstep),
+// live requests. False once there is nothing more to read.
+func (a *agent) onControl(m *netns.AgentMsg, err error) bool {
+	switch {
+	case err != nil || m.Type == "stop":
+		if os.Getenv("FABRICLAB_AGENT_DEBUG") != "" {
+			fmt.Fprintf(os.Stderr, "agent %d: stop (%v)\n", os.Getpid(), err)
+		}
+		a.requestStop()
+		return false
+	case m.Type == "completed":
+		a.completedElsewhere(m.Flows, m.Finish)
+	case m.Type == "live" && m.Live != nil:
+		a.liveRequest(m.Live)
+	case m.Type == "grant" || m.Type == "halt":
+		a.lock.post(*m)
+		if a.ctl == nil {
+			a.wake.signal() // (the loop reads a polled channel itself)
+		}
+	}
+	return true
 }
 
 type conn struct{ ctl netns.Control }

@@ -349,6 +349,13 @@ type agent struct {
 	seen    int
 	done    int
 	// remote holds completions of flows in other agents, as the backend relays them (reader goroutine).
+	// ctl is the control channel when the loop reads it itself (readControl); ctlReady: its descriptor
+	// was found readable and not read since. ctlMsg is the message Poll decodes into.
+	ctl           netns.PolledControl
+	ctlFd         int
+	ctlPolled     clock.Time // wall time of the last unprompted poll
+	ctlReady      bool
+	ctlMsg        netns.AgentMsg
 	remoteMu      sync.Mutex
 	remote        []uint32
 	remoteAt      []clock.Time

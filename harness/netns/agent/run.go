@@ -24,6 +24,7 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 	// of a loop behind the wall clock) is counted however the loop ends.
 	defer func() { a.fid.BusyTime += a.clk.Wall() - wall0 }()
 	for !a.stop.Load() {
+		a.pollControl()
 		a.runLive()
 		a.pollLock()
 		if err := a.catchUp(); err != nil {
@@ -108,9 +109,16 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 
 // waitStop blocks until the backend says stop (or goes away).
 func (a *agent) waitStop() {
+	fds := []unix.PollFd{{Fd: int32(a.wake.fd), Events: unix.POLLIN}}
+	if a.ctl != nil {
+		fds = append(fds, unix.PollFd{Fd: int32(a.ctlFd), Events: unix.POLLIN})
+	}
 	for !a.stop.Load() {
 		ts := clock.ToTimespec(maxSleep)
-		unix.Ppoll(a.fds[len(a.ports):], &ts, nil)
+		unix.Ppoll(fds, &ts, nil)
+		a.wake.drain()
+		a.ctlReady = true
+		a.pollControl()
 	}
 }
 
@@ -237,6 +245,7 @@ func (a *agent) progress() {
 // once a stop is requested, so Ctrl-C ends even a run that is far behind within a step.
 func (a *agent) catchUp() error {
 	for {
+		a.pollControl()
 		a.pollLock()
 		lim := a.limit()
 		next, ok := a.clk.Next()
@@ -274,6 +283,11 @@ func (a *agent) receiveReady(ready []int, sync bool) error {
 	for _, i := range ready {
 		if i == len(a.ports) {
 			a.wake.drain()
+			continue
+		}
+		if i == len(a.ports)+1 {
+			a.ctlReady = true
+			a.pollControl()
 			continue
 		}
 		if err := a.receive(a.ports[i], sync); err != nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // waiter sleeps until a port has frames, the wake fd fires, or a timeout with nanosecond resolution,
-// and says which of them are ready (indices into the agent's fds: ports, then the wake fd).
+// and says which of them are ready (indices into the agent's fds: ports, then the wake fd, then the
+// control channel when the loop reads it itself).
 //
 // It uses epoll_pwait2 (Linux 5.11+): ppoll costs the kernel a pass over every descriptor on each call,
 // and on NDC(3,1) (37 descriptors, one or two ready per wake-up) that pass was 43% of the loop's CPU
@@ -86,6 +87,21 @@ func (w *waiter) close() {
 		unix.Close(w.epfd)
 		w.epfd = -1
 	}
+}
+
+// add watches one more descriptor, at the next index.
+func (w *waiter) add(fd int) error {
+	i := len(w.fds)
+	w.fds = append(w.fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	if w.epfd >= 0 {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(i)}
+		if err := unix.EpollCtl(w.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
+			w.fds = w.fds[:i]
+			return fmt.Errorf("epoll_ctl: %w", err)
+		}
+		w.events = append(w.events, unix.EpollEvent{})
+	}
+	return nil
 }
 
 // unwatch stops waking for fds[i]: the loop looks at that port's ring itself (agent.unwatchRings).
