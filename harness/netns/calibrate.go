@@ -28,7 +28,7 @@ type Calibration struct {
 
 // calibrationVersion changes whenever the agent's data path does, so a cached calibration of an older
 // agent is measured again.
-const calibrationVersion = "xdp-1"
+const calibrationVersion = "xdp-2" // xdp-2: receive stocks of 64 frames, the control channel read by the loop
 
 // calibrationKey names the machine and agent a calibration holds for: kernel release, CPU model,
 // CPUs, data path.
