@@ -21,7 +21,9 @@ import (
 // TPACKET_V3 block ring, AF_XDP; then AF_XDP sending to AF_XDP (the xdp data path), to a V2 ring and to
 // a V3 ring. The sending side is the same AF_PACKET sendmmsg in the first four, so their differences
 // are the receiving side's. FABRICLAB_BENCH_BATCH=N sends N frames per call (AF_XDP to AF_XDP: 1.29-1.30
-// us a frame at 8, 1.21 at 16, 1.19 at 64). Root; takes the namespace lock.
+// us a frame at 8, 1.21 at 16, 1.19 at 64 on the VM of 2026-11-27; 0.77 at 1, 0.58 at 4, 0.51-0.53 at
+// 64 on the one of 2026-11-28, whose kernel path costs less than half as much). Root; takes the
+// namespace lock.
 //
 //	go test -run - -bench PortRx -benchtime 20000x ./harness/netns/
 func BenchmarkPortRx(b *testing.B) {
