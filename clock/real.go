@@ -25,6 +25,7 @@ type Real struct {
 	fired  uint64
 	lag    LagStats
 	spare  []*event // fired events of Schedule, for reuse
+	halted bool
 }
 
 // LagStats says how late timers fired: the wall time at which the loop ran each callback minus its
@@ -146,6 +147,14 @@ func (r *Real) ScheduleRanked(d Time, rank uint32, f func()) {
 	r.push(e, d, rank, f)
 }
 
+// Halt ends the clock's run at Now, from inside a timer: nothing fires after the timer running, not
+// even a timer due at the same instant (the virtual backend stops on the event that found a
+// deadlock, and the two backends end a run at the same point), and Next reports nothing pending.
+func (r *Real) Halt() { r.halted = true }
+
+// Halted says whether Halt was called.
+func (r *Real) Halted() bool { return r.halted }
+
 // RunDue fires every timer whose deadline has passed on the wall clock, in deadline order, including
 // timers those callbacks schedule for the past or present. It returns how many fired.
 func (r *Real) RunDue() int { return r.RunDueUntil(r.Wall()) }
@@ -156,7 +165,7 @@ func (r *Real) RunDue() int { return r.RunDueUntil(r.Wall()) }
 func (r *Real) RunDueUntil(limit Time) int {
 	n := 0
 	wall := r.Wall()
-	for len(r.events) > 0 {
+	for len(r.events) > 0 && !r.halted {
 		top := r.events[0]
 		if top.f == nil {
 			r.events, _ = heapPop(r.events)
@@ -204,7 +213,7 @@ func (r *Real) noteLag(l, at Time) {
 
 // Next returns the earliest pending deadline.
 func (r *Real) Next() (Time, bool) {
-	for len(r.events) > 0 {
+	for len(r.events) > 0 && !r.halted {
 		if r.events[0].f != nil {
 			return r.events[0].at, true
 		}

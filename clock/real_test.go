@@ -164,3 +164,25 @@ func TestAfterFuncRanked(t *testing.T) {
 		t.Fatalf("fired %v, want a b r2 r2b r5", got)
 	}
 }
+
+// A timer that halts the clock is the last to fire: a timer due at the same instant and scheduled
+// after it does not, nor any later one, and Next reports nothing pending.
+func TestRealHalt(t *testing.T) {
+	r := NewReal(MonotonicNanos() - 1e12) // everything is due
+	var fired []int
+	r.AfterFunc(10, func() { fired = append(fired, 1) })
+	r.AfterFunc(20, func() { fired = append(fired, 2); r.Halt() })
+	r.AfterFunc(20, func() { fired = append(fired, 3) })
+	r.AfterFunc(30, func() { fired = append(fired, 4) })
+	r.RunDue()
+	r.RunDue()
+	if len(fired) != 2 || fired[0] != 1 || fired[1] != 2 || !r.Halted() {
+		t.Fatalf("fired %v, halted %v: want [1 2], halted", fired, r.Halted())
+	}
+	if _, ok := r.Next(); ok {
+		t.Fatal("a halted clock reports a pending timer")
+	}
+	if r.Now() != 20 {
+		t.Fatalf("now %v, want the halting timer's 20", r.Now())
+	}
+}

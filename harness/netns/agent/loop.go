@@ -596,7 +596,13 @@ func (a *agent) watch() {
 	}
 	g := m.Graph
 	prio := monitor.LabPrio(m.FlowControl, func(dev int) bool { return g.Nodes[dev].Kind == topo.Host })
-	a.mon.Every(a.clk, func() monitor.Snapshot { return monitor.Sample(a.clk.Now(), devs, prio) }, nil, nil)
+	// A deadlock never resolves: the run ends at the tick that found it, nothing after it runs, as on
+	// the virtual backend (the end had waited for the backend's stop, wherever the loop had got by
+	// then: flows still open delivered a few frames more or less from one run to the next).
+	a.mon.Every(a.clk, func() monitor.Snapshot { return monitor.Sample(a.clk.Now(), devs, prio) }, func() {
+		a.end = min(a.end, a.clk.Now())
+		a.clk.Halt()
+	}, nil)
 }
 
 // minCatchUpStep bounds catch-up steps from below (each costs a flush and an epoll pass). It was 10 us,

@@ -320,12 +320,16 @@ func (a *agent) receive(p *port, sync bool) error {
 
 // take hands one frame read on p to its engine (receive).
 func (a *agent) take(p *port, frame []byte, sync bool) {
+	if a.clk.Halted() {
+		return // the run ended at a deadlock: this frame is not part of it
+	}
 	a.fid.RxFrames++
 	p.rxFrames++
 	p.rxBytes += uint64(len(frame))
 	if p.inFault != nil && p.inFault.Down {
 		return // the cable is down (lab link): what a kernel host sends into it is lost
 	}
+
 	if p.pcap != nil {
 		p.pcap.WriteAt(a.clk.Wall(), frame)
 	}
