@@ -28,14 +28,21 @@ func pairGraph() *topo.Graph {
 	return b.G
 }
 
-// upPair has the server at addr make lab name (two hosts) over a connection of its own, which holds it.
-func upPair(t *testing.T, addr, name string) *Remote {
+// connectM1 is a connection of its own to the server at addr (machine m1), closed when the test ends.
+func connectM1(t *testing.T, addr string) *Remote {
 	t.Helper()
 	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+// upPair has the server at addr make lab name (two hosts) over a connection of its own, which holds it.
+func upPair(t *testing.T, addr, name string) *Remote {
+	t.Helper()
+	r := connectM1(t, addr)
 	if err := r.Up(context.Background(), &UpReq{Lab: name, Graph: pairGraph(), Nodes: []int{0, 1}, MTU: 1500}); err != nil {
 		t.Fatal(err)
 	}
@@ -50,11 +57,7 @@ type execResult struct {
 
 func remoteExec(t *testing.T, ctx context.Context, addr, lab string, out *syncBuf, argv ...string) chan execResult {
 	t.Helper()
-	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
+	r := connectM1(t, addr)
 	ch := make(chan execResult, 1)
 	go func() {
 		code, err := r.Exec(ctx, lab, "h0", argv, out, out)
@@ -176,11 +179,7 @@ func TestExecInTurnOnOneConnection(t *testing.T) {
 	needRoot(t)
 	addr, _ := startServer(t, 0)
 	upPair(t, addr, "ut-reli-ext")
-	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := connectM1(t, addr)
 	for i := range 3 {
 		var out syncBuf
 		code, err := r.Exec(context.Background(), "ut-reli-ext", "h0", []string{"sh", "-c", fmt.Sprintf("echo %d; exit %d", i, i)}, &out, &out)
@@ -192,7 +191,7 @@ func TestExecInTurnOnOneConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out syncBuf
-	_, err = r.Exec(context.Background(), "ut-reli-ext", "h0", []string{"true"}, &out, &out)
+	_, err := r.Exec(context.Background(), "ut-reli-ext", "h0", []string{"true"}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "already runs a command") {
 		t.Fatalf("a second command while one runs: %v", err)
 	}
@@ -204,11 +203,7 @@ func TestExecReapedWhenOver(t *testing.T) {
 	needRoot(t)
 	addr, _ := startServer(t, 0)
 	upPair(t, addr, "ut-reli-reap")
-	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := connectM1(t, addr)
 	for range 2 {
 		var out syncBuf
 		code, err := r.Exec(context.Background(), "ut-reli-reap", "h0", []string{"sh", "-c", "echo $$"}, &out, &out)
