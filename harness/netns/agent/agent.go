@@ -81,7 +81,10 @@ func Serve(ctl netns.Control) int {
 		c.fail(fmt.Errorf("expected start: %v %q", err, m.Type))
 		return 1
 	}
-	a.readControl(ctl)
+	if err := a.readControl(ctl); err != nil {
+		c.fail(err)
+		return 1
+	}
 	a.completedFn = func(ids []uint32, at []clock.Time) {
 		c.send(netns.AgentMsg{Type: "completed", Flows: ids, Finish: at})
 	}
@@ -109,15 +112,19 @@ func Serve(ctl netns.Control) int {
 // readControl arranges for the backend's messages after start to reach the loop: read by the loop
 // itself when the channel has a descriptor (netns.PolledControl: it waits for it with its ports), else
 // by a goroutine of their own (control).
-func (a *agent) readControl(ctl netns.Control) {
+func (a *agent) readControl(ctl netns.Control) error {
 	if pc, ok := ctl.(netns.PolledControl); ok && os.Getenv(controlGoroutineEnv) != "1" {
-		if fd, ok := pc.PollFd(); ok && a.waiter.add(fd) == nil {
+		if fd, ok := pc.PollFd(); ok {
+			if err := a.waiter.add(fd); err != nil {
+				return fmt.Errorf("control channel: %w", err) // (Recv no longer reads it)
+			}
 			a.ctl, a.ctlFd = pc, fd
 			a.ctlReady = true // what came with the start message
-			return
+			return nil
 		}
 	}
 	go a.control(ctl)
+	return nil
 }
 
 // ctlPollEvery bounds how long a busy loop goes without reading a polled control channel.

@@ -273,7 +273,7 @@ func (p *port) flush(a *agent) error {
 		p.txWritten = p.txSeq - uint32(len(out)-n)
 	}
 	for i := 0; i < n; i++ {
-		late := left - p.due[i]
+		late := left - due[i]
 		if p.cfg.TxChan != 0 {
 			late += p.link.delay // it was due to leave, not to arrive, at due-delay
 		}
@@ -348,14 +348,14 @@ type agent struct {
 	deps    map[uint32][]int
 	seen    int
 	done    int
-	// remote holds completions of flows in other agents, as the backend relays them (reader goroutine).
 	// ctl is the control channel when the loop reads it itself (readControl); ctlReady: its descriptor
 	// was found readable and not read since. ctlMsg is the message Poll decodes into.
-	ctl           netns.PolledControl
-	ctlFd         int
-	ctlPolled     clock.Time // wall time of the last unprompted poll
-	ctlReady      bool
-	ctlMsg        netns.AgentMsg
+	ctl       netns.PolledControl
+	ctlFd     int
+	ctlPolled clock.Time // wall time of the last unprompted poll
+	ctlReady  bool
+	ctlMsg    netns.AgentMsg
+	// remote holds completions of flows in other agents, as the backend relays them (reader goroutine).
 	remoteMu      sync.Mutex
 	remote        []uint32
 	remoteAt      []clock.Time

@@ -329,7 +329,6 @@ func (a *agent) take(p *port, frame []byte, sync bool) {
 	if p.inFault != nil && p.inFault.Down {
 		return // the cable is down (lab link): what a kernel host sends into it is lost
 	}
-
 	if p.pcap != nil {
 		p.pcap.WriteAt(a.clk.Wall(), frame)
 	}
