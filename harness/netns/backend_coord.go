@@ -22,6 +22,9 @@ type coordination struct {
 	// reached past the tick).
 	mon     *monitor.Monitor
 	pending map[clock.Time][]monitor.QueueState
+	// tick is the monitor's interval: every agent is held at each tick (Coordinator.Hold) until the
+	// tick is judged, so a deadlock ends the run at the tick that found it, as with one agent.
+	tick clock.Time
 	// done[i]: agent i's flows have all completed, the last at finish[i].
 	done   []bool
 	finish []clock.Time
@@ -59,6 +62,8 @@ func newCoordination(l *lab.Lab, dl *Dilated, setups []*AgentSetup) *coordinatio
 	if setups[0].Sample != nil {
 		m := setups[0].Sample
 		c.mon = monitor.New(m.Graph, m.Config)
+		c.tick = m.Config.WithDefaults().Interval // the agents' (sampleStalls)
+		c.lock.hold = c.tick + 1                  // the first grants (Start) stop there
 	}
 	return c
 }
@@ -98,7 +103,7 @@ func (c *coordination) reached(procs []*agentProc, i int, m AgentMsg) error {
 	}
 	c.late[i] = m.Late
 	c.send(procs, gs)
-	if c.mon == nil || len(c.pending) == 0 {
+	if c.mon == nil {
 		return nil
 	}
 	slowest := slices.Min(c.lock.reached)
@@ -115,6 +120,11 @@ func (c *coordination) reached(procs []*agentProc, i int, m AgentMsg) error {
 		if !c.mon.Detected() && c.mon.Observe(monitor.Snapshot{At: at, Queues: qs}) {
 			c.halt(procs, at) // a deadlock never resolves: the run ends where it is found, as on one agent
 		}
+	}
+	if !c.mon.Detected() {
+		// Every tick before the slowest agent is judged: hold everyone at the next one.
+		next := max((slowest+c.tick-1)/c.tick*c.tick, c.tick)
+		c.send(procs, c.lock.Hold(next+1))
 	}
 	return nil
 }

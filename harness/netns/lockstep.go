@@ -84,6 +84,7 @@ type Coordinator struct {
 	counts  map[int]uint64 // channel -> frames its sender had written when it reported reached
 	granted []clock.Time
 	cap     clock.Time
+	hold    clock.Time // no agent runs an event at or past it until it is raised (Hold); 0: none
 }
 
 // NewCoordinator coordinates n agents joined by chans, up to (and including) engine time end.
@@ -144,6 +145,14 @@ func (c *Coordinator) End(end clock.Time) []Grant {
 	return c.grants()
 }
 
+// Hold keeps every agent before t until it is raised (0: no hold): a barrier the backend sets at the
+// deadlock monitor's next tick, so no agent runs past a tick before the merged snapshot of it has been
+// judged. It returns the grants that moved.
+func (c *Coordinator) Hold(t clock.Time) []Grant {
+	c.hold = t
+	return c.grants()
+}
+
 // Limit is what agent a has been granted so far.
 func (c *Coordinator) Limit(a int) clock.Time { return c.granted[a] }
 
@@ -152,6 +161,9 @@ func (c *Coordinator) grants() []Grant {
 	var out []Grant
 	for a := range c.granted {
 		g := c.cap
+		if c.hold > 0 {
+			g = min(g, c.hold)
+		}
 		for _, i := range c.in[a] {
 			ch := c.chans[i]
 			g = min(g, c.reached[ch.From]+ch.Delay)

@@ -300,3 +300,24 @@ func TestStreamControlPoll(t *testing.T) {
 		}
 	}
 }
+
+// A hold (the deadlock monitor's next tick) caps every grant until it is raised, then the grants move
+// on: no agent runs past a tick the coordinator has not judged.
+func TestCoordinatorHold(t *testing.T) {
+	chans := []LockChan{{ID: 1, From: 0, To: 1, Delay: 10}, {ID: 2, From: 1, To: 0, Delay: 10}}
+	c := NewCoordinator(2, chans, 100)
+	c.hold = 6
+	if gs := c.Start(); len(gs) != 2 || gs[0].Until != 6 || gs[1].Until != 6 {
+		t.Fatalf("start grants under a hold at 6: %+v", gs)
+	}
+	c.Reached(0, 6, map[int]uint64{1: 1})
+	if gs, _ := c.Reached(1, 6, map[int]uint64{2: 1}); len(gs) != 0 {
+		t.Fatalf("grants past the hold: %+v", gs)
+	}
+	if gs := c.Hold(12); len(gs) != 2 || gs[0].Until != 12 || gs[1].Until != 12 {
+		t.Fatalf("raising the hold to 12: %+v", gs)
+	}
+	if gs := c.Hold(0); len(gs) != 2 || gs[0].Until != 16 || gs[1].Until != 16 {
+		t.Fatalf("lifting the hold: %+v (want reached + delay)", gs)
+	}
+}

@@ -92,5 +92,12 @@ var _ = Describe("netns backend: two agents in lockstep run a lab as one agent d
 		Expect(r.sum.Deadlock.Detected).To(BeTrue())
 		Expect(r.sum.Deadlock.Cycle).To(ConsistOf(v.Deadlock.Cycle))
 		Expect(r.res.Monitor.LateCross).To(BeZero())
+		// Held at every monitor tick until the coordinator has judged it, no agent runs past the tick
+		// that found the deadlock: the run has the virtual one's length and bytes (agents had run up to
+		// a lockstep window on, flows still open delivering a few frames more).
+		GinkgoWriter.Printf("run length %v s (virtual %v s), throughput %v b/s (virtual %v b/s)\n",
+			r.sum.DurationS, v.DurationS, r.sum.ThroughputBps, v.ThroughputBps)
+		Expect(within(r.sum.DurationS, v.DurationS)).To(BeNumerically("<", 1e-9))
+		Expect(within(r.sum.ThroughputBps, v.ThroughputBps)).To(BeNumerically("<", 1e-9))
 	})
 })
