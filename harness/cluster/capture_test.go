@@ -14,13 +14,9 @@ import (
 // and the connection stays usable.
 func TestCaptureOnlyInOwnLabs(t *testing.T) {
 	addr, _ := startServer(t, 0)
-	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := connectM1(t, addr)
 	var out bytes.Buffer
-	_, err = r.StartCapture(context.Background(), "other", "s0", 1, &out)
+	_, err := r.StartCapture(context.Background(), "other", "s0", 1, &out)
 	if err == nil || !strings.Contains(err.Error(), `no lab "other" made by this agent server`) {
 		t.Fatalf("capture in a lab the server did not make: %v", err)
 	}

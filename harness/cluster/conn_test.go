@@ -18,6 +18,17 @@ var testSecret = []byte("0123456789abcdef0123456789abcdef")
 
 // startServer runs a Server on 127.0.0.1 (its "underlay" is the loopback) with its state under a
 // temporary directory, and returns its address and log.
+// connectM1 is a connection of its own to the server at addr (machine m1), closed when the test ends.
+func connectM1(t *testing.T, addr string) *Remote {
+	t.Helper()
+	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
 func startServer(t *testing.T, offset time.Duration) (string, *logBuf) {
 	t.Helper()
 	netns.StateRoot = t.TempDir()
@@ -120,11 +131,7 @@ func TestUnauthenticatedRefused(t *testing.T) {
 func TestAuthenticatedClockProbe(t *testing.T) {
 	const off = 3 * time.Millisecond
 	addr, _ := startServer(t, off)
-	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := connectM1(t, addr)
 	if r.Hello.Name != "m1" || r.Hello.UnderlayIf != "lo" || r.Hello.UnderlayMTU < 1500 {
 		t.Fatalf("hello %+v", r.Hello)
 	}

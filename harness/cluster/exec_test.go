@@ -19,11 +19,7 @@ import (
 // set them up; either refusal leaves the connection usable.
 func TestExecOnlyInOwnLabs(t *testing.T) {
 	addr, _ := startServer(t, 0)
-	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := connectM1(t, addr)
 	var out, errb bytes.Buffer
 	code, err := r.Exec(context.Background(), "other", "h0", []string{"true"}, &out, &errb)
 	if err == nil || !strings.Contains(err.Error(), `no lab "other" made by this agent server`) || code != -1 {

@@ -28,17 +28,6 @@ func pairGraph() *topo.Graph {
 	return b.G
 }
 
-// connectM1 is a connection of its own to the server at addr (machine m1), closed when the test ends.
-func connectM1(t *testing.T, addr string) *Remote {
-	t.Helper()
-	r, err := ConnectMachine(context.Background(), Machine{Name: "m1", Control: addr, Underlay: "127.0.0.1"}, testSecret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	return r
-}
-
 // upPair has the server at addr make lab name (two hosts) over a connection of its own, which holds it.
 func upPair(t *testing.T, addr, name string) *Remote {
 	t.Helper()
