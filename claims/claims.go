@@ -79,7 +79,7 @@ type Claim struct {
 // in each file (a last part "*" sums an object's numbers); with Over, a second glob, each file's number
 // is divided by that of the Over file of the same topology seed (the text the wildcards matched), a
 // ratio of two fabrics paired by topology seed; with OverField, by that field (of the Over file, or of
-// the same file). Either kind adds Offset, then times Scale, into the row's Unit (scale 100 for a
+// the same file). A group, seeds or analyze source adds Offset, then times Scale, into the row's Unit (scale 100 for a
 // fraction as %, 1e-9 for bit/s as Gb/s; offset -1 and scale 100 for a ratio as a % gain). Or Count:
 // a count row's violations, summed over its terms (count.go).
 type Source struct {
@@ -103,6 +103,9 @@ func (s *Source) check() error {
 	case len(s.Count) > 0:
 		if tree || s.Seeds != "" || s.Analyze != "" || s.Field != "" || s.Over != "" || s.OverField != "" {
 			return fmt.Errorf("a count source has only terms (count), no group, seeds or analyze of its own")
+		}
+		if s.Offset != 0 || s.Scale != 0 {
+			return fmt.Errorf("a count source counts violations: it takes no offset or scale")
 		}
 		for i := range s.Count {
 			if err := s.Count[i].check(); err != nil {

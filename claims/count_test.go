@@ -151,6 +151,7 @@ func TestCountCheck(t *testing.T) {
 		{Count: []Term{{Holds: "<0"}}},
 		{Count: []Term{{Source: Source{Group: "a", Metric: "m"}, Holds: "<0"}}},
 		{Count: []Term{ok}, Group: "g"},
+		{Count: []Term{ok}, Scale: 100}, // a count is violations: a scale would be dropped
 		{Seeds: "runs/x.json", Group: "a", Metric: "m", Analyze: "x/*.json"},
 	} {
 		s := s

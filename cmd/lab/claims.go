@@ -108,8 +108,10 @@ func runClaims(w io.Writer, in, out, docs string, trees []string) error {
 }
 
 // refreshClaims refreshes rows from the directories given: first the rows whose analyze glob matches
-// files under them, then, from each directory that is a run tree (or one run), the rows naming its
-// groups. A directory that is neither, and holds no row's analyze outputs, is an error (a mistyped path).
+// files under them, then those whose per-seed file is under them, then, from each directory that is a
+// run tree (or one run), the rows naming its groups, and last the count rows (whose row terms read
+// the rows refreshed before). A directory that is no run tree and holds no row's analyze or per-seed
+// file is an error (a mistyped path).
 func refreshClaims(w io.Writer, cs []claims.Claim, dirs []string) error {
 	for _, d := range dirs {
 		if _, err := os.Stat(d); err != nil {

@@ -2,6 +2,7 @@ package topo
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -171,7 +172,7 @@ func chordlessCycle(adj []map[int]bool) []int {
 	walk = func(path []int) []int {
 		s, u := path[0], path[len(path)-1]
 		for w := range adj[u] {
-			if w <= s || contains(path, w) {
+			if w <= s || slices.Contains(path, w) {
 				continue
 			}
 			if len(path) == 1 {
@@ -208,13 +209,4 @@ func chordlessCycle(adj []map[int]bool) []int {
 		}
 	}
 	return nil
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
