@@ -53,7 +53,8 @@ func (ss *session) liveCall(req netns.LiveMsg) (*netns.LiveMsg, error) {
 	}
 	ss.amu.Unlock()
 	if a == nil {
-		return nil, fmt.Errorf("lab %s has no agent running here", ss.lab)
+		// (Not ss.lab: this runs on the capture's goroutine, and the owner's teardown clears it.)
+		return nil, errors.New("the lab has no agent running here")
 	}
 	defer func() {
 		ss.amu.Lock()
@@ -219,11 +220,11 @@ func (t *tail) drain() error {
 			}
 			t.off += int64(n)
 		}
+		if err != nil && err != io.EOF {
+			return err
+		}
 		if err == io.EOF || n == 0 {
 			break
-		}
-		if err != nil {
-			return err
 		}
 	}
 	// Best effort: a file system without hole punching keeps the bytes until the file is removed.

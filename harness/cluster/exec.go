@@ -112,9 +112,7 @@ func (ss *session) exec(r *ExecReq) error {
 		ss.execing.Store(false)
 		return err
 	}
-	// A connection runs one command after another (pingall, iperf): forget the ones that are over.
-	ss.procs = slices.DeleteFunc(ss.procs, (*execProc).over)
-	ss.procs = append(ss.procs, p)
+	ss.proc = p // the one it runs (execing): a finished one is stopped and released already
 	ss.s.logf("lab %s: exec on %s: %s", r.Lab, r.Device, strings.Join(r.Argv, " "))
 	go func() {
 		<-p.exited
@@ -158,14 +156,14 @@ func (ss *session) startExec(r *ExecReq) (*execProc, error) {
 	}
 	files := []*os.File{nsf} // descriptor 3 in the child
 	env := append(os.Environ(), NSExecEnv+"=3")
-	if h := filepath.Join("/etc/netns", nl.NSName(r.Device), "hosts"); fileExists(h) {
-		hf, err := os.Open(h)
-		if err != nil {
-			return nil, err
-		}
+	h := filepath.Join("/etc/netns", nl.NSName(r.Device), "hosts")
+	switch hf, err := os.Open(h); {
+	case err == nil:
 		defer hf.Close()
 		files = append(files, hf)
 		env = append(env, NSExecHostsEnv+"=4:"+h)
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, err
 	}
 	argv := slices.Clone(r.Argv)
 	if argv[0] == "lab" {
@@ -183,8 +181,6 @@ func (ss *session) startExec(r *ExecReq) (*execProc, error) {
 	}
 	return p, nil
 }
-
-func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 // streamWriter sends what a command writes as out messages (exec.Cmd copies its pipes through it).
 type streamWriter struct {

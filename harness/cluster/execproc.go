@@ -130,16 +130,6 @@ func (p *execProc) stop() {
 	<-p.done
 }
 
-// over says whether stop has finished: the group is gone and the leader reaped.
-func (p *execProc) over() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // groupMember is a process of a process group, as /proc shows it.
 type groupMember struct {
 	pid, ppid int

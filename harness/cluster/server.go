@@ -142,7 +142,7 @@ type session struct {
 	waiting map[uint64]chan *netns.LiveMsg
 	// execing: the connection runs a command (exec.go); one at a time, so out messages need no tag.
 	execing atomic.Bool
-	procs   []*execProc // the commands this connection started, ended when it ends
+	proc    *execProc // the command this connection runs or ran last, ended when it ends
 	// capture: the connection streams a capture (capture.go), one per connection.
 	capture *capture
 }
@@ -349,17 +349,17 @@ func (ss *session) teardown() {
 	ss.lab = ""
 }
 
-// stopExecs ends every command this connection started (their process groups), at once.
+// stopExecs ends the command this connection runs, if any (its process group).
 func (ss *session) stopExecs() {
-	stopAll(ss.procs)
-	ss.s.mu.Lock()
-	for _, p := range ss.procs {
+	if p := ss.proc; p != nil {
+		p.stop()
+		ss.s.mu.Lock()
 		for _, held := range ss.s.execs {
 			delete(held, p)
 		}
+		ss.s.mu.Unlock()
+		ss.proc = nil
 	}
-	ss.s.mu.Unlock()
-	ss.procs = nil
 }
 
 func stopAll(ps []*execProc) {

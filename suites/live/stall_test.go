@@ -3,12 +3,10 @@ package live_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,8 +23,7 @@ var timeRE = regexp.MustCompile(`time=([\d.]+) ms`)
 // agentPid is the live lab's agent (the process of its agents file started as an agent).
 func agentPid(name string) int {
 	for _, pid := range labPids(name) {
-		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if strings.Contains("\x00"+string(env), "\x00"+netns.AgentEnv+"=1\x00") {
+		if netns.IsAgent(pid) {
 			return pid
 		}
 	}
