@@ -261,7 +261,8 @@ func (q *qp) closeWindow() {
 }
 
 // SetPool makes the NIC take the packets it sends from pl and put back the ones addressed to it once
-// handled. Every engine sharing pl must run on one goroutine (the virtual backend's).
+// handled. Every engine sharing pl must run on one goroutine (the virtual backend's, or a netns
+// agent's loop).
 func (n *NIC) SetPool(pl *pkt.Pool) { n.pool = pl }
 
 // Flush writes the NIC's counters and a record for every flow it started that has not completed. Call it

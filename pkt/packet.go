@@ -123,11 +123,12 @@ func (p *Packet) FlowHash(seed uint32) uint32 {
 	return h
 }
 
-// Pool is a free list of packets for engines that run on one goroutine (the virtual backend gives all
-// of them one). A packet's last reader (the NIC it was addressed to) puts it back, and the next send
-// takes the most recently freed one, still in cache, where a fresh allocation per packet was both cold
-// memory and work for the collector. A nil *Pool allocates and frees nothing: the netns backend's agents
-// decode frames into packets they reuse themselves, so their NICs must not recycle them.
+// Pool is a free list of packets for engines that run on one goroutine (the virtual backend's, or a
+// netns agent's loop, which also decodes every frame it reads into a packet of the pool and puts back
+// each packet it has encoded). A packet's last reader (the NIC it was addressed to, or the agent once
+// the frame is written) puts it back, and the next send takes the most recently freed one, still in
+// cache, where a fresh allocation per packet was both cold memory and work for the collector. A nil
+// *Pool allocates and frees nothing.
 //
 // The free list keeps at most PoolKeep packets and leaves the rest to the collector: without a cap it
 // held every packet the run ever had in flight at once (161,000 free packets, 23 MB, at the end of the

@@ -148,7 +148,7 @@ func (s *Switch) SetLink(i int, l egress.Link) { s.ports[i].SetLink(l) }
 
 // SetPool makes the switch take its PFC frames from pl and put back the ones it has read. The pool must
 // be the one every engine the switch exchanges frames with uses, on the same goroutine (the virtual
-// backend's). Allocated one by one, PFC frames were 22 MB of the 74 MB a fat-tree k=12 incast
+// backend's, or a netns agent's loop). Allocated one by one, PFC frames were 22 MB of the 74 MB a fat-tree k=12 incast
 // allocated while running, all of it garbage, and garbage is what the collector lets grow to the size
 // of the live heap before it runs: it, not the live heap, set the run's peak.
 func (s *Switch) SetPool(pl *pkt.Pool) { s.pool = pl }

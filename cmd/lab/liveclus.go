@@ -89,23 +89,15 @@ func newClusterRunner(name string) (*clusterRunner, error) {
 	if !strings.HasPrefix(st.State, "up") {
 		return nil, fmt.Errorf("lab %s is %s", name, st.State)
 	}
-	cr := &clusterRunner{name: name, on: map[string]string{}, file: st.Cluster, machine: map[string]cluster.Machine{},
-		idle: map[string][]*cluster.Remote{}}
+	cr := &clusterRunner{name: name, on: map[string]string{}, file: st.Cluster, idle: map[string][]*cluster.Remote{}}
 	for _, m := range st.Machines {
 		cr.devices = append(cr.devices, m.Devices...)
 		for _, d := range m.Devices {
 			cr.on[d] = m.Name
 		}
 	}
-	f, err := cluster.Load(st.Cluster)
-	if err != nil {
+	if cr.machine, cr.secret, err = clusterMachines(st.Cluster); err != nil {
 		return nil, err
-	}
-	if cr.secret, err = cluster.ReadSecret(f.SecretPath()); err != nil {
-		return nil, err
-	}
-	for _, m := range f.Machines {
-		cr.machine[m.Name] = m
 	}
 	return cr, nil
 }
@@ -160,22 +152,34 @@ func (cr *clusterRunner) close() {
 	cr.idle = map[string][]*cluster.Remote{}
 }
 
-// connectMachine opens a connection of its own to machine on of the cluster file at path.
-func connectMachine(ctx context.Context, path, on string) (*cluster.Remote, error) {
+// clusterMachines reads the cluster file at path: its machines by name, and the shared secret.
+func clusterMachines(path string) (map[string]cluster.Machine, []byte, error) {
 	f, err := cluster.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	secret, err := cluster.ReadSecret(f.SecretPath())
 	if err != nil {
+		return nil, nil, err
+	}
+	ms := map[string]cluster.Machine{}
+	for _, m := range f.Machines {
+		ms[m.Name] = m
+	}
+	return ms, secret, nil
+}
+
+// connectMachine opens a connection of its own to machine on of the cluster file at path.
+func connectMachine(ctx context.Context, path, on string) (*cluster.Remote, error) {
+	ms, secret, err := clusterMachines(path)
+	if err != nil {
 		return nil, err
 	}
-	for _, m := range f.Machines {
-		if m.Name == on {
-			return cluster.ConnectMachine(ctx, m, secret)
-		}
+	m, ok := ms[on]
+	if !ok {
+		return nil, fmt.Errorf("the cluster file %s no longer names machine %s", path, on)
 	}
-	return nil, fmt.Errorf("the cluster file %s no longer names machine %s", path, on)
+	return cluster.ConnectMachine(ctx, m, secret)
 }
 
 // execOnMachine is lab exec on a lab over several machines; it exits with the command's status.

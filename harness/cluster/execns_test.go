@@ -94,8 +94,9 @@ func TestExecEndsWithConnection(t *testing.T) {
 	goneSoon(t, child, "a command's child after its connection ended")
 }
 
-// The command runs in the namespace the server checked, whatever is mounted at its name by then: the
-// lab removed and made again under its name between the check and the start.
+// The command enters the namespace handle it is handed (descriptor 3: the one session.startExec checked
+// with NSFile), not whatever is mounted at its name by then: here the lab is removed and made again
+// under its name between taking the handle and the start.
 func TestExecEntersTheCheckedNamespace(t *testing.T) {
 	needRoot(t)
 	netns.StateRoot = t.TempDir()

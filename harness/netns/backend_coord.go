@@ -123,8 +123,9 @@ func (c *coordination) reached(procs []*agentProc, i int, m AgentMsg) error {
 	}
 	if !c.mon.Detected() {
 		// Every tick before the slowest agent is judged: hold everyone at the next one.
-		next := max((slowest+c.tick-1)/c.tick*c.tick, c.tick)
-		c.send(procs, c.lock.Hold(next+1))
+		if next := max((slowest+c.tick-1)/c.tick*c.tick, c.tick); next+1 != c.lock.hold {
+			c.send(procs, c.lock.Hold(next+1))
+		}
 	}
 	return nil
 }

@@ -126,15 +126,14 @@ const (
 )
 
 // XDPRxMax is the most received frames an AF_XDP port's rings hold (32 MB of UMEM at 2 KB a frame). A
-// port that needs more (OpenXDPPort's rxFrames: what its peer can write between two reads, with
-// margin) is refused, step "receive ring", rather than given a ring its peer can overrun, and falls
-// back to AF_PACKET like any refused port.
+// caller asking for more (OpenXDPPort's rxFrames) is refused, step "receive ring", rather than given
+// rings smaller than it said its peer can fill; the agent asks 64 or 4096 (agent.xdpRxFrames).
 const XDPRxMax = 1 << 14
 
 // OpenXDPPort opens interface ifname inside the namespace at nsPath ("": the caller's) as an AF_XDP
 // port for frames of up to mtu+14 bytes, with room for rxFrames received frames waiting to be read
-// (rounded up to a power of two, at least 64; more than XDPRxMax is refused). The XDP program and the socket go away when the port
-// is closed or the process exits, whichever comes first.
+// (rounded up to a power of two, at least 64; more than XDPRxMax is refused). The XDP program and the
+// socket go away when the port is closed or the process exits, whichever comes first.
 func OpenXDPPort(nsPath, ifname string, mtu, rxFrames int) (*XDPPort, error) {
 	if mtu <= 0 {
 		mtu = DefaultMTU

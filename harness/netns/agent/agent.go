@@ -113,7 +113,7 @@ func Serve(ctl netns.Control) int {
 // itself when the channel has a descriptor (netns.PolledControl: it waits for it with its ports), else
 // by a goroutine of their own (control).
 func (a *agent) readControl(ctl netns.Control) error {
-	if pc, ok := ctl.(netns.PolledControl); ok && os.Getenv(controlGoroutineEnv) != "1" {
+	if pc, ok := ctl.(netns.PolledControl); ok {
 		if fd, ok := pc.PollFd(); ok {
 			if err := a.waiter.add(fd); err != nil {
 				return fmt.Errorf("control channel: %w", err) // (Recv no longer reads it)
@@ -129,10 +129,6 @@ func (a *agent) readControl(ctl netns.Control) error {
 
 // ctlPollEvery bounds how long a busy loop goes without reading a polled control channel.
 const ctlPollEvery = clock.Millisecond
-
-// controlGoroutineEnv set to "1" reads the control channel on a goroutine even where the loop could
-// poll it, for comparison.
-const controlGoroutineEnv = "FABRICLAB_CONTROL_GOROUTINE"
 
 // pollControl takes the messages that have arrived whole, on the loop's thread (readControl): when
 // the waiter found the channel readable, and at least every ctlPollEvery of wall time in any case, for
@@ -199,9 +195,7 @@ func (a *agent) onControl(m *netns.AgentMsg, err error) bool {
 		a.liveRequest(m.Live)
 	case m.Type == "grant" || m.Type == "halt":
 		a.lock.post(*m)
-		if a.ctl == nil {
-			a.wake.signal() // (the loop reads a polled channel itself)
-		}
+		a.notify()
 	}
 	return true
 }

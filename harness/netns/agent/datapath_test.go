@@ -221,7 +221,24 @@ func TestFrameKey(t *testing.T) {
 	if keyOf(dataFrame(t, 1, []uint8{1, 3})) == keyOf(a) {
 		t.Fatal("another route shares the key")
 	}
-	for n := 0; n < 30; n++ {
+	// A pause and a resume of priority 7 differ only in quanta 7 (bytes 32-33).
+	pause := pkt.Packet{Kind: pkt.PFC, Src: -1, Dst: -1, PauseMask: 1 << 7}
+	pause.PauseQuanta[7] = 0xffff
+	resume := pause
+	resume.PauseQuanta[7] = 0
+	pause.Size, resume.Size = pkt.MinFrame, pkt.MinFrame
+	pb, err := wire.Encode(&pause, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := wire.Encode(&resume, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keyOf(pb) == keyOf(rb) {
+		t.Fatal("a priority-7 pause and its resume share a key")
+	}
+	for n := 0; n < 40; n++ {
 		keyOf(make([]byte, n))
 	}
 	if keyOf([]byte{1, 2, 3}) == keyOf([]byte{1, 2, 4}) {

@@ -39,7 +39,7 @@ func (a *agent) liveRequest(m *netns.LiveMsg) {
 	a.live.reqs = append(a.live.reqs, m)
 	a.live.pending.Store(true)
 	a.live.mu.Unlock()
-	a.wake.signal()
+	a.wake.signal() // always: the loop may have read it while catching up, and runs it after its wait
 }
 
 // runLive answers the live requests waiting (called by the loop; a single atomic load when none is).

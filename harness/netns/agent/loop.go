@@ -107,24 +107,25 @@ type expected struct {
 // (a full socket buffer) are skipped, anything else is a frame this agent did not write.
 const expectWindow = 64
 
-// frameKey tells a frame from the others in flight on its link: the 16 bytes after the Ethernet
-// addresses and type (IPv4: ToS with ECN, length, ID, TTL, protocol, header checksum, source address;
-// PFC and PortFC: opcode, classes, the first quanta) and the last 8 (RoCE: the ICRC, a CRC of the whole
-// frame but the fields the IPv4 checksum covers). Where a 96-byte hash cost two multiplies per word,
-// written and read (2% of the agent's CPU), this is three loads. Frames with equal keys (a PFC frame
-// sent twice) are the same bytes, and a link keeps its order, so taking the first match is right.
-type frameKey [3]uint64
+// frameKey tells a frame from the others in flight on its link: the 24 bytes after the Ethernet
+// addresses and type (IPv4: ToS with ECN, length, ID, TTL, protocol, header checksum, addresses, UDP
+// ports; PFC: opcode, class vector and all eight quanta; PortFC: opcode, port, queue, pause) and the
+// last 8 (RoCE: the ICRC, a CRC of the whole frame but the fields the IPv4 checksum covers). Where a
+// 96-byte hash cost two multiplies per word, written and read (2% of the agent's CPU), this is four
+// loads. Frames with equal keys (a PFC frame sent twice) are alike in every field an engine reads, and
+// a link keeps its order, so taking the first match is right.
+type frameKey [4]uint64
 
 func keyOf(b []byte) frameKey {
-	if len(b) < 30 { // shorter than any frame the engines write; keep it distinguishable all the same
+	if len(b) < 38 { // shorter than any frame the engines write; keep it distinguishable all the same
 		var k frameKey
 		for i, c := range b {
-			k[i/8%3] ^= uint64(c) << (8 * (i % 8))
+			k[i/8%4] ^= uint64(c) << (8 * (i % 8))
 		}
 		return k
 	}
 	return frameKey{binary.LittleEndian.Uint64(b[14:]), binary.LittleEndian.Uint64(b[22:]),
-		binary.LittleEndian.Uint64(b[len(b)-8:])}
+		binary.LittleEndian.Uint64(b[30:]), binary.LittleEndian.Uint64(b[len(b)-8:])}
 }
 
 // sent records frames written toward peer (which this agent also hosts) with their arrival times.
@@ -622,12 +623,20 @@ func (a *agent) completedElsewhere(ids []uint32, at []clock.Time) {
 	a.remoteAt = append(a.remoteAt, at...)
 	a.remotePending.Store(true)
 	a.remoteMu.Unlock()
-	a.wake.signal()
+	a.notify()
 }
 
 func (a *agent) requestStop() {
 	a.stop.Store(true)
-	a.wake.signal()
+	a.notify()
+}
+
+// notify wakes the loop for what the control reader posted, unless the loop is the reader
+// (readControl): then it acts on it before it waits again, and the eventfd would only cost it a wake-up.
+func (a *agent) notify() {
+	if a.ctl == nil {
+		a.wake.signal()
+	}
 }
 
 func (a *agent) violation(s string) { a.log.Violations = append(a.log.Violations, s) }

@@ -24,7 +24,6 @@ func (a *agent) loop(end clock.Time, done, reachedEnd func()) error {
 	// of a loop behind the wall clock) is counted however the loop ends.
 	defer func() { a.fid.BusyTime += a.clk.Wall() - wall0 }()
 	for !a.stop.Load() {
-		a.pollControl()
 		a.runLive()
 		a.pollLock()
 		if err := a.catchUp(); err != nil {

@@ -26,8 +26,9 @@ type xdpState struct {
 	open func(nsPath, ifname string, mtu, rxFrames int) (*netns.XDPPort, error)
 }
 
-// xdpAgentMax bounds the UMEM of one agent's ports (the kernel locks it in RAM): 1.25 MB a port at
-// 100 Gb/s and 1 us, so about 400 ports; the ports past it use AF_PACKET.
+// xdpAgentMax bounds the UMEM of one agent's ports (the kernel locks it in RAM): (64 + 128) x 2 KB = 384
+// KB a port whose peer the agent hosts, (4096 + 128) x 2 KB = 8.4 MB one whose peer is elsewhere, so
+// 1,300 of the first kind or 60 of the second; the ports past it use AF_PACKET.
 const xdpAgentMax = 512 << 20
 
 // openSock opens port pc's socket for the data path in use, and says how many received frames it holds
