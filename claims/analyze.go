@@ -25,7 +25,7 @@ func UpdateAnalyze(cs []Claim, dirs []string, provenance string) (ids, read []st
 		if c.Source == nil || c.Source.Analyze == "" {
 			continue
 		}
-		xs, files, err := analyzeValues(c.Source, dirs)
+		_, xs, files, err := fileValues(c.Source, dirs)
 		if err != nil {
 			return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
 		}
@@ -44,13 +44,6 @@ func UpdateAnalyze(cs []Claim, dirs []string, provenance string) (ids, read []st
 		ids = append(ids, c.ID)
 	}
 	return ids, read, nil
-}
-
-// analyzeValues is one value per topology seed of s under dirs, in the order of the seeds' names,
-// and the files it read.
-func analyzeValues(s *Source, dirs []string) (xs []float64, files []string, err error) {
-	_, xs, files, err = fileValues(s, dirs)
-	return xs, files, err
 }
 
 // fileValues is the value of s in every file its Analyze glob matches under dirs, keyed by the text

@@ -67,13 +67,15 @@ func parseHolds(s string) (cond, error) {
 			return cond{op: "in", lo: lo, hi: hi}, nil
 		}
 	}
-	for _, o := range []string{">=", "<=", "!=", ">", "<", "="} {
+	for _, o := range []string{"!=", "="} {
 		if rest, ok := strings.CutPrefix(s, o); ok {
 			if ref, err := strconv.ParseFloat(strings.TrimSpace(rest), 64); err == nil {
 				return cond{op: o, lo: ref, hi: ref}, nil
 			}
-			break
 		}
+	}
+	if op, ref, err := parseDirection(s); err == nil { // > >= < <=, as a row's direction
+		return cond{op: op, lo: ref, hi: ref}, nil
 	}
 	return cond{}, fmt.Errorf("holds %q: want <op><number> (op > >= < <= = !=) or [lo, hi]", s)
 }
@@ -81,14 +83,8 @@ func parseHolds(s string) (cond, error) {
 // within says whether the whole interval [lo, hi] satisfies the condition (a value: lo == hi).
 func (c cond) within(lo, hi float64) bool {
 	switch c.op {
-	case ">":
-		return lo > c.lo
-	case ">=":
-		return lo >= c.lo
-	case "<":
-		return hi < c.lo
-	case "<=":
-		return hi <= c.lo
+	case ">", ">=", "<", "<=":
+		return holds(c.op, lo, c.lo) && holds(c.op, hi, c.lo)
 	case "=":
 		return lo == c.lo && hi == c.lo
 	case "!=":
@@ -254,33 +250,23 @@ func intervalText(iv [2]float64, ok bool) string {
 // evalSeeds is one violation unless the term's interval over its paired seeds lies in h.
 func evalSeeds(t *Term, h cond, dirs []string) (termResult, error) {
 	var r termResult
-	p, err := findSeedFile(dirs, t.Source.Seeds)
+	xs, p, prov, err := readSeeds(dirs, &t.Source)
 	if err != nil || p == "" {
 		return r, err
 	}
-	f, err := loadSeedFile(p)
-	if err != nil {
-		return r, err
-	}
-	xs, err := seedValues(f, p, &t.Source)
-	if err != nil {
-		return r, err
-	}
-	r.found, r.seeds, r.provenance, r.files = true, len(xs), f.Provenance, []string{p}
+	r.found, r.seeds, r.provenance, r.files = true, len(xs), prov, []string{p}
 	ci := report.MeanCI(xs, report.Level)
 	name := t.Source.Group
 	if t.Source.Over != "" {
 		name += " / " + t.Source.Over
 	}
 	name += " " + t.Source.Metric
-	m := scaled(ci.Mean, &t.Source)
+	m, lo, hi := scaledCI(ci, &t.Source)
 	if ci.N < 2 {
 		r.violations = 1
 		r.text = fmt.Sprintf("%s %s (one seed, no interval): fails %s", name, g4(m), t.Holds)
 		return r, nil
 	}
-	lo, hi := scaled(ci.Lo, &t.Source), scaled(ci.Hi, &t.Source)
-	lo, hi = math.Min(lo, hi), math.Max(lo, hi)
 	verdict := "holds"
 	if !h.within(lo, hi) {
 		r.violations, verdict = 1, "fails"

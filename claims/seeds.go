@@ -192,6 +192,30 @@ func scaled(x float64, s *Source) float64 {
 	return (x + s.Offset) * k
 }
 
+// scaledCI is ci's mean and interval through s's offset and scale, the interval's ends in order (a
+// negative scale turns it round).
+func scaledCI(ci report.CI, s *Source) (mean, lo, hi float64) {
+	lo, hi = scaled(ci.Lo, s), scaled(ci.Hi, s)
+	return scaled(ci.Mean, s), math.Min(lo, hi), math.Max(lo, hi)
+}
+
+// readSeeds is source s's value per seed from its per-seed file under dirs, the file's path ("": under
+// none of dirs) and its provenance.
+func readSeeds(dirs []string, s *Source) (xs []float64, path, provenance string, err error) {
+	p, err := findSeedFile(dirs, s.Seeds)
+	if err != nil || p == "" {
+		return nil, "", "", err
+	}
+	f, err := loadSeedFile(p)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if xs, err = seedValues(f, p, s); err != nil {
+		return nil, "", "", err
+	}
+	return xs, p, f.Provenance, nil
+}
+
 // UpdateSeeds refreshes every row whose source reads a per-seed file found under dirs: the mean and
 // 95% interval over the group's seeds, Seeds their count, and the file's provenance. A row whose file
 // is under none of dirs keeps its numbers. It returns the ids it refreshed and the files it read.
@@ -201,22 +225,14 @@ func UpdateSeeds(cs []Claim, dirs []string) (ids, read []string, err error) {
 		if c.Source == nil || c.Source.Seeds == "" {
 			continue
 		}
-		p, err := findSeedFile(dirs, c.Source.Seeds)
-		if err != nil || p == "" {
-			if err != nil {
-				return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
-			}
+		xs, p, prov, err := readSeeds(dirs, c.Source)
+		if err != nil {
+			return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
+		}
+		if p == "" {
 			continue
 		}
-		f, err := loadSeedFile(p)
-		if err != nil {
-			return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
-		}
-		xs, err := seedValues(f, p, c.Source)
-		if err != nil {
-			return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
-		}
-		c.setMeasured(report.MeanCI(xs, report.Level), f.Provenance)
+		c.setMeasured(report.MeanCI(xs, report.Level), prov)
 		c.Seeds = len(xs)
 		if c.TopologySeeds == 0 {
 			c.TopologySeeds = 1

@@ -2,7 +2,6 @@ package claims
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 
@@ -48,17 +47,11 @@ func Update(cs []Claim, t *report.Tree, specs []string, provenance string) ([]st
 // setMeasured stores ci, through the source's offset and scale, as the row's mean and interval (none
 // from one value).
 func (c *Claim) setMeasured(ci report.CI, provenance string) {
-	s := c.Source.Scale
-	if s == 0 {
-		s = 1
-	}
-	o := c.Source.Offset
-	m := (ci.Mean + o) * s
+	m, lo, hi := scaledCI(ci, c.Source)
 	c.MeasuredMean = &m
 	c.CI95 = nil
 	if ci.N >= 2 {
-		lo, hi := (ci.Lo+o)*s, (ci.Hi+o)*s
-		c.CI95 = []float64{math.Min(lo, hi), math.Max(lo, hi)}
+		c.CI95 = []float64{lo, hi}
 	}
 	c.Provenance = provenance
 }
