@@ -26,11 +26,7 @@ func PortUtilOf(r *Run) (PortUtil, bool) {
 		return PortUtil{}, false
 	}
 	type key struct{ dev, port int }
-	start, end := math.Inf(1), 0.0
-	for _, l := range r.Links {
-		start = math.Min(start, l.AtS)
-		end = math.Max(end, l.AtS+l.BinS)
-	}
+	start, end := meteredSpan(r)
 	var u PortUtil
 	u.SpanS = end - start
 	if u.SpanS <= 0 {
@@ -93,6 +89,16 @@ func PortUtilTable(runs []*Run) Table {
 	return t
 }
 
+// meteredSpan is the span of the link meter's bins: the first bin's start to the last one's end.
+func meteredSpan(r *Run) (start, end float64) {
+	start, end = math.Inf(1), 0.0
+	for _, l := range r.Links {
+		start = math.Min(start, l.AtS)
+		end = math.Max(end, l.AtS+l.BinS)
+	}
+	return start, end
+}
+
 // LinkClassUtil is the mean utilisation of the links of one class (topology.json's class, e.g. the
 // Rail-only "hbd"): the bytes they sent, both directions, over what they could have sent at their
 // rates in the metered span (first to last link-meter bin, as PortUtilOf). It needs the meters
@@ -102,11 +108,7 @@ func LinkClassUtil(r *Run, class string) (float64, error) {
 	if g == nil || len(r.Links) == 0 {
 		return 0, fmt.Errorf("no link meters or no topology (run with --meters)")
 	}
-	start, end := math.Inf(1), 0.0
-	for _, l := range r.Links {
-		start = math.Min(start, l.AtS)
-		end = math.Max(end, l.AtS+l.BinS)
-	}
+	start, end := meteredSpan(r)
 	var bits, capBps float64
 	for i := range g.Links {
 		if g.Links[i].Class == class {
