@@ -3,6 +3,7 @@ package claims
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -31,7 +32,7 @@ type Term struct {
 
 func (t *Term) check() error {
 	if len(t.Rows) > 0 {
-		if t.Source.Seeds != "" || t.Source.Analyze != "" || t.Source.Group != "" || t.Holds != "" {
+		if !reflect.DeepEqual(t.Source, Source{}) || t.Holds != "" {
 			return fmt.Errorf("a rows term takes only rows (their order is the claim)")
 		}
 		if len(t.Rows) < 2 {
@@ -41,9 +42,6 @@ func (t *Term) check() error {
 	}
 	if t.Source.Seeds == "" && t.Source.Analyze == "" {
 		return fmt.Errorf("a term needs rows, seeds or analyze")
-	}
-	if len(t.Source.Count) > 0 || t.Source.Experiment != "" {
-		return fmt.Errorf("a term reads a per-seed file or analyze outputs, not a run tree or another count")
 	}
 	if _, err := parseHolds(t.Holds); err != nil {
 		return err

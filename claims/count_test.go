@@ -146,6 +146,7 @@ func TestCountCheck(t *testing.T) {
 	for _, s := range []Source{
 		{Count: []Term{{Rows: []string{"a-1"}}}},
 		{Count: []Term{{Rows: []string{"a-1", "a-2"}, Holds: "<0"}}},
+		{Count: []Term{{Rows: []string{"a-1", "a-2"}, Source: Source{Metric: "m"}}}}, // a stray field, ignored before
 		{Count: []Term{{Source: Source{Seeds: "runs/x.json", Group: "a", Metric: "m"}}}},
 		{Count: []Term{{Source: Source{Seeds: "runs/x.json", Group: "a"}, Holds: "<0"}}},
 		{Count: []Term{{Holds: "<0"}}},
