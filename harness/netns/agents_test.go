@@ -67,7 +67,7 @@ func TestKillAgentsOnlyOurs(t *testing.T) {
 	if err := os.WriteFile(agentsPath(lab), []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := recordAgent(lab, ours.Process.Pid, token); err != nil {
+	if err := RecordProcess(lab, ours.Process.Pid, token); err != nil {
 		t.Fatal(err)
 	}
 	n, err := KillAgents(lab)

@@ -123,13 +123,6 @@ type RunResult struct {
 	Machines any
 }
 
-// Scheduled reports whether every frame the agents read was one they wrote themselves (one agent, no
-// kernel hosts): those are taken at their scheduled arrival time, so how late the loop ran in wall time
-// does not reach the results, only how late it took frames against their schedule.
-func (m AgentFidelity) Scheduled() bool {
-	return m.Arrivals > 0 && m.Arrivals+m.Malformed >= m.RxFrames
-}
-
 // Verdict applies the fidelity rule: unfaithful when more than bound of the frames were late by more
 // than one serialization time (at the dilated rate). For a scheduled lab (AgentFidelity.Scheduled) late
 // means taken by the receiving engine after its scheduled arrival, and a frame the kernel refused is
@@ -302,8 +295,8 @@ func labMTU(l *lab.Lab) int {
 	return min(m+StampLen, MaxMTU)
 }
 
-// dataFrameBytes is the largest data frame the NICs send (payload MTU plus RoCEv2 headers).
-func dataFrameBytes(l *lab.Lab) int {
+// DataFrameBytes is the largest data frame the NICs send (payload MTU plus RoCEv2 headers).
+func DataFrameBytes(l *lab.Lab) int {
 	for _, h := range l.Hosts {
 		if IsKernelHost(h) {
 			return labMTU(l) + 14
@@ -316,9 +309,9 @@ func dataFrameBytes(l *lab.Lab) int {
 	return pkt.DataSize(m, 0)
 }
 
-// splitAgents deals devices to n agents so that few of the frames the workload will send cross between
-// agents, balanced by expected frame rate (trafficParts), and says what the split cuts.
-func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]bool, pcapDir string, given *plannedSplit) ([]*AgentSetup, CutReport) {
+// SplitAgents deals devices to n agents so that few of the frames the workload will send cross between
+// agents, balanced by expected frame rate (TrafficParts), and says what the split cuts.
+func SplitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]bool, pcapDir string, given *plannedSplit) ([]*AgentSetup, CutReport) {
 	g := l.Graph
 	devs := len(dl.Switches) + len(dl.Hosts)
 	if n <= 0 {
@@ -327,7 +320,7 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 	n = min(n, devs)
 	setups := make([]*AgentSetup, n)
 	for i := range setups {
-		setups[i] = &AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: dataFrameBytes(l)}
+		setups[i] = &AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: DataFrameBytes(l)}
 	}
 	var agentOf map[int]int
 	var cut CutReport
@@ -336,7 +329,7 @@ func splitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 		// refinement breaks ties in map order, so a second call may differ).
 		agentOf, cut = given.part, given.cut
 	} else {
-		agentOf, cut = trafficParts(l, dl, n)
+		agentOf, cut = TrafficParts(l, dl, n)
 	}
 	parts := map[int]bool{}
 	for _, a := range agentOf {
@@ -632,3 +625,6 @@ func collectRecords(ch chan agentEvent, procs []*agentProc, timeout time.Duratio
 	}
 	return out, nil
 }
+
+// LabMTU is the link MTU a lab is brought up with (the host MTU when its hosts are kernel hosts).
+func LabMTU(l *lab.Lab) int { return labMTU(l) }

@@ -25,6 +25,13 @@ import (
 
 func agentsPath(lab string) string { return filepath.Join(stateDir(lab), "agents") }
 
+// AgentEnv is the environment variable that turns a binary linking package agent into an agent.
+const AgentEnv = "FABRICLAB_AGENT"
+
+// AgentParentEnv carries the starting process's PID to the agent, which exits at once if its parent
+// is already another (the starter died before the agent could arm its death signal).
+const AgentParentEnv = "FABRICLAB_AGENT_PARENT"
+
 // TokenEnv carries a lab process's token: set in the environment of every process a lab starts and
 // records (agents, a live lab's supervisor).
 const TokenEnv = "FABRICLAB_LAB_TOKEN"
@@ -57,7 +64,9 @@ func procStartTime(pid int) (string, error) {
 	return f[19], nil // field 22 overall; fields after ')' start at 3
 }
 
-func recordAgent(lab string, pid int, token string) error {
+// RecordProcess adds a process of ours (an agent, a live lab's supervisor) to the lab's agents file, so `lab down`
+// ends it as it ends agents; token is ProcessToken's, given to the process in its environment.
+func RecordProcess(lab string, pid int, token string) error {
 	st, err := procStartTime(pid)
 	if err != nil {
 		return fmt.Errorf("agent pid %d: %w", pid, err)

@@ -37,7 +37,7 @@ type coordination struct {
 	kernelFinish  clock.Time
 }
 
-// newCoordination numbers the cut links' channels (already set on the setups' ports by splitAgents)
+// newCoordination numbers the cut links' channels (already set on the setups' ports by SplitAgents)
 // and starts the coordinator.
 func newCoordination(l *lab.Lab, dl *Dilated, setups []*AgentSetup) *coordination {
 	agentOf := map[int]int{}

@@ -4,23 +4,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
-)
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
 
-func dilateLab(t *testing.T, y string) *lab.Lab {
-	t.Helper()
-	s, err := spec.Parse([]byte(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
+	"github.com/fabriclab/fabriclab/clock"
+)
 
 const dilateSpec = `
 name: dil
@@ -34,7 +21,7 @@ duration: 5ms`
 // Dilation divides rates by D, multiplies times by D and leaves bytes alone, so BDP in bytes, and every
 // threshold counted in BDPs, is what the paper had (docs/architecture.md §Time dilation).
 func TestDilateScalesRatesTimesNotBytes(t *testing.T) {
-	l := dilateLab(t, dilateSpec)
+	l := nstest.Lab(t, dilateSpec)
 	const d = 1000
 	dl, err := Dilate(l, d)
 	if err != nil {
@@ -102,7 +89,7 @@ func TestDilateScalesRatesTimesNotBytes(t *testing.T) {
 }
 
 func TestDilateOneIsIdentityAndBadFactorsAreErrors(t *testing.T) {
-	l := dilateLab(t, dilateSpec)
+	l := nstest.Lab(t, dilateSpec)
 	dl, err := Dilate(l, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +106,7 @@ func TestDilateOneIsIdentityAndBadFactorsAreErrors(t *testing.T) {
 
 // Kernel-tcp hosts are set aside: no agent runs them and their config is the kernel's business.
 func TestDilateSetsKernelHostsAside(t *testing.T) {
-	l := dilateLab(t, `
+	l := nstest.Lab(t, `
 name: dilk
 backend: netns
 topology: {family: ring, n: 3, hosts_per_switch: 1}

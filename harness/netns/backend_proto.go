@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/egress"
+	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/nodes"
@@ -27,13 +29,6 @@ import (
 //
 // and error at any point ends the agent. Configs are already dilated; times are the agent clock's
 // picoseconds since the common epoch.
-
-// AgentEnv is the environment variable that turns a binary linking package agent into an agent.
-const AgentEnv = "FABRICLAB_AGENT"
-
-// AgentParentEnv carries the starting process's PID to the agent, which exits at once if its parent
-// is already another (the starter died before the agent could arm its death signal).
-const AgentParentEnv = "FABRICLAB_AGENT_PARENT"
 
 // AgentLinked is set by package agent's init: the backend re-executes its own binary as the agent, so
 // that binary must contain it.
@@ -252,4 +247,79 @@ func (m *AgentMsg) Check() error {
 		}
 	}
 	return nil
+}
+
+// Scheduled reports whether every frame the agents read was one they wrote themselves (one agent, no
+// kernel hosts): those are taken at their scheduled arrival time, so how late the loop ran in wall time
+// does not reach the results, only how late it took frames against their schedule.
+func (m AgentFidelity) Scheduled() bool {
+	return m.Arrivals > 0 && m.Arrivals+m.Malformed >= m.RxFrames
+}
+
+// LiveMsg is a live request (Op set) or its reply (Err, or the op's result).
+type LiveMsg struct {
+	// Op is inspect (counters of every device), fault (Device's Port link fault, both directions of
+	// the cable on the Device's side), fib (Device's forwarding table) or capture (start writing
+	// Device's Port to Path as pcap; an empty Path stops it).
+	Op     string        `json:"op"`
+	Device string        `json:"device,omitempty"`
+	Port   int           `json:"port,omitempty"`
+	Fault  *egress.Fault `json:"fault,omitempty"`
+	FIB    fib.Table     `json:"fib,omitzero"`
+	Path   string        `json:"path,omitempty"`
+	// ID, when set, comes back on the reply: an agent server's own requests (a capture over machines)
+	// share the agent with the coordinator's and are told apart by it.
+	ID uint64 `json:"id,omitempty"`
+
+	Err     string       `json:"err,omitempty"`
+	Now     clock.Time   `json:"now,omitempty"` // agent clock (dilated engine time) of the reply
+	Devices []LiveDevice `json:"devices,omitempty"`
+	// Inspect's agent-wide counters: the data path its ports use, and frames the kernel would not take
+	// from it (a transmit ring the kernel stopped consuming: written nowhere, counted here).
+	Datapath   string `json:"datapath,omitempty"`
+	KernelFull uint64 `json:"kernel_full,omitempty"`
+}
+
+// LiveDevice is one engine's live counters.
+type LiveDevice struct {
+	Name     string     `json:"name"`
+	Kind     string     `json:"kind"` // switch or host
+	RxFrames uint64     `json:"rx_frames"`
+	Drops    uint64     `json:"drops"`
+	Marked   uint64     `json:"ecn_marked"`
+	Ports    []LivePort `json:"ports"`
+}
+
+// LivePort is one port's live counters. Tx counts what the engine sent onto the link, Rx what the agent
+// read from the port's socket (including frames it then dropped).
+type LivePort struct {
+	Port     int               `json:"port"`
+	Peer     string            `json:"peer"` // device:p<port> at the other end of the cable
+	TxFrames uint64            `json:"tx_frames"`
+	TxBytes  uint64            `json:"tx_bytes"`
+	RxFrames uint64            `json:"rx_frames"`
+	RxBytes  uint64            `json:"rx_bytes"`
+	Drops    map[string]uint64 `json:"drops,omitempty"` // by reason: buffer, headroom, no-route, link-down, link-loss, ...
+	// Malformed counts frames read from the port that did not decode (garbage written into the lab's
+	// wire): dropped before any engine, included in RxFrames, not in Drops.
+	Malformed  uint64 `json:"malformed_frames"`
+	PausesSent uint64 `json:"pauses_sent"`
+	PausesRecv uint64 `json:"pauses_received"`
+	ECNMarked  uint64 `json:"ecn_marked"`
+	QueueBytes int    `json:"queue_bytes"`      // data bytes queued now, all queues
+	QueuePeak  int64  `json:"queue_peak_bytes"` // most data bytes queued at once so far
+	Fault      string `json:"fault,omitempty"`  // the link fault on this port's egress, if any
+	Capture    string `json:"capture,omitempty"`
+}
+
+// AgentFault is a spec fault (lab.FaultPlan) as an agent applies it: at At (dilated), each end it hosts
+// impairs its egress (Fault, delay dilated), each switch it hosts in FIB takes its new table. Log is set
+// for one agent, which records the event.
+type AgentFault struct {
+	At    clock.Time        `json:"at"`
+	Name  string            `json:"name"`
+	Ends  [2][2]int         `json:"ends"` // (node, port) of each end
+	Fault egress.Fault      `json:"fault"`
+	FIB   map[int]fib.Table `json:"fib,omitempty"`
+	Log   bool              `json:"log,omitempty"`
 }

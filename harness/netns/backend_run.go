@@ -132,7 +132,7 @@ func prepareRun(l *lab.Lab, opts RunOptions) (*netnsRun, error) {
 	if r.progress == nil {
 		r.progress = func(string) {}
 	}
-	if err := checkRoot(); err != nil {
+	if err := CheckRoot(); err != nil {
 		return r, err
 	}
 	if !AgentLinked {
@@ -157,7 +157,7 @@ func prepareRun(l *lab.Lab, opts RunOptions) (*netnsRun, error) {
 		r.res.Lab = fmt.Sprintf("r%d-%d", os.Getpid()%100000, runSeq)
 		if opts.Machines != nil {
 			// The machines may serve other coordinators, whose PIDs may be ours (a container's is 1).
-			tok, _ := newToken()
+			tok, _ := NewToken()
 			r.res.Lab = "c" + tok[:12]
 		}
 	}
@@ -204,7 +204,7 @@ func (r *netnsRun) startAgents(ctx context.Context) error {
 	if r.opts.Machines != nil {
 		n = r.opts.Machines.Count() // one agent per machine, on the parts upMachines made
 	}
-	r.setups, r.res.Cut = splitAgents(r.l, r.dl, r.nl, n, r.pcaps, r.opts.PcapDir, r.parts)
+	r.setups, r.res.Cut = SplitAgents(r.l, r.dl, r.nl, n, r.pcaps, r.opts.PcapDir, r.parts)
 	if len(r.dl.Kernel) > 0 && len(r.setups) > 1 {
 		if err := stampRoom(r.nl, r.setups); err != nil {
 			return err
@@ -398,7 +398,7 @@ func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	if err := recordAgent(labName, cmd.Process.Pid, token); err != nil {
+	if err := RecordProcess(labName, cmd.Process.Pid, token); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return nil, err
@@ -436,5 +436,18 @@ func (p *agentProc) kill() {
 	if p.cmd.ProcessState == nil {
 		p.ctl.Close()
 		p.cmd.Process.Kill()
+	}
+}
+
+// addFaults gives every agent the lab's planned faults, dilated.
+func addFaults(setups []*AgentSetup, l *lab.Lab, d float64) {
+	for _, p := range l.Faults {
+		ends := l.FaultEnds(p)
+		f := p.Fault
+		f.Delay = clock.Time(float64(f.Delay) * d)
+		for i, s := range setups {
+			s.Faults = append(s.Faults, AgentFault{At: clock.Time(float64(p.At) * d), Name: p.Name,
+				Ends: [2][2]int{{ends[0].Node, ends[0].Port}, {ends[1].Node, ends[1].Port}}, Fault: f, FIB: p.FIB, Log: i == 0})
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
+
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/switchsw"
 )
@@ -77,7 +79,7 @@ func TestDilateWalksEveryField(t *testing.T) {
 	check(reflect.TypeOf(switchsw.Config{}), "switchsw.Config", "")
 	check(reflect.TypeOf(nodes.Config{}), "nodes.Config", "")
 
-	l := dilateLab(t, `
+	l := nstest.Lab(t, `
 name: audit
 backend: netns
 topology: {family: dragonfly, p: 1, a: 2, h: 1}

@@ -10,7 +10,7 @@ import (
 const LiveEnd = liveEnd
 
 // LiveParts deals a live lab's devices to n machines: the switches on the split `lab run --cluster`
-// uses (trafficParts: connected parts of equal size; a live lab has no flows to weigh the links by),
+// uses (TrafficParts: connected parts of equal size; a live lab has no flows to weigh the links by),
 // each kernel or relay host with the switch its first port reaches, so a host's own cable stays inside
 // a machine. It returns each machine's agent setup (the lab's LiveSetup, its devices only) and the
 // machine of every node. The agents run free, as one live agent does: a frame between machines crosses
@@ -26,7 +26,7 @@ func LiveParts(l *lab.Lab, name string, mtu, n int) ([]*AgentSetup, map[int]int,
 		return nil, nil, err
 	}
 	dl.Flows = nil
-	part, _ := trafficParts(l, dl, n)
+	part, _ := TrafficParts(l, dl, n)
 	g := l.Graph
 	// Hosts (and anything else no agent partition holds) join a neighbour's machine, nearest first.
 	for changed := true; changed; {

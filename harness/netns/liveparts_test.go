@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
+
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
@@ -21,7 +23,7 @@ routing: {algorithm: shortest}
 // TestLiveParts: every device on exactly one machine, each host with the switch its port reaches (its
 // cable stays inside a machine), each machine's agent running exactly its switches, free-running.
 func TestLiveParts(t *testing.T) {
-	l := dilateLab(t, livePartsSpec)
+	l := nstest.Lab(t, livePartsSpec)
 	g := l.Graph
 	for _, n := range []int{1, 2, 3} {
 		setups, part, err := LiveParts(l, "lp", 1500, n)

@@ -1,5 +1,10 @@
 package netns
 
+import (
+	"context"
+	"time"
+)
+
 // LocalAgent is an agent process on this machine run for someone else: the cluster package's agent
 // server starts one per lab part and relays its protocol to a coordinator on another machine.
 type LocalAgent struct{ p *agentProc }
@@ -31,3 +36,11 @@ func (a *LocalAgent) Kill() { a.p.kill() }
 
 // Name names the process in messages.
 func (a *LocalAgent) Name() string { return a.p.name() }
+
+// Pid is the agent's process ID.
+func (a *LocalAgent) Pid() int { return a.p.cmd.Process.Pid }
+
+// Expect waits for a message of type typ from the agent (before anything else reads its messages).
+func (a *LocalAgent) Expect(ctx context.Context, typ string, timeout time.Duration) (AgentMsg, error) {
+	return a.p.expect(ctx, typ, timeout)
+}

@@ -71,7 +71,7 @@ func ClockTolerance(frameBytes int, g *topo.Graph, delay []clock.Time, agentOf m
 	return time.Duration(0.1 * float64(frameBytes*8) / fastest * 1e9)
 }
 
-// upMachines plans the split (the partition splitAgents then uses, one part per machine), checks the
+// upMachines plans the split (the partition SplitAgents then uses, one part per machine), checks the
 // machines can carry it and makes their parts. The returned Lab names the lab (its namespaces' paths
 // are the same on every machine); it has no state here.
 func (r *netnsRun) upMachines(ctx context.Context) (*Lab, error) {
@@ -80,8 +80,8 @@ func (r *netnsRun) upMachines(ctx context.Context) (*Lab, error) {
 		return nil, errors.New("host.transport: kernel-tcp hosts cannot run over several machines (their sockets are opened by the coordinator's process); use NIC hosts")
 	}
 	n := m.Count()
-	agentOf, cut := trafficParts(r.l, r.dl, n)
-	r.parts = &plannedSplit{part: agentOf, cut: cut} // splitAgents deals the devices to these parts
+	agentOf, cut := TrafficParts(r.l, r.dl, n)
+	r.parts = &plannedSplit{part: agentOf, cut: cut} // SplitAgents deals the devices to these parts
 	used := map[int]bool{}
 	for _, a := range agentOf {
 		used[a] = true
@@ -90,7 +90,7 @@ func (r *netnsRun) upMachines(ctx context.Context) (*Lab, error) {
 		return nil, fmt.Errorf("the fabric splits into %d connected parts, fewer than the cluster's %d machines: list fewer machines", len(used), n)
 	}
 	mtu := labMTU(r.l)
-	r.clockTol = ClockTolerance(dataFrameBytes(r.l), r.l.Graph, r.dl.LinkDelay, agentOf, r.res.Dilation)
+	r.clockTol = ClockTolerance(DataFrameBytes(r.l), r.l.Graph, r.dl.LinkDelay, agentOf, r.res.Dilation)
 	if err := m.Check(mtu, r.clockTol); err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (r *netnsRun) upMachines(ctx context.Context) (*Lab, error) {
 	return &Lab{Name: r.res.Lab, Graph: r.l.Graph, MTU: mtu}, nil
 }
 
-// plannedSplit is a split made before splitAgents runs: device -> agent, and its report.
+// plannedSplit is a split made before SplitAgents runs: device -> agent, and its report.
 type plannedSplit struct {
 	part map[int]int
 	cut  CutReport

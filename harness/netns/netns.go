@@ -107,14 +107,16 @@ func NSName(lab, device string) string { return "fl-" + lab + "-" + device }
 // PortName is the interface name of port i inside a device's namespace.
 func PortName(port int) string { return fmt.Sprintf("p%d", port) }
 
-func checkRoot() error {
+// CheckRoot refuses (ErrNotRoot) unless this process runs as root.
+func CheckRoot() error {
 	if os.Geteuid() != 0 {
 		return ErrNotRoot
 	}
 	return nil
 }
 
-func wrapPerm(err error) error {
+// WrapPerm gives a permission error ErrNotRoot's advice.
+func WrapPerm(err error) error {
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 		return fmt.Errorf("%w (%v)", ErrNotRoot, err)
 	}
@@ -157,7 +159,7 @@ func (l *labLock) unlock() {
 // Up brings graph g up as lab name. On any error, or when ctx is cancelled (Ctrl-C), it removes
 // everything it made before returning. A lab with the same name must not exist.
 func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, error) {
-	if err := checkRoot(); err != nil {
+	if err := CheckRoot(); err != nil {
 		return nil, err
 	}
 	if err := ValidateName(name); err != nil {
@@ -210,11 +212,11 @@ func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, er
 		}
 	}
 	if err := os.MkdirAll(StateRoot, 0o755); err != nil {
-		return nil, wrapPerm(err)
+		return nil, WrapPerm(err)
 	}
 	lk, err := lockLab(name, false)
 	if err != nil {
-		return nil, wrapPerm(err)
+		return nil, WrapPerm(err)
 	}
 	defer lk.unlock()
 	// Re-check under the lock: another Up of the same name may have won the race.
@@ -222,10 +224,10 @@ func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, er
 		return nil, fmt.Errorf("lab %q already exists (%s)", name, statePath(name))
 	}
 	if err := ensureNetnsDir(); err != nil {
-		return nil, wrapPerm(err)
+		return nil, WrapPerm(err)
 	}
 
-	token, err := newToken()
+	token, err := NewToken()
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +242,7 @@ func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, er
 		if _, derr := downLocked(name); derr != nil {
 			err = errors.Join(err, fmt.Errorf("cleanup after failed bring-up: %w", derr))
 		}
-		return nil, wrapPerm(err)
+		return nil, WrapPerm(err)
 	}
 	return lab, nil
 }
@@ -599,7 +601,7 @@ func Down(name string) error {
 // DownNotes is Down, also returning what it left alone because it is not verifiably the lab's (a
 // namespace of a listed name that someone else made): not an error, the lab is down.
 func DownNotes(name string) ([]string, error) {
-	if err := checkRoot(); err != nil {
+	if err := CheckRoot(); err != nil {
 		return nil, err
 	}
 	if err := ValidateName(name); err != nil {
@@ -669,7 +671,7 @@ func downLocked(name string) ([]string, error) {
 // DownAll brings down every lab that has a valid state file and returns their names and what was left
 // alone; a bad state file is reported in the error and skipped.
 func DownAll() ([]string, []string, error) {
-	if err := checkRoot(); err != nil {
+	if err := CheckRoot(); err != nil {
 		return nil, nil, err
 	}
 	sts, errs := List()
@@ -686,8 +688,8 @@ func DownAll() ([]string, []string, error) {
 	return names, notes, errors.Join(errs...)
 }
 
-// newToken is a lab's random token (State.Token).
-func newToken() (string, error) {
+// NewToken is a lab's random token (State.Token).
+func NewToken() (string, error) {
 	b := make([]byte, 8)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
@@ -716,7 +718,7 @@ type LabStatus struct {
 // Status reports every lab with a valid state file and how much of it exists; bad state files come back
 // as errors, one each, without hiding the other labs.
 func Status() ([]LabStatus, []error) {
-	if err := checkRoot(); err != nil {
+	if err := CheckRoot(); err != nil {
 		return nil, []error{err}
 	}
 	sts, errs := List()

@@ -9,51 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabriclab/fabriclab/lab/topo"
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
+
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/lab/topo"
 )
-
-func needRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates network namespaces")
-	}
-}
-
-// tiny: h0 - s0 - h1, plus s0 - s1 - h2 so one switch has three ports.
-func tiny() *topo.Graph {
-	b := topo.NewBuilder("tiny", nil, 1e9, 0)
-	h0, h1, h2 := b.AddHost(), b.AddHost(), b.AddHost()
-	s0, s1 := b.AddSwitch(), b.AddSwitch()
-	b.Connect(h0, s0)
-	b.Connect(h1, s0)
-	b.Connect(s0, s1)
-	b.Connect(h2, s1)
-	return b.G
-}
-
-// ndcHand builds NDC(n,1) (BCube(n,1)) without the topo builders: n*n hosts with 2 ports, 2n
-// switches of n ports.
-func ndcHand(n int) *topo.Graph {
-	b := topo.NewBuilder("ndc", map[string]string{"n": fmt.Sprint(n), "k": "1"}, 1e9, 0)
-	hosts := make([]int, n*n)
-	for i := range hosts {
-		hosts[i] = b.AddHost()
-	}
-	for level := 0; level < 2; level++ {
-		for s := 0; s < n; s++ {
-			sw := b.AddSwitch()
-			for d := 0; d < n; d++ {
-				if level == 0 {
-					b.Connect(hosts[s*n+d], sw)
-				} else {
-					b.Connect(hosts[d*n+s], sw)
-				}
-			}
-		}
-	}
-	return b.G
-}
 
 func TestValidateName(t *testing.T) {
 	for _, ok := range []string{"a", "lab1", "my-lab", "0", "abcdefghijklmnop"} {
@@ -69,9 +30,9 @@ func TestValidateName(t *testing.T) {
 }
 
 func TestUpDownTiny(t *testing.T) {
-	needRoot(t)
+	nstest.NeedRoot(t)
 	name := "ut-tiny"
-	g := tiny()
+	g := nstest.Tiny()
 	lab, err := Up(context.Background(), name, g, Options{MTU: 9000})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +119,7 @@ func TestUpDownTiny(t *testing.T) {
 
 // A namespace that exists under a name the lab needs is an error and is left alone.
 func TestClashIsErrorNotDeletion(t *testing.T) {
-	needRoot(t)
+	nstest.NeedRoot(t)
 	name := "ut-clash"
 	foreign := NSName(name, "s0")
 	c, err := createNS(foreign, false, "someone-else")
@@ -167,7 +128,7 @@ func TestClashIsErrorNotDeletion(t *testing.T) {
 	}
 	c.close()
 	defer deleteNS(foreign, 0, "someone-else")
-	_, err = Up(context.Background(), name, tiny(), Options{})
+	_, err = Up(context.Background(), name, nstest.Tiny(), Options{})
 	if err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Fatalf("want refusal, got %v", err)
 	}
@@ -181,11 +142,11 @@ func TestClashIsErrorNotDeletion(t *testing.T) {
 
 // Cancelling the context during bring-up removes what was made.
 func TestCancelCleansUp(t *testing.T) {
-	needRoot(t)
+	nstest.NeedRoot(t)
 	name := "ut-cancel"
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	_, err := Up(ctx, name, ndcHand(4), Options{Workers: 1, Progress: func(string, int, int, time.Duration) {
+	_, err := Up(ctx, name, nstest.NDCHand(4), Options{Workers: 1, Progress: func(string, int, int, time.Duration) {
 		n++
 		if n == 1 {
 			cancel()
@@ -207,7 +168,7 @@ func TestCancelCleansUp(t *testing.T) {
 // TestMeasureNDC81 prints how long NDC(8,1) (80 namespaces, 128 links) takes to come up and go down.
 // Run: FL_MEASURE=3 go test -run TestMeasureNDC81 -v ./harness/netns
 func TestMeasureNDC81(t *testing.T) {
-	needRoot(t)
+	nstest.NeedRoot(t)
 	runs := 0
 	fmt.Sscan(os.Getenv("FL_MEASURE"), &runs)
 	if runs == 0 {
@@ -215,7 +176,7 @@ func TestMeasureNDC81(t *testing.T) {
 	}
 	g, err := topo.Build("ndc", map[string]string{"n": "8", "k": "1"})
 	if err != nil {
-		g = ndcHand(8)
+		g = nstest.NDCHand(8)
 	}
 	workers := 0
 	fmt.Sscan(os.Getenv("FL_WORKERS"), &workers)
@@ -251,7 +212,7 @@ func writeRawState(t *testing.T, st State) {
 // namespace, a link to a namespace it does not list) is refused by Down and Status, and blinds neither
 // to the other labs.
 func TestStateNamesChecked(t *testing.T) {
-	needRoot(t)
+	nstest.NeedRoot(t)
 	canary := filepath.Join(t.TempDir(), "canary")
 	if err := os.WriteFile(canary, []byte("not the lab's"), 0o644); err != nil {
 		t.Fatal(err)
@@ -278,7 +239,7 @@ func TestStateNamesChecked(t *testing.T) {
 		t.Fatalf("the file a bad state file named was touched: %v", err)
 	}
 	good := "ut-good"
-	if _, err := Up(context.Background(), good, tiny(), Options{}); err != nil {
+	if _, err := Up(context.Background(), good, nstest.Tiny(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	defer Down(good)
@@ -299,7 +260,7 @@ func TestStateNamesChecked(t *testing.T) {
 // after. Down removes a namespace of that name only if it carries the lab's mark; someone else's, made
 // in the window, is left alone.
 func TestNoInodeDeletedOnlyIfOurs(t *testing.T) {
-	needRoot(t)
+	nstest.NeedRoot(t)
 	if err := ensureNetnsDir(); err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +317,7 @@ func TestNoInodeDeletedOnlyIfOurs(t *testing.T) {
 // get it deleted: the lab's mark is checked on every namespace, not only on those without an inode
 // (issue 23, defect 5).
 func TestRecordedInodeStillNeedsMark(t *testing.T) {
-	needRoot(t)
+	nstest.NeedRoot(t)
 	if err := ensureNetnsDir(); err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func openPacketPort(ifname string, mtu, ringFrames int) (*PacketPort, error) {
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
 	if err != nil {
-		return nil, fmt.Errorf("AF_PACKET socket for %s: %w", ifname, wrapPerm(err))
+		return nil, fmt.Errorf("AF_PACKET socket for %s: %w", ifname, WrapPerm(err))
 	}
 	var ring *rxRing
 	fail := func(what string, err error) (*PacketPort, error) {

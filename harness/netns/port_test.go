@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -20,8 +22,8 @@ func TestPacketPortRoundTrip(t *testing.T) {
 }
 
 func testRoundTrip(t *testing.T, ring int) {
-	needRoot(t)
-	l, err := Up(context.Background(), "t-port", tiny(), Options{})
+	nstest.NeedRoot(t)
+	l, err := Up(context.Background(), "t-port", nstest.Tiny(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

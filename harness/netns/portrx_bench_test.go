@@ -11,6 +11,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
+
 	cnins "github.com/containernetworking/plugins/pkg/ns"
 	"golang.org/x/sys/unix"
 )
@@ -27,7 +29,7 @@ import (
 //
 //	go test -run - -bench PortRx -benchtime 20000x ./harness/netns/
 func BenchmarkPortRx(b *testing.B) {
-	needRoot(b)
+	nstest.NeedRoot(b)
 	lock, err := os.OpenFile("/tmp/fabriclab-netns.lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		b.Fatal(err)
@@ -37,7 +39,7 @@ func BenchmarkPortRx(b *testing.B) {
 		b.Fatal(err)
 	}
 	name := fmt.Sprintf("brx%d", os.Getpid())
-	l, err := Up(context.Background(), name, tiny(), Options{})
+	l, err := Up(context.Background(), name, nstest.Tiny(), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func linkFrames(l *lab.Lab) []float64 {
 	return w
 }
 
-// trafficParts splits the agent-hosted devices into n agents so that few expected frames cross between
+// TrafficParts splits the agent-hosted devices into n agents so that few expected frames cross between
 // agents, with each agent's expected frame-hops within 10% of an equal share: connected parts of equal
 // size (connectedParts) to start, then greedy moves of single devices to a neighbouring agent
 // (Fiduccia-Mattheyses style, without its tentative negative moves). A move is taken when it relieves an
@@ -63,7 +63,7 @@ func linkFrames(l *lab.Lab) []float64 {
 // the refinement ends. gonum's graph packages partition for modularity (community.Modularize), not for
 // a balanced k-way minimum cut, and no maintained Go package does the latter (METIS is C); the fabrics
 // an agent split sees have tens to hundreds of devices, where this greedy pass takes milliseconds.
-func trafficParts(l *lab.Lab, dl *Dilated, n int) (map[int]int, CutReport) {
+func TrafficParts(l *lab.Lab, dl *Dilated, n int) (map[int]int, CutReport) {
 	g := l.Graph
 	part := connectedParts(g, dl, n)
 	w := linkFrames(l)

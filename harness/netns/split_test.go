@@ -98,7 +98,7 @@ func TestTrafficParts(t *testing.T) {
 			return c
 		}
 		for _, n := range []int{2, 3} {
-			part, cut := trafficParts(l, dl, n)
+			part, cut := TrafficParts(l, dl, n)
 			if len(part) != len(l.Graph.Nodes) || cut.Agents != n {
 				t.Fatalf("%s n=%d: %d of %d devices in %d agents", topoLine, n, len(part), len(l.Graph.Nodes), cut.Agents)
 			}

@@ -235,3 +235,6 @@ func List() ([]State, []error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Lab < out[j].Lab })
 	return out, errs
 }
+
+// StateDir is where lab keeps its state file, lock and (live labs) control socket.
+func StateDir(lab string) string { return stateDir(lab) }

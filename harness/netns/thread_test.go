@@ -6,9 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,13 +39,13 @@ func threadNamespaces(t *testing.T) map[uint64][]string {
 // not the main thread, which it parks: a namespace made there outlived its lab. A test binary's main
 // goroutine mostly waits, so the main thread runs other goroutines, these among them.
 func TestNoNamespaceOutlivesItsLab(t *testing.T) {
-	needRoot(t)
+	nstest.NeedRoot(t)
 	var home unix.Stat_t
 	if err := unix.Stat(fmt.Sprintf("/proc/self/task/%d/ns/net", unix.Gettid()), &home); err != nil {
 		t.Fatal(err)
 	}
 	for round, name := range []string{"ut-thr-a", "ut-thr-b"} {
-		g := ndcHand(3)
+		g := nstest.NDCHand(3)
 		lab, err := Up(context.Background(), name, g, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -90,49 +91,6 @@ func TestNoNamespaceOutlivesItsLab(t *testing.T) {
 		}
 		if out, err := exec.Command("ip", "netns", "list").Output(); err == nil && strings.Contains(string(out), NSName(name, "")) {
 			t.Errorf("round %d: ip netns still lists %s: %s", round, name, out)
-		}
-	}
-}
-
-// The coordinator's real-time thread goes back to the policy, priority and nice value it had when its
-// run ends (the goroutine may be the main one, which goes on to the next lab of a sweep), not to
-// SCHED_OTHER at nice 0; a thread already real-time above the coordinator's priority is left alone.
-func TestRealtimeThreadUndone(t *testing.T) {
-	runtime.LockOSThread() // keeps the thread ours across the undo, to look at it after
-	defer runtime.UnlockOSThread()
-	orig, err := unix.SchedGetAttr(0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.SchedSetAttr(0, orig, 0)
-	for _, before := range []unix.SchedAttr{
-		{Policy: unix.SCHED_NORMAL, Nice: 7},
-		{Policy: unix.SCHED_BATCH, Nice: 3},
-		{Policy: unix.SCHED_RR, Priority: 1},
-		{Policy: unix.SCHED_FIFO, Priority: 5}, // above the coordinator's 2: untouched
-	} {
-		before.Size = unix.SizeofSchedAttr
-		if err := unix.SchedSetAttr(0, &before, 0); err != nil {
-			t.Logf("policy %d: %v (not allowed here)", before.Policy, err)
-			continue
-		}
-		undo := realtimeThread(2)
-		during, err := unix.SchedGetAttr(0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if before.Policy != unix.SCHED_FIFO && during.Policy != unix.SCHED_FIFO {
-			undo()
-			t.Skipf("no SCHED_FIFO here (policy %d): nothing to undo", during.Policy)
-		}
-		if before.Policy == unix.SCHED_FIFO && during.Priority != before.Priority {
-			t.Errorf("a thread at SCHED_FIFO %d was moved to %d", before.Priority, during.Priority)
-		}
-		undo()
-		after, err := unix.SchedGetAttr(0, 0)
-		if err != nil || after.Policy != before.Policy || after.Priority != before.Priority || after.Nice != before.Nice {
-			t.Errorf("before the run policy %d priority %d nice %d, after it %d %d %d (%v)", before.Policy,
-				before.Priority, int32(before.Nice), after.Policy, after.Priority, int32(after.Nice), err)
 		}
 	}
 }

@@ -190,7 +190,7 @@ func (p *XDPPort) open(ifi, n int) (err error) {
 	ifname := p.Name
 	fail := func(step string, err error) error { return &XDPError{ifname, step, err} }
 	if p.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
-		return fail("socket", wrapPerm(err))
+		return fail("socket", WrapPerm(err))
 	}
 	if err := p.mapUmem(n + xdpTxFrames); err != nil {
 		return fail("UMEM", err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -17,8 +19,8 @@ import (
 // to AF_XDP in sends larger than the transmit ring and the kernel's budget per kick (into a receive
 // ring that holds them), in order.
 func TestXDPPortRoundTrip(t *testing.T) {
-	needRoot(t)
-	l, err := Up(context.Background(), "t-xdp", tiny(), Options{})
+	nstest.NeedRoot(t)
+	l, err := Up(context.Background(), "t-xdp", nstest.Tiny(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +187,8 @@ func readFrames(t *testing.T, p Port, got [][]byte, want int) [][]byte {
 // An interface that already has an XDP program (here another port's) is refused with the interface,
 // the step and the errno named, and its program is left in place.
 func TestXDPPortRefusesTakenInterface(t *testing.T) {
-	needRoot(t)
-	l, err := Up(context.Background(), "t-xdpb", tiny(), Options{})
+	nstest.NeedRoot(t)
+	l, err := Up(context.Background(), "t-xdpb", nstest.Tiny(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
