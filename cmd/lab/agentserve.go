@@ -11,12 +11,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fabriclab/fabriclab/harness/cluster"
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
 	"github.com/fabriclab/fabriclab/harness/live"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab/topo"
-	"github.com/spf13/cobra"
 )
 
 // The agent server's main goroutine keeps the main thread to itself. netns makes each namespace on a
@@ -58,7 +59,7 @@ func init() {
 				return err
 			}
 			if underlay == "auto" {
-				if underlay, err = netns.AutoUnderlay(); err != nil {
+				if underlay, err = nslink.AutoUnderlay(); err != nil {
 					return err
 				}
 			}
@@ -90,6 +91,6 @@ func init() {
 }
 
 // liveHostSetup sets up this machine's kernel hosts of a live lab over several machines.
-func liveHostSetup(nl *netns.Lab, g *topo.Graph, nodes []int, h cluster.LiveHosts) error {
+func liveHostSetup(nl *nslink.Lab, g *topo.Graph, nodes []int, h cluster.LiveHosts) error {
 	return live.SetupHosts(nl, g, nodes, h.Transit, kernelhost.Config{CC: h.CC, ECN: h.ECN})
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fabriclab/fabriclab/harness/bench"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/portio"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/lab/topo"
@@ -77,7 +77,7 @@ func init() {
 	f := cmd.Flags()
 	f.StringVar(&bf.fabric, "fabric", "ndc", "topology family of the agent bench (key=value arguments give its parameters; ndc defaults to n=4 k=1)")
 	f.StringVar(&bf.agents, "agents", "1", "agent counts to measure, comma-separated (e.g. 1,2)")
-	f.StringVar(&bf.datapaths, "datapath", netns.DefaultDatapath, "data paths to measure side by side, comma-separated: xdp, batched, legacy (e.g. xdp,batched,legacy)")
+	f.StringVar(&bf.datapaths, "datapath", portio.DefaultDatapath, "data paths to measure side by side, comma-separated: xdp, batched, legacy (e.g. xdp,batched,legacy)")
 	f.StringVar(&bf.name, "name", "", "lab name prefix (namespaces fl-<name>-...; default bench<pid>), so two benches do not collide")
 	f.Float64Var(&bf.dilation, "dilation", 1000, "time dilation D of the agent bench")
 	f.Float64Var(&bf.load, "load", 0.5, "WebSearch load of the agent bench")
@@ -124,8 +124,8 @@ func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string)
 	}
 	dps := splitList(bf.datapaths)
 	for _, dp := range dps {
-		if !netns.ValidDatapath(dp) {
-			return fmt.Errorf("--datapath: %q is not one of %s", dp, strings.Join(netns.Datapaths, ", "))
+		if !portio.ValidDatapath(dp) {
+			return fmt.Errorf("--datapath: %q is not one of %s", dp, strings.Join(portio.Datapaths, ", "))
 		}
 	}
 	if bf.repeat < 1 {

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fabriclab/fabriclab/harness/cluster"
 	"github.com/fabriclab/fabriclab/harness/live"
-	"github.com/fabriclab/fabriclab/harness/netns"
-	"github.com/spf13/cobra"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 func init() {
@@ -37,12 +38,12 @@ func init() {
 				for _, n := range clus {
 					errs = append(errs, downClusterLive(out, n))
 				}
-				if sts, _ := netns.List(); len(sts) > 0 {
+				if sts, _ := nslink.List(); len(sts) > 0 {
 					for _, st := range sts {
 						live.Cleanup(st.Lab)
 					}
 				}
-				names, notes, err := netns.DownAll()
+				names, notes, err := nslink.DownAll()
 				for _, n := range notes {
 					fmt.Fprintln(out, n)
 				}
@@ -64,7 +65,7 @@ func init() {
 					continue
 				}
 				live.Cleanup(n) // a live lab's hosts files; nothing for a bare one
-				notes, err := netns.DownNotes(n)
+				notes, err := nslink.DownNotes(n)
 				for _, note := range notes {
 					fmt.Fprintln(out, note)
 				}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/harness/cluster"
 	"github.com/fabriclab/fabriclab/harness/live"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 // Live labs over several machines (`lab up SPEC --cluster FILE`): the commands that differ from a
@@ -48,7 +48,7 @@ func labRunner(name string) (run devRunner, done func(), err error) {
 			return err
 		}, cr.close, nil
 	}
-	nl, err := netns.Open(name)
+	nl, err := nslink.Open(name)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fabriclab/fabriclab/harness/live"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 // Mininet's conveniences for a live lab: pingall (every host pair) and iperf (a server started and
@@ -57,7 +57,7 @@ func labHosts(name string) ([]live.HostAddr, devRunner, func(), error) {
 	return rep.Inspect.Hosts, run, done, nil
 }
 
-func inNS(ctx context.Context, nl *netns.Lab, dev string, argv ...string) *exec.Cmd {
+func inNS(ctx context.Context, nl *nslink.Lab, dev string, argv ...string) *exec.Cmd {
 	return exec.CommandContext(ctx, "ip", append([]string{"netns", "exec", nl.NSName(dev)}, argv...)...)
 }
 

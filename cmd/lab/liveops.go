@@ -16,12 +16,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+
+	"github.com/spf13/cobra"
+
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
 	"github.com/fabriclab/fabriclab/harness/live"
-	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/units"
-	"github.com/spf13/cobra"
 )
 
 // The live-lab commands: each builds its cobra command, so init only lists them.
@@ -45,7 +48,7 @@ func execCommand() *cobra.Command {
 			if live.IsCluster(args[0]) {
 				return execOnMachine(args[0], args[1], args[2:])
 			}
-			nl, err := netns.Open(args[0])
+			nl, err := nslink.Open(args[0])
 			if err != nil {
 				return err
 			}
@@ -277,7 +280,7 @@ func printInspect(w io.Writer, in *live.Inspect, prev *live.Inspect, dt float64)
 	for _, m := range in.Machines { // a lab over several machines: where each device runs
 		fmt.Fprintf(w, "machine %s: %s\n", m.Name, strings.Join(m.Devices, " "))
 	}
-	old := map[string]netns.LivePort{}
+	old := map[string]lockstep.LivePort{}
 	if prev != nil {
 		for _, d := range prev.Devices {
 			for _, p := range d.Ports {

@@ -11,7 +11,7 @@ import (
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
 	"github.com/fabriclab/fabriclab/harness/live"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/records"
@@ -43,7 +43,7 @@ func runOnLab(ctx context.Context, name string, l *lab.Lab, save func(*records.L
 		return fmt.Errorf("--lab %s: a lab over several machines: a spec's kernel TCP flows are opened by this process, "+
 			"whose sockets cannot reach another machine's namespaces; drive it with lab exec (lab flow, or your own programs)", name)
 	}
-	nl, err := netns.Open(name)
+	nl, err := nslink.Open(name)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func runOnLab(ctx context.Context, name string, l *lab.Lab, save func(*records.L
 // onLabPort is the receivers' port: not iperf3's 5201, which a user of the live lab may be serving.
 const onLabPort = 5399
 
-func nsHas(nl *netns.Lab, dev string) (string, bool) {
+func nsHas(nl *nslink.Lab, dev string) (string, bool) {
 	for _, d := range nl.Devices() {
 		if d == dev {
 			return d, true

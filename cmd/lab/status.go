@@ -8,9 +8,10 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/fabriclab/fabriclab/harness/live"
-	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/spf13/cobra"
+
+	"github.com/fabriclab/fabriclab/harness/live"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 func init() {
@@ -20,7 +21,7 @@ func init() {
 		Short: "List labs (those with a state file) and whether their namespaces and links exist, and live labs over several machines coordinated from here",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sts, errs := netns.Status()
+			sts, errs := nslink.Status()
 			// A bad state file is reported (the command's error, after the table) and skipped: the other
 			// labs are still listed.
 			err := errors.Join(errs...)
@@ -63,7 +64,7 @@ func init() {
 
 // labState is a lab's state in words. A live lab (lab up, not --bare) is up only while its supervisor
 // runs: the process that brought it up has exited by design, so its PID says nothing.
-func labState(s netns.LabStatus) string {
+func labState(s nslink.LabStatus) string {
 	_, err := os.Stat(live.LocalSocketPath(s.Lab))
 	isLive := err == nil
 	switch {
@@ -85,7 +86,7 @@ func labState(s netns.LabStatus) string {
 
 // labProcesses lists the lab's running processes: the verified supervisor and agents, or the process
 // bringing it up; "-" when none runs (a bare lab needs none).
-func labProcesses(s netns.LabStatus) string {
+func labProcesses(s nslink.LabStatus) string {
 	var ps []string
 	for _, p := range s.Processes {
 		ps = append(ps, fmt.Sprint(p))

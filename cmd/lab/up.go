@@ -10,9 +10,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
-	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/spf13/cobra"
+
+	"github.com/fabriclab/fabriclab/harness/nslink"
+	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
 // loadSpecGraph turns an experiment spec file into its topology and lab name. The spec package wires
@@ -70,21 +71,21 @@ func init() {
 					labName = args[0]
 				}
 			}
-			if err := netns.ValidateName(labName); err != nil {
+			if err := nslink.ValidateName(labName); err != nil {
 				return fmt.Errorf("%w (choose one with --name)", err)
 			}
 			// Ctrl-C or SIGTERM cancels the bring-up; Up then removes what it made before returning.
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			errw := cmd.ErrOrStderr()
-			opts := netns.Options{MTU: mtu, TxQueueLen: txqlen, KeepOffloads: keepOffloads}
+			opts := nslink.Options{MTU: mtu, TxQueueLen: txqlen, KeepOffloads: keepOffloads}
 			if !quiet {
 				opts.Progress = func(phase string, done, total int, d time.Duration) {
 					fmt.Fprintf(errw, "lab up %s: %-10s %4d/%-4d %v\n", labName, phase, done, total, d.Round(time.Millisecond))
 				}
 			}
 			t0 := time.Now()
-			lab, err := netns.Up(ctx, labName, g, opts)
+			lab, err := nslink.Up(ctx, labName, g, opts)
 			if err != nil {
 				if ctx.Err() != nil {
 					return fmt.Errorf("interrupted; removed what was made: %w", err)
@@ -99,8 +100,8 @@ func init() {
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "lab name (1-16 of a-z, 0-9, '-'); default: the family or spec name")
-	cmd.Flags().IntVar(&mtu, "mtu", netns.DefaultMTU, "MTU of every veth (jumbo up to 65535)")
-	cmd.Flags().IntVar(&txqlen, "txqueuelen", netns.DefaultTxQueueLen, "txqueuelen of every veth")
+	cmd.Flags().IntVar(&mtu, "mtu", nslink.DefaultMTU, "MTU of every veth (jumbo up to 65535)")
+	cmd.Flags().IntVar(&txqlen, "txqueuelen", nslink.DefaultTxQueueLen, "txqueuelen of every veth")
 	cmd.Flags().BoolVar(&keepOffloads, "keep-offloads", false, "leave checksum/TSO/GSO offloads on (for PACKET_VNET_HDR agents)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no progress lines")
 	cmd.Flags().BoolVar(&bare, "bare", false, "namespaces and veths only: no switches run, hosts have no addresses")

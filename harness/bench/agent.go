@@ -10,6 +10,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/portio"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/report"
@@ -70,7 +71,7 @@ duration: %dus
 
 // AgentResult is one netns run of a fabric as `lab bench` measures it.
 type AgentResult struct {
-	Datapath string // "xdp", "batched" or "legacy" (netns.DatapathEnv)
+	Datapath string // "xdp", "batched" or "legacy" (portio.DatapathEnv)
 	Used     string // what the agents used (AgentFidelity.Datapath: xdp native, or why a port fell back)
 	Agents   int
 	Frames   uint64        // frames the agents wrote: one per frame and hop
@@ -107,18 +108,18 @@ const benchLead = 100 * time.Millisecond
 // speed, and the verdict's lateness part still holds.
 func RunAgents(ctx context.Context, l *lab.Lab, name string, agents int, datapath string) (AgentResult, error) {
 	if datapath == "" {
-		datapath = netns.DefaultDatapath
+		datapath = portio.DefaultDatapath
 	}
-	if !netns.ValidDatapath(datapath) {
-		return AgentResult{}, fmt.Errorf("datapath %q: want one of %s", datapath, strings.Join(netns.Datapaths, ", "))
+	if !portio.ValidDatapath(datapath) {
+		return AgentResult{}, fmt.Errorf("datapath %q: want one of %s", datapath, strings.Join(portio.Datapaths, ", "))
 	}
-	prev, had := os.LookupEnv(netns.DatapathEnv)
-	os.Setenv(netns.DatapathEnv, datapath) // the agents inherit it
+	prev, had := os.LookupEnv(portio.DatapathEnv)
+	os.Setenv(portio.DatapathEnv, datapath) // the agents inherit it
 	defer func() {
 		if had {
-			os.Setenv(netns.DatapathEnv, prev)
+			os.Setenv(portio.DatapathEnv, prev)
 		} else {
-			os.Unsetenv(netns.DatapathEnv)
+			os.Unsetenv(portio.DatapathEnv)
 		}
 	}()
 	_, res, err := netns.Run(ctx, l, netns.RunOptions{Name: name, Agents: agents, StartLead: benchLead, CrossCheck: -1})

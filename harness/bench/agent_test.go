@@ -6,10 +6,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
-	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the backend re-executes the test binary as its agents
-	"github.com/fabriclab/fabriclab/lab"
 	"golang.org/x/sys/unix"
+
+	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the backend re-executes the test binary as its agents
+	"github.com/fabriclab/fabriclab/harness/portio"
+	"github.com/fabriclab/fabriclab/lab"
 )
 
 // netnsLock takes /tmp/fabriclab-netns.lock, the lock file that benchmarks and runs wrapped in
@@ -46,7 +47,7 @@ func BenchmarkAgentDatapath(b *testing.B) {
 	rate := map[string]float64{}
 	var frames uint64
 	for b.Loop() {
-		for _, dp := range netns.Datapaths {
+		for _, dp := range portio.Datapaths {
 			r, err := RunAgents(context.Background(), l, fmt.Sprintf("bd%d", os.Getpid()), 1, dp)
 			if err != nil {
 				b.Fatal(err)
@@ -56,11 +57,11 @@ func BenchmarkAgentDatapath(b *testing.B) {
 		}
 	}
 	n := float64(b.N)
-	def := netns.DefaultDatapath
+	def := portio.DefaultDatapath
 	b.ReportMetric(rate[def]/n, "frames/cpu_s")
 	b.ReportMetric(rate["batched"]/n, "batched_frames/cpu_s")
 	b.ReportMetric(rate["legacy"]/n, "legacy_frames/cpu_s")
 	b.ReportMetric(rate[def]/rate["legacy"], "x_legacy")
 	b.ReportMetric(rate["batched"]/rate["legacy"], "batched_x_legacy")
-	b.ReportMetric(float64(frames)/n/float64(len(netns.Datapaths)), "frames/run")
+	b.ReportMetric(float64(frames)/n/float64(len(portio.Datapaths)), "frames/run")
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 // BinaryResult is one `lab run` of a netns spec by some fabriclab binary, measured from outside: the
@@ -53,7 +53,7 @@ var framesLines = []*regexp.Regexp{
 }
 
 // RunBinary runs `BIN run SPEC -o DIR` (plus args) and measures its agents: the children of BIN's
-// process that carry netns.AgentEnv, whose CPU (processCPU: every thread, dead ones included) is read
+// process that carry nslink.AgentEnv, whose CPU (processCPU: every thread, dead ones included) is read
 // every 2 ms while they live. An agent's last 2 ms can be missed, which is noise
 // below 0.1% of a run of seconds; the same measure is taken of both sides of a comparison, setup and
 // teardown included, unlike RunAgents, which counts the agents' CPU from their start to their records.
@@ -82,7 +82,7 @@ poll:
 			for _, pid := range childPIDs(cmd.Process.Pid) {
 				// Asked again until it says yes: a child between fork and exec still has its
 				// parent's environment.
-				if _, agent := cpu[pid]; !agent && !netns.IsAgent(pid) {
+				if _, agent := cpu[pid]; !agent && !nslink.IsAgent(pid) {
 					continue
 				}
 				if d, err := processCPU(pid); err == nil {
@@ -99,7 +99,7 @@ poll:
 		r.CPU += d
 	}
 	if len(cpu) == 0 {
-		return r, fmt.Errorf("%s run %s: no agent process (%s=1 in its environment) was seen", bin, specPath, netns.AgentEnv)
+		return r, fmt.Errorf("%s run %s: no agent process (%s=1 in its environment) was seen", bin, specPath, nslink.AgentEnv)
 	}
 	var ok bool
 	if r.Frames, ok = framesWritten(out.String()); !ok {

@@ -3,14 +3,15 @@ package bench
 import (
 	"testing"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/harness/netns"
 )
 
 // The frame count RunBinary reads is the frames written, in both of the fidelity line's forms as this
 // build prints them, and in 26274ad's (a line that build printed, kept as the format it must read).
 func TestFramesWrittenFromFidelityLines(t *testing.T) {
-	scheduled := netns.AgentFidelity{Frames: 935256, LateFrames: 700, Arrivals: 935000, RxFrames: 935000}
-	unscheduled := netns.AgentFidelity{Frames: 4242, LateFrames: 17, RxFrames: 4000}
+	scheduled := lockstep.AgentFidelity{Frames: 935256, LateFrames: 700, Arrivals: 935000, RxFrames: 935000}
+	unscheduled := lockstep.AgentFidelity{Frames: 4242, LateFrames: 17, RxFrames: 4000}
 	if scheduled.Scheduled() == unscheduled.Scheduled() {
 		t.Fatal("the two cases must take the two forms")
 	}

@@ -17,14 +17,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/liveagent"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+	"github.com/fabriclab/fabriclab/harness/portio"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/wire"
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // FramesOptions tune FramesPerSecond. The zero value means defaults.
@@ -86,7 +92,7 @@ switch: {buffer: 4MB, flow_control: lossy}
 host: {transport: kernel-tcp, mtu: %d}
 routing: {algorithm: shortest}
 duration: 1s
-`, name, path, netns.DefaultMTU)))
+`, name, path, nslink.DefaultMTU)))
 	if err != nil {
 		return nil, err
 	}
@@ -104,8 +110,8 @@ func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, e
 	if o.Size == 0 {
 		o.Size = 64
 	}
-	if o.Size < 60 || o.Size > netns.DefaultMTU+14 {
-		return nil, fmt.Errorf("size: %d bytes outside [60, %d]", o.Size, netns.DefaultMTU+14)
+	if o.Size < 60 || o.Size > nslink.DefaultMTU+14 {
+		return nil, fmt.Errorf("size: %d bytes outside [60, %d]", o.Size, nslink.DefaultMTU+14)
 	}
 	if o.Duration <= 0 {
 		o.Duration = 2 * time.Second
@@ -114,21 +120,21 @@ func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, e
 	if err != nil {
 		return nil, err
 	}
-	l, err := netns.Up(ctx, o.Lab, ll.Graph, netns.Options{MTU: netns.LabMTU(ll)})
+	l, err := nslink.Up(ctx, o.Lab, ll.Graph, nslink.Options{MTU: netns.LabMTU(ll)})
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if derr := netns.Down(o.Lab); derr != nil {
+		if derr := nslink.Down(o.Lab); derr != nil {
 			err = errors.Join(err, derr)
 		}
 	}()
-	gen, err := netns.OpenPacketPort(l.NSPath("h0"), "p0", 0)
+	gen, err := portio.OpenPacketPort(l.NSPath("h0"), "p0", 0)
 	if err != nil {
 		return nil, err
 	}
 	defer gen.Close()
-	sink, err := netns.OpenPacketPort(l.NSPath("h1"), "p0", 0)
+	sink, err := portio.OpenPacketPort(l.NSPath("h1"), "p0", 0)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +169,7 @@ func FramesPerSecond(ctx context.Context, o FramesOptions) (res *FramesResult, e
 
 // bridgeRun measures s0 as a Linux bridge of its two ports, made inside s0's namespace (ours) and
 // removed again before the next device takes the ports.
-func bridgeRun(ctx context.Context, nl *netlink.Handle, gen, sink *netns.PacketPort, frame []byte, d time.Duration) (blasted, error) {
+func bridgeRun(ctx context.Context, nl *netlink.Handle, gen, sink *portio.PacketPort, frame []byte, d time.Duration) (blasted, error) {
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0"}}
 	if err := nl.LinkAdd(br); err != nil {
 		return blasted{}, fmt.Errorf("bridge in s0: %w", err)
@@ -190,11 +196,11 @@ func bridgeRun(ctx context.Context, nl *netlink.Handle, gen, sink *netns.PacketP
 	return bl, nil
 }
 
-// switchRun measures s0 as the agent's switch: the agent process a live lab runs (netns.StartLive),
+// switchRun measures s0 as the agent's switch: the agent process a live lab runs (liveagent.StartLive),
 // hosting s0's engine on the same veths. It returns the blast, the agent's CPU over the blast's
 // window (every thread, the kernel work its sends do included) and fills in the agent's counters.
-func switchRun(ctx context.Context, ll *lab.Lab, l *netns.Lab, gen, sink *netns.PacketPort, frame []byte, d time.Duration, res *FramesResult) (blasted, time.Duration, error) {
-	lv, err := netns.StartLive(ctx, ll, l)
+func switchRun(ctx context.Context, ll *lab.Lab, l *nslink.Lab, gen, sink *portio.PacketPort, frame []byte, d time.Duration, res *FramesResult) (blasted, time.Duration, error) {
+	lv, err := liveagent.StartLive(ctx, ll, l)
 	if err != nil {
 		return blasted{}, 0, err
 	}
@@ -211,7 +217,7 @@ func switchRun(ctx context.Context, ll *lab.Lab, l *netns.Lab, gen, sink *netns.
 	}
 	wire1, sink1 := vethStats(l, "s0", "p1"), vethStats(l, "h1", "p0")
 	res.WireTx, res.SinkRx, res.SinkDropped = wire1.TxPackets-wire0.TxPackets, sink1.RxPackets-sink0.RxPackets, sink1.RxDropped-sink0.RxDropped
-	in, err := lv.Request(netns.LiveMsg{Op: "inspect"})
+	in, err := lv.Request(lockstep.LiveMsg{Op: "inspect"})
 	if err != nil {
 		return blasted{}, 0, err
 	}
@@ -233,7 +239,7 @@ func switchRun(ctx context.Context, ll *lab.Lab, l *netns.Lab, gen, sink *netns.
 
 // vethStats are the kernel's counters of device dev's interface ifname (zero when they cannot be read:
 // they only explain a run).
-func vethStats(l *netns.Lab, dev, ifname string) netlink.LinkStatistics {
+func vethStats(l *nslink.Lab, dev, ifname string) netlink.LinkStatistics {
 	nl, err := l.Handle(dev)
 	if err != nil {
 		return netlink.LinkStatistics{}
@@ -298,7 +304,7 @@ func threadCPU() time.Duration {
 
 // blast floods frame from gen for d while counting arrivals at sink; it returns offered and received
 // frames per second over the same window, and the two threads' CPU over it.
-func blast(ctx context.Context, gen, sink *netns.PacketPort, frame []byte, d time.Duration) (res blasted, err error) {
+func blast(ctx context.Context, gen, sink *portio.PacketPort, frame []byte, d time.Duration) (res blasted, err error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	drain(sink)
@@ -327,7 +333,7 @@ func blast(ctx context.Context, gen, sink *netns.PacketPort, frame []byte, d tim
 		}
 		sinkCPU = threadCPU() - c0
 	}()
-	batch := make([][]byte, netns.PortBatch)
+	batch := make([][]byte, portio.PortBatch)
 	for i := range batch {
 		batch[i] = frame
 	}
@@ -338,7 +344,7 @@ func blast(ctx context.Context, gen, sink *netns.PacketPort, frame []byte, d tim
 	for time.Since(start) < d && ctx.Err() == nil {
 		n, serr := gen.Send(batch)
 		sent += uint64(n)
-		if serr != nil && !errors.Is(serr, netns.ErrPortFull) {
+		if serr != nil && !errors.Is(serr, portio.ErrPortFull) {
 			err = serr
 			break
 		}
@@ -353,7 +359,7 @@ func blast(ctx context.Context, gen, sink *netns.PacketPort, frame []byte, d tim
 		errors.Join(err, rerr, ctx.Err())
 }
 
-func drain(p *netns.PacketPort) {
+func drain(p *portio.PacketPort) {
 	for {
 		if n, err := p.Recv(func([]byte) {}); n == 0 || err != nil {
 			return
@@ -392,7 +398,7 @@ func udpFrame(src, dst, size int) []byte {
 // routerRun measures s0 as a kernel IPv4 router between the same veths: forwarding on, a /32 route
 // and a permanent neighbour for h1, and the generator's frames addressed to s0's p0 (the kernel routes
 // only frames sent to its own MAC). Forwarding is turned off again before it returns.
-func routerRun(ctx context.Context, l *netns.Lab, nl *netlink.Handle, gen, sink *netns.PacketPort, o FramesOptions) (blasted, error) {
+func routerRun(ctx context.Context, l *nslink.Lab, nl *netlink.Handle, gen, sink *portio.PacketPort, o FramesOptions) (blasted, error) {
 	forward := func(on string) error {
 		return l.Do("s0", func() error {
 			for _, f := range []string{"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv4/conf/all/rp_filter", "/proc/sys/net/ipv4/conf/p0/rp_filter"} {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/topo"
@@ -23,7 +24,7 @@ type KernelResult struct {
 	// Fidelity is the run's verdict and Monitor the agents' own account (frames late, timer lag,
 	// malformed frames, cross-agent frames), both as run.json has them.
 	Fidelity report.Fidelity
-	Monitor  netns.AgentFidelity
+	Monitor  lockstep.AgentFidelity
 	// Marked is the CE marks the switches applied, from their counters (counters.csv's ecn_marked).
 	Marked      uint64
 	Log         *records.Log

@@ -11,7 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -40,14 +42,14 @@ type capture struct {
 }
 
 // liveCall sends the server's own live request to the agent of ss's lab and waits for the reply.
-func (ss *session) liveCall(req netns.LiveMsg) (*netns.LiveMsg, error) {
+func (ss *session) liveCall(req lockstep.LiveMsg) (*lockstep.LiveMsg, error) {
 	req.ID = ss.s.liveID.Add(1)
-	w := make(chan *netns.LiveMsg, 1)
+	w := make(chan *lockstep.LiveMsg, 1)
 	ss.amu.Lock()
 	a, gone := ss.agent, ss.gone
 	if a != nil {
 		if ss.waiting == nil {
-			ss.waiting = map[uint64]chan *netns.LiveMsg{}
+			ss.waiting = map[uint64]chan *lockstep.LiveMsg{}
 		}
 		ss.waiting[req.ID] = w
 	}
@@ -61,7 +63,7 @@ func (ss *session) liveCall(req netns.LiveMsg) (*netns.LiveMsg, error) {
 		delete(ss.waiting, req.ID)
 		ss.amu.Unlock()
 	}()
-	if err := a.Send(&netns.AgentMsg{Type: "live", Live: &req}); err != nil {
+	if err := a.Send(&lockstep.AgentMsg{Type: "live", Live: &req}); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	select {
@@ -97,7 +99,7 @@ func (ss *session) startCapture(ctx context.Context, r *CaptureReq) error {
 	if owner == nil {
 		return fmt.Errorf("no lab %q made by this agent server is up here", r.Lab)
 	}
-	nl, err := netns.Open(r.Lab)
+	nl, err := nslink.Open(r.Lab)
 	if err != nil {
 		return err
 	}
@@ -110,7 +112,7 @@ func (ss *session) startCapture(ctx context.Context, r *CaptureReq) error {
 	busy := ss.s.captures[key]
 	ss.s.captures[key] = true
 	ss.s.capSeq++
-	path := filepath.Join(netns.StateDir(r.Lab), fmt.Sprintf("capture-%d-%s-p%d.pcap", ss.s.capSeq, r.Device, r.Port))
+	path := filepath.Join(nslink.StateDir(r.Lab), fmt.Sprintf("capture-%d-%s-p%d.pcap", ss.s.capSeq, r.Device, r.Port))
 	ss.s.mu.Unlock()
 	if busy {
 		return fmt.Errorf("capture %s: another lab capture is capturing it", port)
@@ -120,7 +122,7 @@ func (ss *session) startCapture(ctx context.Context, r *CaptureReq) error {
 		delete(ss.s.captures, key)
 		ss.s.mu.Unlock()
 	}
-	if _, err := owner.liveCall(netns.LiveMsg{Op: "capture", Device: r.Device, Port: r.Port, Path: path}); err != nil {
+	if _, err := owner.liveCall(lockstep.LiveMsg{Op: "capture", Device: r.Device, Port: r.Port, Path: path}); err != nil {
 		release()
 		os.Remove(path)
 		return fmt.Errorf("capture %s: %w", port, err)
@@ -154,7 +156,7 @@ func (ss *session) stopCapture() error {
 // gone). It says how the capture ended, for the log.
 func (ss *session) streamCapture(ctx context.Context, owner *session, r *CaptureReq, path string, cp *capture) string {
 	stopAgent := func() error {
-		_, err := owner.liveCall(netns.LiveMsg{Op: "capture", Device: r.Device, Port: r.Port})
+		_, err := owner.liveCall(lockstep.LiveMsg{Op: "capture", Device: r.Device, Port: r.Port})
 		return err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0) // writable: sent bytes are punched out

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 var testSecret = []byte("0123456789abcdef0123456789abcdef")
@@ -31,7 +31,7 @@ func connectM1(t *testing.T, addr string) *Remote {
 
 func startServer(t *testing.T, offset time.Duration) (string, *logBuf) {
 	t.Helper()
-	netns.StateRoot = t.TempDir()
+	nslink.StateRoot = t.TempDir()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func (l *logBuf) has(sub string) bool {
 // nothingMade says whether the server's state root is still empty: no lab was started.
 func nothingMade(t *testing.T) {
 	t.Helper()
-	ents, err := os.ReadDir(netns.StateRoot)
+	ents, err := os.ReadDir(nslink.StateRoot)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}

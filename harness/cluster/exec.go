@@ -14,8 +14,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 // `lab exec` on a device of a lab over several machines: the coordinator asks the machine that hosts
@@ -136,7 +137,7 @@ func (ss *session) startExec(r *ExecReq) (*execProc, error) {
 	if !ours {
 		return nil, fmt.Errorf("no lab %q made by this agent server is up here", r.Lab)
 	}
-	nl, err := netns.Open(r.Lab)
+	nl, err := nslink.Open(r.Lab)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
@@ -99,17 +99,17 @@ func TestExecEndsWithConnection(t *testing.T) {
 // under its name between taking the handle and the start.
 func TestExecEntersTheCheckedNamespace(t *testing.T) {
 	needRoot(t)
-	netns.StateRoot = t.TempDir()
+	nslink.StateRoot = t.TempDir()
 	const name = "ut-reli-nsf"
-	up := func() *netns.Lab {
-		nl, err := netns.Up(context.Background(), name, pairGraph(), netns.Options{})
+	up := func() *nslink.Lab {
+		nl, err := nslink.Up(context.Background(), name, pairGraph(), nslink.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return nl
 	}
 	nl := up()
-	t.Cleanup(func() { netns.Down(name) })
+	t.Cleanup(func() { nslink.Down(name) })
 	f, err := nl.NSFile("h0")
 	if err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestExecEntersTheCheckedNamespace(t *testing.T) {
 	if st1, err = f.Stat(); err != nil {
 		t.Fatal(err)
 	}
-	if err := netns.Down(name); err != nil {
+	if err := nslink.Down(name); err != nil {
 		t.Fatal(err)
 	}
 	up()
@@ -146,7 +146,7 @@ func TestExecMountsHostsFile(t *testing.T) {
 	needRoot(t)
 	addr, _ := startServer(t, 0)
 	upPair(t, addr, "ut-reli-exh")
-	dir := filepath.Join("/etc/netns", netns.NSName("ut-reli-exh", "h0"))
+	dir := filepath.Join("/etc/netns", nslink.NSName("ut-reli-exh", "h0"))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}

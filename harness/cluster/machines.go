@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
@@ -98,7 +101,7 @@ func (c *Cluster) Check(mtu int, tolerance time.Duration) error {
 	c.tol, c.mtu = tolerance, mtu
 	var errs []error
 	for i, r := range c.remotes {
-		if err := netns.CheckUnderlayMTU(r.Machine.Name, r.Hello.UnderlayMTU, mtu); err != nil {
+		if err := nslink.CheckUnderlayMTU(r.Machine.Name, r.Hello.UnderlayMTU, mtu); err != nil {
 			errs = append(errs, err)
 		}
 		if o := c.offsets[i]; o.Error() > tolerance {
@@ -133,8 +136,8 @@ func (c *Cluster) Up(ctx context.Context, name string, g *topo.Graph, mtu int, a
 			return fmt.Errorf("vxlan.vni_base %d + link %d exceeds the largest VNI %d", c.File.VXLAN.VNIBase, li, MaxVNI)
 		}
 		ua, ub := c.remotes[a].Hello.Underlay, c.remotes[b].Hello.Underlay
-		reqs[a].VXLAN = append(reqs[a].VXLAN, netns.VXLANLink{Link: li, Node: l.A.Node, Port: l.A.Port, VNI: vni, Local: ua, Remote: ub, DstPort: c.File.VXLAN.Port})
-		reqs[b].VXLAN = append(reqs[b].VXLAN, netns.VXLANLink{Link: li, Node: l.B.Node, Port: l.B.Port, VNI: vni, Local: ub, Remote: ua, DstPort: c.File.VXLAN.Port})
+		reqs[a].VXLAN = append(reqs[a].VXLAN, nslink.VXLANLink{Link: li, Node: l.A.Node, Port: l.A.Port, VNI: vni, Local: ua, Remote: ub, DstPort: c.File.VXLAN.Port})
+		reqs[b].VXLAN = append(reqs[b].VXLAN, nslink.VXLANLink{Link: li, Node: l.B.Node, Port: l.B.Port, VNI: vni, Local: ub, Remote: ua, DstPort: c.File.VXLAN.Port})
 	}
 	errs := make([]error, len(c.remotes))
 	var wg sync.WaitGroup
@@ -154,9 +157,9 @@ func (c *Cluster) Up(ctx context.Context, name string, g *topo.Graph, mtu int, a
 }
 
 // Agent implements netns.Machines.
-func (c *Cluster) Agent(ctx context.Context, i int, s *netns.AgentSetup) (netns.Control, error) {
+func (c *Cluster) Agent(ctx context.Context, i int, s *lockstep.AgentSetup) (lockstep.Control, error) {
 	r := c.remotes[i]
-	if err := r.Send(&netns.AgentMsg{Type: "setup", Setup: s}); err != nil {
+	if err := r.Send(&lockstep.AgentMsg{Type: "setup", Setup: s}); err != nil {
 		return nil, fmt.Errorf("machine %s: setup: %w", r.Machine.Name, err)
 	}
 	return r, nil

@@ -1,7 +1,8 @@
 package cluster
 
 import (
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
@@ -10,7 +11,7 @@ import (
 //	server -> coordinator   hello (right after the handshake)
 //	coordinator -> server   ping          <- pong    (clock probe, clock.go)
 //	coordinator -> server   up            <- upok    (make this machine's part of a lab)
-//	coordinator -> server   agent ...     <- agent   (the agent protocol, netns.AgentMsg, relayed to the
+//	coordinator -> server   agent ...     <- agent   (the agent protocol, lockstep.AgentMsg, relayed to the
 //	                                                  machine's agent process; its first is setup)
 //	coordinator -> server   down          <- downok  (remove a lab this server made)
 //	coordinator -> server   exec          <- out ... <- exit (run a command in a device's namespace of a
@@ -28,14 +29,14 @@ import (
 // lab is up. An exec's command ends with its connection too, and so does a capture (the agent stops
 // writing and the server removes its file).
 type Msg struct {
-	Type  string          `json:"type"`
-	Hello *Hello          `json:"hello,omitempty"`
-	Clock *Stamps         `json:"clock,omitempty"`
-	Up    *UpReq          `json:"up,omitempty"`
-	Lab   string          `json:"lab,omitempty"`
-	Agent *netns.AgentMsg `json:"agent,omitempty"`
-	Err   string          `json:"err,omitempty"`
-	Exec  *ExecReq        `json:"exec,omitempty"`
+	Type  string             `json:"type"`
+	Hello *Hello             `json:"hello,omitempty"`
+	Clock *Stamps            `json:"clock,omitempty"`
+	Up    *UpReq             `json:"up,omitempty"`
+	Lab   string             `json:"lab,omitempty"`
+	Agent *lockstep.AgentMsg `json:"agent,omitempty"`
+	Err   string             `json:"err,omitempty"`
+	Exec  *ExecReq           `json:"exec,omitempty"`
 	// Capture is a capture's port (capture).
 	Capture *CaptureReq `json:"capture,omitempty"`
 	// Stream (1 stdout, 2 stderr) and Data are one piece of an exec's output (out), or Data the next
@@ -77,11 +78,11 @@ const ProtocolVersion = 3
 // UpReq is one machine's part of a lab: the whole graph (so node and link indices mean the same on
 // every machine), which of its nodes this machine hosts, and its links to the other machines.
 type UpReq struct {
-	Lab   string            `json:"lab"`
-	Graph *topo.Graph       `json:"graph"`
-	Nodes []int             `json:"nodes"`
-	MTU   int               `json:"mtu"`
-	VXLAN []netns.VXLANLink `json:"vxlan,omitempty"`
+	Lab   string             `json:"lab"`
+	Graph *topo.Graph        `json:"graph"`
+	Nodes []int              `json:"nodes"`
+	MTU   int                `json:"mtu"`
+	VXLAN []nslink.VXLANLink `json:"vxlan,omitempty"`
 	// Live, for a live lab (`lab up --cluster`), sets up the machine's kernel hosts after the
 	// namespaces are made.
 	Live *LiveHosts `json:"live,omitempty"`

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 )
 
 // Remote is the coordinator's connection to one machine's agent server. After Up and StartAgent it
@@ -27,9 +27,9 @@ type Remote struct {
 	once    sync.Once
 }
 
-// Remote implements netns.Control over the authenticated TCP channel, as netns.StreamControl does over
+// Remote implements lockstep.Control over the authenticated TCP channel, as lockstep.StreamControl does over
 // a local agent's pipes.
-var _ netns.Control = (*Remote)(nil)
+var _ lockstep.Control = (*Remote)(nil)
 
 // ConnectMachine dials m's agent server, authenticates and reads its hello.
 func ConnectMachine(ctx context.Context, m Machine, secret []byte) (*Remote, error) {
@@ -169,9 +169,9 @@ func (r *Remote) Down(ctx context.Context, lab string) error {
 	}
 }
 
-// Send implements netns.Control: one agent message to the machine's agent. A start's epoch, a
+// Send implements lockstep.Control: one agent message to the machine's agent. A start's epoch, a
 // CLOCK_MONOTONIC reading of this process, goes out as CLOCK_REALTIME (the only clock machines share).
-func (r *Remote) Send(m *netns.AgentMsg) error {
+func (r *Remote) Send(m *lockstep.AgentMsg) error {
 	if m.Type == "start" {
 		c := *m
 		c.Epoch += realNow() - clock.MonotonicNanos()
@@ -180,9 +180,9 @@ func (r *Remote) Send(m *netns.AgentMsg) error {
 	return r.c.Send(Msg{Type: "agent", Agent: m})
 }
 
-// Recv implements netns.Control: the next message from the machine's agent. A lost connection or the
+// Recv implements lockstep.Control: the next message from the machine's agent. A lost connection or the
 // agent process's exit is an error naming the machine.
-func (r *Remote) Recv(m *netns.AgentMsg) error {
+func (r *Remote) Recv(m *lockstep.AgentMsg) error {
 	for {
 		got, ok := <-r.in
 		if !ok {
@@ -199,7 +199,7 @@ func (r *Remote) Recv(m *netns.AgentMsg) error {
 			*m = *got.Agent
 			return m.Check()
 		case "error":
-			*m = netns.AgentMsg{Type: "error", Err: fmt.Sprintf("machine %s: %s", r.Machine.Name, got.Err)}
+			*m = lockstep.AgentMsg{Type: "error", Err: fmt.Sprintf("machine %s: %s", r.Machine.Name, got.Err)}
 			return nil
 		case "exited":
 			return fmt.Errorf("machine %s: agent %s: %w", r.Machine.Name, got.Err, io.EOF)

@@ -11,10 +11,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab/topo"
-	"golang.org/x/sys/unix"
 )
 
 // Server is one machine's agent server (`lab agent serve`): it accepts coordinators that prove they
@@ -32,7 +36,7 @@ type Server struct {
 	// HostSetup sets up a live lab's kernel hosts among nodes, and Cleanup removes what a live lab keeps
 	// outside its namespaces (hosts files): harness/live's, given by the command (live imports this
 	// package). Without HostSetup the server refuses live labs.
-	HostSetup func(nl *netns.Lab, g *topo.Graph, nodes []int, h LiveHosts) error
+	HostSetup func(nl *nslink.Lab, g *topo.Graph, nodes []int, h LiveHosts) error
 	Cleanup   func(lab string)
 
 	underIf  string
@@ -63,7 +67,7 @@ func (s *Server) Check() error {
 	if len(s.Secret) < MinSecret {
 		return fmt.Errorf("secret: need at least %d bytes", MinSecret)
 	}
-	name, mtu, err := netns.Underlay(s.Underlay)
+	name, mtu, err := nslink.Underlay(s.Underlay)
 	if err != nil {
 		return fmt.Errorf("--underlay: %w", err)
 	}
@@ -139,7 +143,7 @@ type session struct {
 	// gone is closed when the agent's output has ended; waiting are the server's own live requests
 	// awaiting their replies, by ID.
 	gone    chan struct{}
-	waiting map[uint64]chan *netns.LiveMsg
+	waiting map[uint64]chan *lockstep.LiveMsg
 	// execing: the connection runs a command (exec.go); one at a time, so out messages need no tag.
 	execing atomic.Bool
 	proc    *execProc // the command this connection runs or ran last, ended when it ends
@@ -209,13 +213,13 @@ func (ss *session) up(ctx context.Context, r *UpReq) error {
 	if ss.lab != "" {
 		return fmt.Errorf("this connection already made lab %s", ss.lab)
 	}
-	if err := netns.CheckUnderlayMTU(ss.s.Name, ss.s.underMTU, r.MTU); err != nil {
+	if err := nslink.CheckUnderlayMTU(ss.s.Name, ss.s.underMTU, r.MTU); err != nil {
 		return err
 	}
 	if r.Live != nil && ss.s.HostSetup == nil {
 		return errors.New("this agent server cannot set up a live lab's kernel hosts")
 	}
-	vx := make([]netns.VXLANLink, len(r.VXLAN))
+	vx := make([]nslink.VXLANLink, len(r.VXLAN))
 	for i, v := range r.VXLAN {
 		if v.Local != ss.s.Underlay {
 			return fmt.Errorf("vxlan link %d: local end %s is not this machine's underlay %s", v.Link, v.Local, ss.s.Underlay)
@@ -224,7 +228,7 @@ func (ss *session) up(ctx context.Context, r *UpReq) error {
 		vx[i] = v
 	}
 	t0 := time.Now()
-	nl, err := netns.Up(ctx, r.Lab, r.Graph, netns.Options{MTU: r.MTU, Nodes: r.Nodes, VXLAN: vx})
+	nl, err := nslink.Up(ctx, r.Lab, r.Graph, nslink.Options{MTU: r.MTU, Nodes: r.Nodes, VXLAN: vx})
 	if err != nil {
 		return err
 	}
@@ -246,7 +250,7 @@ func (ss *session) up(ctx context.Context, r *UpReq) error {
 
 // toAgent starts the agent at setup and relays everything else to it; a start's epoch arrives as
 // CLOCK_REALTIME and goes on as this machine's CLOCK_MONOTONIC, which the agent's clock runs on.
-func (ss *session) toAgent(m *netns.AgentMsg) error {
+func (ss *session) toAgent(m *lockstep.AgentMsg) error {
 	if m == nil {
 		return errors.New("agent message without a body")
 	}
@@ -318,7 +322,7 @@ func (ss *session) down(lab string) error {
 		// Going: exec no longer takes the name for a lab this server holds, and its commands end.
 		ss.s.retire(lab)
 		ss.s.cleanup(lab)
-		err = netns.Down(lab)
+		err = nslink.Down(lab)
 	}
 	reply := Msg{Type: "downok", Lab: lab}
 	if err != nil {
@@ -341,7 +345,7 @@ func (ss *session) teardown() {
 	}
 	ss.s.retire(ss.lab)
 	ss.s.cleanup(ss.lab)
-	if err := netns.Down(ss.lab); err != nil {
+	if err := nslink.Down(ss.lab); err != nil {
 		ss.s.logf("lab %s: teardown: %v", ss.lab, err)
 	} else {
 		ss.s.logf("lab %s: down", ss.lab)

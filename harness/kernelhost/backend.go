@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/records"
 )
@@ -22,7 +22,7 @@ type NetnsHosts struct {
 	Stats []Stat
 }
 
-func (b *NetnsHosts) Setup(nl *netns.Lab, hosts []lab.HostDev) error {
+func (b *NetnsHosts) Setup(nl *nslink.Lab, hosts []lab.HostDev) error {
 	g := b.l.Graph
 	var hs []Host
 	for _, h := range hosts {
@@ -32,7 +32,7 @@ func (b *NetnsHosts) Setup(nl *netns.Lab, hosts []lab.HostDev) error {
 	return Setup(nl, hs, Config{CC: s.Host.CC, ECN: s.Switch.ECN.ECNEnabled()})
 }
 
-func (b *NetnsHosts) Run(ctx context.Context, nl *netns.Lab, plans []lab.FlowPlan, start int64, offset clock.Time) ([]records.Flow, error) {
+func (b *NetnsHosts) Run(ctx context.Context, nl *nslink.Lab, plans []lab.FlowPlan, start int64, offset clock.Time) ([]records.Flow, error) {
 	var flows []Flow
 	var last clock.Time
 	for _, f := range plans {

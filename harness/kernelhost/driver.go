@@ -13,11 +13,12 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/wire"
-	"golang.org/x/sys/unix"
 )
 
 // Flow is one TCP transfer: Size bytes from host Src to host Dst, starting At after the run's epoch.
@@ -79,8 +80,8 @@ const hdrLen = 16 // flow id (8), size (8): sent when the connection is made, be
 // Run makes one TCP connection per flow (before the epoch, so handshakes are not part of an FCT),
 // then at each flow's start writes its bytes and closes; the receiver records the moment the last byte
 // arrives. FCT = receiver's last byte - scheduled start, both on CLOCK_MONOTONIC. Sockets are created in
-// their host's namespace (inside netns.Lab.Do) and used from ordinary goroutines afterwards.
-func Run(ctx context.Context, l *netns.Lab, flows []Flow, opts Options) (*Result, error) {
+// their host's namespace (inside nslink.Lab.Do) and used from ordinary goroutines afterwards.
+func Run(ctx context.Context, l *nslink.Lab, flows []Flow, opts Options) (*Result, error) {
 	opts.setDefaults()
 	last, err := checkFlows(flows)
 	if err != nil {
@@ -154,7 +155,7 @@ func checkFlows(flows []Flow) (last time.Duration, err error) {
 }
 
 // listen opens one listener per destination host, each inside its namespace, and accepts on it.
-func (r *run) listen(l *netns.Lab, flows []Flow) error {
+func (r *run) listen(l *nslink.Lab, flows []Flow) error {
 	for _, f := range flows {
 		if _, ok := r.lns[f.Dst]; ok {
 			continue
@@ -184,7 +185,7 @@ func (r *run) listen(l *netns.Lab, flows []Flow) error {
 
 // dial makes each flow's connection inside its source's namespace. The header tells the receiver which
 // flow it is and how long; it crosses the fabric now, before the clock starts.
-func (r *run) dial(l *netns.Lab, flows []Flow) ([]*net.TCPConn, error) {
+func (r *run) dial(l *nslink.Lab, flows []Flow) ([]*net.TCPConn, error) {
 	conns := make([]*net.TCPConn, len(flows))
 	for i, f := range flows {
 		var c net.Conn

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/vishvananda/netlink"
+
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/wire"
-	"github.com/vishvananda/netlink"
 )
 
 func needRoot(t testing.TB) {
@@ -20,17 +21,17 @@ func needRoot(t testing.TB) {
 	}
 }
 
-func pair(t *testing.T, name string) *netns.Lab {
+func pair(t *testing.T, name string) *nslink.Lab {
 	t.Helper()
 	b := topo.NewBuilder("pair", nil, 1e9, 0)
 	h0, h1 := b.AddHost(), b.AddHost()
 	b.Connect(h0, h1)
-	l, err := netns.Up(context.Background(), name, b.G, netns.Options{})
+	l, err := nslink.Up(context.Background(), name, b.G, nslink.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := netns.Down(name); err != nil {
+		if err := nslink.Down(name); err != nil {
 			t.Error(err)
 		}
 	})

@@ -16,10 +16,11 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
-	"github.com/fabriclab/fabriclab/wire"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/harness/nslink"
+	"github.com/fabriclab/fabriclab/wire"
 )
 
 // Host is one kernel-stack host of a lab: the device (namespace) it lives in and its host index.
@@ -27,7 +28,7 @@ type Host struct {
 	Device string // e.g. "h3"
 	Index  int    // host index: its address is wire.HostIP(Index)
 	Port   int    // the port the host reaches the fabric through (hosts in switch-centric fabrics: 0)
-	// Ifname, if set, is the interface instead of port Port's (a live lab's relay host: netns.KernelIf).
+	// Ifname, if set, is the interface instead of port Port's (a live lab's relay host: nslink.KernelIf).
 	Ifname string
 }
 
@@ -63,11 +64,11 @@ func Available(cc string) error {
 
 // Setup configures every host in hosts; all hosts are told about each other. It changes only the
 // hosts' own namespaces, which the lab made.
-func Setup(l *netns.Lab, hosts []Host, cfg Config) error { return SetupAmong(l, hosts, hosts, cfg) }
+func Setup(l *nslink.Lab, hosts []Host, cfg Config) error { return SetupAmong(l, hosts, hosts, cfg) }
 
 // SetupAmong configures the hosts in hosts, each told about every host in all: a machine's share of a
 // lab over several machines, whose hosts reach the others' too.
-func SetupAmong(l *netns.Lab, hosts, all []Host, cfg Config) error {
+func SetupAmong(l *nslink.Lab, hosts, all []Host, cfg Config) error {
 	if err := Available(cfg.CC); err != nil {
 		return err
 	}
@@ -96,13 +97,13 @@ func SetupAmong(l *netns.Lab, hosts, all []Host, cfg Config) error {
 // invisible to the kernel, as in a flat L2 fabric.
 const prefixLen = 15
 
-func setupAddr(l *netns.Lab, h Host, all []Host) error {
+func setupAddr(l *nslink.Lab, h Host, all []Host) error {
 	nl, err := l.Handle(h.Device)
 	if err != nil {
 		return err
 	}
 	defer nl.Close()
-	ifn := netns.PortName(h.Port)
+	ifn := nslink.PortName(h.Port)
 	if h.Ifname != "" {
 		ifn = h.Ifname
 	}
@@ -147,7 +148,7 @@ func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
 
 // setupSysctls writes the namespace's TCP sysctls. /proc/sys/net resolves to the namespace of the thread
 // that opens it, so the writes happen inside Do.
-func setupSysctls(l *netns.Lab, device string, cfg Config) error {
+func setupSysctls(l *nslink.Lab, device string, cfg Config) error {
 	ecn := "2" // kernel default: accept ECN when the peer asks, never ask
 	if cfg.ECN || cfg.CC == "dctcp" {
 		ecn = "1"

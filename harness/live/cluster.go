@@ -16,7 +16,10 @@ import (
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
 	"github.com/fabriclab/fabriclab/harness/cluster"
+	"github.com/fabriclab/fabriclab/harness/liveagent"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
@@ -42,11 +45,11 @@ import (
 // ClusterDir is the coordinator's record of a live lab over several machines: its config, supervisor
 // and control socket. The name "_cluster" is no lab's, so lab status and lab down --all pass it by, and
 // an agent server on the same machine keeps its share in the lab's own directory, apart.
-func ClusterDir(name string) string { return filepath.Join(netns.StateRoot, "_cluster", name) }
+func ClusterDir(name string) string { return filepath.Join(nslink.StateRoot, "_cluster", name) }
 
 // IsCluster says whether name is a live lab over several machines coordinated from here.
 func IsCluster(name string) bool {
-	if netns.ValidateName(name) != nil {
+	if nslink.ValidateName(name) != nil {
 		return false
 	}
 	fi, err := os.Stat(ClusterDir(name))
@@ -55,10 +58,10 @@ func IsCluster(name string) bool {
 
 // ClusterLabs lists the live labs over several machines coordinated from here.
 func ClusterLabs() []string {
-	ents, _ := os.ReadDir(filepath.Join(netns.StateRoot, "_cluster"))
+	ents, _ := os.ReadDir(filepath.Join(nslink.StateRoot, "_cluster"))
 	var out []string
 	for _, e := range ents {
-		if e.IsDir() && netns.ValidateName(e.Name()) == nil {
+		if e.IsDir() && nslink.ValidateName(e.Name()) == nil {
 			out = append(out, e.Name())
 		}
 	}
@@ -110,7 +113,7 @@ func upCluster(ctx context.Context, cfg Config, progress func(string)) (*Info, e
 		return nil, err
 	}
 	info := &Info{Name: cfg.Name, Lab: l, Notes: notes, Dilation: l.Spec.EffectiveDilation(), MTU: netns.LabMTU(l)}
-	if _, _, err := netns.LiveParts(l, cfg.Name, info.MTU, len(f.Machines)); err != nil {
+	if _, _, err := liveagent.LiveParts(l, cfg.Name, info.MTU, len(f.Machines)); err != nil {
 		return nil, fmt.Errorf("--cluster %s: %w", cfg.Cluster, err)
 	}
 	if IsCluster(cfg.Name) {
@@ -186,7 +189,7 @@ type machineAgents struct {
 	g       *topo.Graph
 	part    map[int]int    // node -> machine
 	node    map[string]int // device name -> node
-	replies []chan netns.AgentMsg
+	replies []chan lockstep.AgentMsg
 	mu      sync.Mutex // state
 	state   []MachineState
 	lostCh  chan int
@@ -210,7 +213,7 @@ func upMachines(ctx context.Context, cfg Config, l *lab.Lab, logf func(string, .
 		c.Close()
 		return nil, err
 	}
-	setups, part, err := netns.LiveParts(l, cfg.Name, mtu, c.Count())
+	setups, part, err := liveagent.LiveParts(l, cfg.Name, mtu, c.Count())
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -225,7 +228,7 @@ func upMachines(ctx context.Context, cfg Config, l *lab.Lab, logf func(string, .
 		r := c.Remote(i)
 		ma.state[i] = MachineState{Name: r.Machine.Name, Control: r.Machine.Control, Underlay: r.Hello.Underlay,
 			Clock: c.Offsets()[i], ClockLast: c.Offsets()[i]}
-		ma.replies = append(ma.replies, make(chan netns.AgentMsg, 4))
+		ma.replies = append(ma.replies, make(chan lockstep.AgentMsg, 4))
 	}
 	for n, nd := range l.Graph.Nodes {
 		ma.state[part[n]].Devices = append(ma.state[part[n]].Devices, nd.Name)
@@ -248,7 +251,7 @@ func upMachines(ctx context.Context, cfg Config, l *lab.Lab, logf func(string, .
 
 // startAgents sets every machine's agent up, waits until all are ready (at most timeout), and starts
 // them at one epoch.
-func startAgents(ctx context.Context, m netns.Machines, setups []*netns.AgentSetup, timeout time.Duration) ([]*netns.MachineAgent, error) {
+func startAgents(ctx context.Context, m netns.Machines, setups []*lockstep.AgentSetup, timeout time.Duration) ([]*netns.MachineAgent, error) {
 	agents, err := netns.StartMachineAgents(ctx, m, setups, timeout)
 	if err != nil {
 		return nil, err
@@ -256,7 +259,7 @@ func startAgents(ctx context.Context, m netns.Machines, setups []*netns.AgentSet
 	// Far enough ahead for every start message to arrive; each server reads it on its own clock.
 	epoch := clock.MonotonicNanos() + (200 * time.Millisecond).Nanoseconds()
 	for i, a := range agents {
-		if err := a.Send(&netns.AgentMsg{Type: "start", Epoch: epoch, End: netns.LiveEnd}); err != nil {
+		if err := a.Send(&lockstep.AgentMsg{Type: "start", Epoch: epoch, End: liveagent.LiveEnd}); err != nil {
 			return nil, fmt.Errorf("machine %s: start: %w", m.Name(i), err)
 		}
 	}
@@ -369,7 +372,7 @@ func (ma *machineAgents) removeRest(name string, lost int, logf func(string, ...
 
 // Request implements liveAgents: inspect asks every machine and merges their devices; anything else
 // goes to the machine of the device it names.
-func (ma *machineAgents) Request(req netns.LiveMsg) (*netns.LiveMsg, error) {
+func (ma *machineAgents) Request(req lockstep.LiveMsg) (*lockstep.LiveMsg, error) {
 	if err := ma.failure(); err != nil {
 		return nil, err
 	}
@@ -380,7 +383,7 @@ func (ma *machineAgents) Request(req netns.LiveMsg) (*netns.LiveMsg, error) {
 		}
 		return ma.ask(ma.part[n], req)
 	}
-	var all *netns.LiveMsg
+	var all *lockstep.LiveMsg
 	for i := range ma.state {
 		m, err := ma.ask(i, req)
 		if err != nil {
@@ -405,12 +408,12 @@ func (ma *machineAgents) failure() error {
 }
 
 // ask sends one live request to machine i's agent and waits for its reply.
-func (ma *machineAgents) ask(i int, req netns.LiveMsg) (*netns.LiveMsg, error) {
+func (ma *machineAgents) ask(i int, req lockstep.LiveMsg) (*lockstep.LiveMsg, error) {
 	name := ma.c.Name(i)
 	for len(ma.replies[i]) > 0 { // a late reply to a request that timed out
 		<-ma.replies[i]
 	}
-	if err := ma.c.Remote(i).Send(&netns.AgentMsg{Type: "live", Live: &req}); err != nil {
+	if err := ma.c.Remote(i).Send(&lockstep.AgentMsg{Type: "live", Live: &req}); err != nil {
 		return nil, fmt.Errorf("machine %s: %w", name, err)
 	}
 	select {
@@ -498,13 +501,13 @@ func StopCluster(name string) error {
 	if err == nil {
 		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 		pid, _ := strconv.Atoi(lines[0])
-		// The record holds the token, the environment TokenEnv=token (netns.ProcessToken).
-		if len(lines) == 2 && pid > 0 && netns.HasToken(pid, lines[1]) {
+		// The record holds the token, the environment TokenEnv=token (nslink.ProcessToken).
+		if len(lines) == 2 && pid > 0 && nslink.HasToken(pid, lines[1]) {
 			syscall.Kill(pid, syscall.SIGTERM)
-			for t := 0; t < 300 && netns.HasToken(pid, lines[1]); t++ {
+			for t := 0; t < 300 && nslink.HasToken(pid, lines[1]); t++ {
 				time.Sleep(100 * time.Millisecond)
 			}
-			if netns.HasToken(pid, lines[1]) {
+			if nslink.HasToken(pid, lines[1]) {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}

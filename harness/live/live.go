@@ -20,6 +20,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab"
@@ -152,7 +155,7 @@ func buildNamed(cfg *Config) (*lab.Lab, []string, error) {
 	if cfg.Name == "" {
 		cfg.Name = l.Spec.Name
 	}
-	if err := netns.ValidateName(cfg.Name); err != nil {
+	if err := nslink.ValidateName(cfg.Name); err != nil {
 		return nil, nil, fmt.Errorf("%w (choose one with --name)", err)
 	}
 	return l, notes, nil
@@ -164,7 +167,7 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 	if progress == nil {
 		progress = func(string) {}
 	}
-	if !netns.AgentLinked {
+	if !lockstep.AgentLinked {
 		return nil, errors.New("lab up: this binary does not contain the agent")
 	}
 	if cfg.Cluster != "" {
@@ -175,7 +178,7 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 		return nil, err
 	}
 	info := &Info{Name: cfg.Name, Lab: l, Notes: notes, Dilation: l.Spec.EffectiveDilation(), MTU: netns.LabMTU(l)}
-	nl, err := netns.Up(ctx, cfg.Name, l.Graph, netns.Options{MTU: info.MTU})
+	nl, err := nslink.Up(ctx, cfg.Name, l.Graph, nslink.Options{MTU: info.MTU})
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +186,7 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 	defer func() {
 		if !ok {
 			removeHostsFiles(cfg.Name)
-			netns.Down(cfg.Name)
+			nslink.Down(cfg.Name)
 		}
 	}()
 	progress("kernel hosts")
@@ -191,15 +194,15 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 		return nil, err
 	}
 	progress("switches")
-	rec := func(pid int, token string) error { return netns.RecordProcess(cfg.Name, pid, token) }
-	if err := startSupervisor(ctx, cfg, netns.StateDir(cfg.Name), rec); err != nil {
+	rec := func(pid int, token string) error { return nslink.RecordProcess(cfg.Name, pid, token) }
+	if err := startSupervisor(ctx, cfg, nslink.StateDir(cfg.Name), rec); err != nil {
 		return nil, err
 	}
 	ok = true
 	return info, nil
 }
 
-func setupHosts(nl *netns.Lab, l *lab.Lab) error {
+func setupHosts(nl *nslink.Lab, l *lab.Lab) error {
 	return SetupHosts(nl, l.Graph, nil, l.Tables.HostTransit, kernelhost.Config{CC: l.Spec.Host.CC, ECN: l.Spec.Switch.ECN.ECNEnabled()})
 }
 
@@ -207,7 +210,7 @@ func setupHosts(nl *netns.Lab, l *lab.Lab) error {
 // host of g, and writes their hosts files. transit: a server-centric fabric's hosts, whose ports are a
 // relay engine's, with the kernel behind it on a veth. A machine's agent server calls it for its share
 // of a live lab over several machines.
-func SetupHosts(nl *netns.Lab, g *topo.Graph, nodes []int, transit bool, cfg kernelhost.Config) error {
+func SetupHosts(nl *nslink.Lab, g *topo.Graph, nodes []int, transit bool, cfg kernelhost.Config) error {
 	mine := map[int]bool{}
 	for _, n := range nodes {
 		mine[n] = true
@@ -216,7 +219,7 @@ func SetupHosts(nl *netns.Lab, g *topo.Graph, nodes []int, transit bool, cfg ker
 	for _, n := range g.Hosts {
 		h := kernelhost.Host{Device: g.Nodes[n].Name, Index: g.Nodes[n].Index}
 		if transit {
-			h.Ifname = netns.KernelIf
+			h.Ifname = nslink.KernelIf
 		}
 		all = append(all, h)
 		if nodes != nil && !mine[n] {
@@ -254,7 +257,7 @@ func SetupHosts(nl *netns.Lab, g *topo.Graph, nodes []int, transit bool, cfg ker
 
 // removeHostsFiles removes /etc/netns/fl-<lab>-*: names only our lab's namespaces carry.
 func removeHostsFiles(name string) {
-	dirs, _ := filepath.Glob(filepath.Join(EtcNetns, netns.NSName(name, "*")))
+	dirs, _ := filepath.Glob(filepath.Join(EtcNetns, nslink.NSName(name, "*")))
 	for _, d := range dirs {
 		os.Remove(filepath.Join(d, "hosts"))
 		os.Remove(d) // only if empty: anything else there is not ours
@@ -264,7 +267,7 @@ func removeHostsFiles(name string) {
 // Cleanup removes what a live lab keeps outside its namespaces and state directory (the hosts files);
 // `lab down` calls it before removing the namespaces.
 func Cleanup(name string) {
-	if netns.ValidateName(name) == nil {
+	if nslink.ValidateName(name) == nil {
 		removeHostsFiles(name)
 	}
 }
@@ -290,7 +293,7 @@ func startSupervisor(ctx context.Context, cfg Config, dir string, record func(pi
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe)
-	token, tokenEnv := netns.ProcessToken(cfg.Name)
+	token, tokenEnv := nslink.ProcessToken(cfg.Name)
 	cmd.Env = append(os.Environ(), SupervisorEnv+"=1", tokenEnv)
 	cmd.Stderr = logf
 	// Its own session: it outlives `lab up` and the terminal; `lab down` ends it.
@@ -341,7 +344,7 @@ func startSupervisor(ctx context.Context, cfg Config, dir string, record func(pi
 // peerName names the other end of a port's cable for inspect.
 func peerName(g *topo.Graph, node, port int) string {
 	if port >= len(g.Nodes[node].Ports) {
-		return "kernel:" + netns.KernelIf // a relay host's own kernel
+		return "kernel:" + nslink.KernelIf // a relay host's own kernel
 	}
 	p := g.Peer(node, port)
 	return fmt.Sprintf("%s:p%d", g.Nodes[p.Node].Name, p.Port)

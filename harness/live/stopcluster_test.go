@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 // StopCluster ends a supervisor that no longer answers (here a sleep carrying the lab's token, as the
@@ -16,10 +16,10 @@ import (
 // held the bare token while the check looked for TokenEnv=token, so such a supervisor was left running.
 func TestStopClusterEndsAHungSupervisor(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root: writes under " + netns.StateRoot)
+		t.Skip("needs root: writes under " + nslink.StateRoot)
 	}
 	name := fmt.Sprintf("stopt%d", os.Getpid()%100000)
-	token, env := netns.ProcessToken(name)
+	token, env := nslink.ProcessToken(name)
 	sup := exec.Command("sleep", "60")
 	sup.Env = append(os.Environ(), env)
 	if err := sup.Start(); err != nil {

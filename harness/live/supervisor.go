@@ -19,8 +19,10 @@ import (
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
 	"github.com/fabriclab/fabriclab/fib"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/liveagent"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the supervisor starts this binary as the agent: its init must run first
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/route"
 	"github.com/fabriclab/fabriclab/lab/topo"
@@ -45,10 +47,10 @@ func SocketPath(name string) string {
 }
 
 // LocalSocketPath is the control socket of a live lab on this machine.
-func LocalSocketPath(name string) string { return filepath.Join(netns.StateDir(name), "ctl.sock") }
+func LocalSocketPath(name string) string { return filepath.Join(nslink.StateDir(name), "ctl.sock") }
 
 // EventsPath is the lab's fault log: one JSON Event per line.
-func EventsPath(name string) string { return filepath.Join(netns.StateDir(name), "events.jsonl") }
+func EventsPath(name string) string { return filepath.Join(nslink.StateDir(name), "events.jsonl") }
 
 // Request is one control request: inspect; status and down (a lab over several machines); link (A, B, State down|up|set, Fault for set); capture
 // (Port "s0:p1", Path; an empty Path stops); locate (Port to capture, on a lab over several machines:
@@ -88,11 +90,11 @@ type Inspect struct {
 	Dilation float64 `json:"dilation"`
 	// Now is the engine time the lab has run (the agent clock divided by the dilation); Uptime the wall
 	// time since it started.
-	Now     clock.Time         `json:"engine_time_ps"`
-	Uptime  float64            `json:"uptime_s"`
-	Devices []netns.LiveDevice `json:"devices"`
-	Events  []Event            `json:"events,omitempty"`
-	Hosts   []HostAddr         `json:"hosts"`
+	Now     clock.Time            `json:"engine_time_ps"`
+	Uptime  float64               `json:"uptime_s"`
+	Devices []lockstep.LiveDevice `json:"devices"`
+	Events  []Event               `json:"events,omitempty"`
+	Hosts   []HostAddr            `json:"hosts"`
 	// Machines are a lab over several machines' (which devices each hosts, its clock).
 	Machines []MachineState `json:"machines,omitempty"`
 }
@@ -111,7 +113,7 @@ func hostAddrs(l *lab.Lab) []HostAddr {
 	for _, n := range l.Graph.Hosts {
 		ifname := "p0"
 		if l.Tables.HostTransit {
-			ifname = netns.KernelIf
+			ifname = nslink.KernelIf
 		}
 		out = append(out, HostAddr{Name: l.Graph.Nodes[n].Name, Address: wire.HostIP(l.Graph.Nodes[n].Index).String(), Interface: ifname})
 	}
@@ -127,10 +129,10 @@ type Event struct {
 	Routes string     `json:"routes,omitempty"`
 }
 
-// liveAgents answers live requests: the one agent of a lab on this machine (*netns.Live), or the
+// liveAgents answers live requests: the one agent of a lab on this machine (*liveagent.Live), or the
 // agents of a lab over several machines (machineAgents), each request going to the device's machine.
 type liveAgents interface {
-	Request(req netns.LiveMsg) (*netns.LiveMsg, error)
+	Request(req lockstep.LiveMsg) (*lockstep.LiveMsg, error)
 }
 
 type supervisor struct {
@@ -171,13 +173,13 @@ func supervise() int {
 	if err != nil {
 		return fail(err)
 	}
-	nl, err := netns.Open(cfg.Name)
+	nl, err := nslink.Open(cfg.Name)
 	if err != nil {
 		return fail(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	lv, err := netns.StartLive(ctx, l, nl)
+	lv, err := liveagent.StartLive(ctx, l, nl)
 	if err != nil {
 		return fail(err)
 	}
@@ -255,7 +257,7 @@ func (s *supervisor) do(req Request) (Reply, error) {
 	}
 	switch req.Op {
 	case "inspect":
-		m, err := s.lv.Request(netns.LiveMsg{Op: "inspect"})
+		m, err := s.lv.Request(lockstep.LiveMsg{Op: "inspect"})
 		if err != nil {
 			return Reply{}, err
 		}
@@ -283,7 +285,7 @@ func (s *supervisor) do(req Request) (Reply, error) {
 		if err != nil {
 			return Reply{}, err
 		}
-		_, err = s.lv.Request(netns.LiveMsg{Op: "capture", Device: s.l.Graph.Nodes[dev].Name, Port: port, Path: req.Path})
+		_, err = s.lv.Request(lockstep.LiveMsg{Op: "capture", Device: s.l.Graph.Nodes[dev].Name, Port: port, Path: req.Path})
 		return Reply{}, err
 	}
 	return Reply{}, fmt.Errorf("unknown op %q", req.Op)
@@ -368,7 +370,7 @@ func (s *supervisor) link(req Request) (Reply, error) {
 			// The delay is given in the fabric's time, as the spec's link delays: the agent's engines run
 			// dilated, so 5us at D=1000 is 5 ms of their time (undilated it added a thousandth of that).
 			ff.Delay = clock.Time(float64(f.Delay) * max(s.dil, 1))
-			if _, err := s.lv.Request(netns.LiveMsg{Op: "fault", Device: g.Nodes[e.Node].Name, Port: e.Port, Fault: &ff}); err != nil {
+			if _, err := s.lv.Request(lockstep.LiveMsg{Op: "fault", Device: g.Nodes[e.Node].Name, Port: e.Port, Fault: &ff}); err != nil {
 				return Reply{}, err
 			}
 		}
@@ -379,7 +381,7 @@ func (s *supervisor) link(req Request) (Reply, error) {
 		}
 	}
 	ev := Event{Wall: time.Now(), Link: [2]string{req.A, req.B}, State: f.String()}
-	if m, err := s.lv.Request(netns.LiveMsg{Op: "inspect"}); err == nil {
+	if m, err := s.lv.Request(lockstep.LiveMsg{Op: "inspect"}); err == nil {
 		ev.Engine = clock.Time(float64(m.Now) / s.dil)
 	}
 	var notes []string
@@ -426,7 +428,7 @@ func (s *supervisor) reroute() (switches, relays int, err error) {
 		}
 		if s.l.Tables.HostTransit {
 			for _, n := range g.Hosts {
-				if s.fibs[n], err = netns.RelayFIB(s.l.Tables.FIB[n], g.Nodes[n].Index, len(g.Nodes[n].Ports)); err != nil {
+				if s.fibs[n], err = liveagent.RelayFIB(s.l.Tables.FIB[n], g.Nodes[n].Index, len(g.Nodes[n].Ports)); err != nil {
 					return 0, 0, err
 				}
 			}
@@ -439,7 +441,7 @@ func (s *supervisor) reroute() (switches, relays int, err error) {
 		}
 		table := t.FIB[n]
 		if g.Nodes[n].Kind != topo.Switch {
-			if table, err = netns.RelayFIB(table, g.Nodes[n].Index, len(g.Nodes[n].Ports)); err != nil {
+			if table, err = liveagent.RelayFIB(table, g.Nodes[n].Index, len(g.Nodes[n].Ports)); err != nil {
 				return switches, relays, err
 			}
 		}
@@ -448,7 +450,7 @@ func (s *supervisor) reroute() (switches, relays int, err error) {
 		}
 		// A copy of this node's index, so that the supervisor does not keep every node's.
 		table = table.Clone()
-		if _, err := s.lv.Request(netns.LiveMsg{Op: "fib", Device: g.Nodes[n].Name, FIB: table}); err != nil {
+		if _, err := s.lv.Request(lockstep.LiveMsg{Op: "fib", Device: g.Nodes[n].Name, FIB: table}); err != nil {
 			return switches, relays, err
 		}
 		s.fibs[n] = table

@@ -1,3 +1,9 @@
+// Package netns is the netns backend: it runs a lab's spec on namespaces and veths (package nslink)
+// with agents (harness/netns/agent) moving frames on ports (portio) in lockstep (lockstep). It plans the
+// run (the split of devices among agents, split.go; the dilation, autodilate.go, calibrate.go,
+// backend_dilate.go; the preflight), starts and coordinates the agents (backend_run.go,
+// backend_coord.go, machines.go for several machines), merges their records and judges the run's
+// fidelity (backend.go, crosscheck.go).
 package netns
 
 import (
@@ -7,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/monitor"
@@ -87,11 +96,11 @@ const DefaultFidelityBound = 0.05
 // KernelHosts runs kernel-stack hosts alongside the agents.
 type KernelHosts interface {
 	// Setup configures the hosts' namespaces (addresses, neighbours, sysctls) before any agent starts.
-	Setup(nl *Lab, hosts []lab.HostDev) error
+	Setup(nl *nslink.Lab, hosts []lab.HostDev) error
 	// Run connects (the agents already forward), then runs flows whose dilated start times are
 	// relative to start (a CLOCK_MONOTONIC reading in ns, in the future), and returns their records in
 	// the agents' time: start is offset after the agents' time 0.
-	Run(ctx context.Context, nl *Lab, flows []lab.FlowPlan, start int64, offset clock.Time) ([]records.Flow, error)
+	Run(ctx context.Context, nl *nslink.Lab, flows []lab.FlowPlan, start int64, offset clock.Time) ([]records.Flow, error)
 }
 
 // DefaultRealtime is a low real-time priority: above every ordinary process, below the kernel's own
@@ -105,7 +114,7 @@ type RunResult struct {
 	DilationWhy                  string // why this D, when the spec left it to the backend (AutoDilation)
 	AllDone, TimedOut, Cancelled bool
 	Fidelity                     report.Fidelity
-	Monitor                      AgentFidelity // all agents summed; Max fields are the maximum
+	Monitor                      lockstep.AgentFidelity // all agents summed; Max fields are the maximum
 	// Deadlock is the run-time deadlock monitor's verdict (engine time). DeadlockWatched says whether
 	// the monitor ran: it needs one agent hosting every device (the default).
 	Deadlock        report.DeadlockVerdict
@@ -128,7 +137,7 @@ type RunResult struct {
 // means taken by the receiving engine after its scheduled arrival, and a frame the kernel refused is
 // unfaithful by itself; otherwise it means written after its scheduled departure, since the receiver
 // takes a frame when it reads it.
-func Verdict(m AgentFidelity, bound float64) report.Fidelity {
+func Verdict(m lockstep.AgentFidelity, bound float64) report.Fidelity {
 	if m.Frames == 0 {
 		return report.Fidelity{Faithful: true, Reason: "no frames sent"}
 	}
@@ -170,7 +179,7 @@ func Verdict(m AgentFidelity, bound float64) report.Fidelity {
 func meanPs(sum float64, n uint64) clock.Time { return clock.Time(sum / float64(max(n, 1))) }
 
 // loopDetail is the loop instrumentation every verdict reason ends with.
-func loopDetail(m AgentFidelity) string {
+func loopDetail(m lockstep.AgentFidelity) string {
 	d := fmt.Sprintf("; timers late >10us/100us/1ms/10ms: %d/%d/%d/%d of %d; loop %d iterations (%d catch-up steps), %.0f%% of wall waiting for frames",
 		m.LagOver[0], m.LagOver[1], m.LagOver[2], m.LagOver[3], m.Timers, m.Loops, m.CatchUpSteps,
 		100*float64(m.PollTime)/float64(max(m.PollTime+m.BusyTime, 1)))
@@ -201,7 +210,7 @@ func stallBudget(dl *Dilated) clock.Time {
 // stallVerdict makes a run with lossless drops unfaithful when the agents stalled for longer than the
 // headroom covers: those drops are the machine's, and a suite must not read them as the flow control's.
 // The drops stay in the log as violations either way; with no such stall they are the engines' own.
-func stallVerdict(f report.Fidelity, m AgentFidelity, log *records.Log, budget clock.Time) report.Fidelity {
+func stallVerdict(f report.Fidelity, m lockstep.AgentFidelity, log *records.Log, budget clock.Time) report.Fidelity {
 	if !f.Faithful || m.TimerLagMax <= budget || m.Scheduled() {
 		// A scheduled lab kept to its schedule through the stall (Verdict checked): its drops are the
 		// engines' own.
@@ -221,8 +230,8 @@ func stallVerdict(f report.Fidelity, m AgentFidelity, log *records.Log, budget c
 		n, m.TimerLagMax, budget, f.Reason)}
 }
 
-func sumFidelity(fs []AgentFidelity) AgentFidelity {
-	var s AgentFidelity
+func sumFidelity(fs []lockstep.AgentFidelity) lockstep.AgentFidelity {
+	var s lockstep.AgentFidelity
 	for _, f := range fs {
 		s.Frames += f.Frames
 		s.LateFrames += f.LateFrames
@@ -275,12 +284,12 @@ func labMTU(l *lab.Lab) int {
 		if IsKernelHost(h) {
 			// The kernel sizes its segments to the interface: the link MTU is the host MTU.
 			if l.Spec.Host.MTU > 0 {
-				return min(l.Spec.Host.MTU, MaxMTU)
+				return min(l.Spec.Host.MTU, nslink.MaxMTU)
 			}
 			return KernelMTU
 		}
 	}
-	m := DefaultMTU
+	m := nslink.DefaultMTU
 	for _, h := range l.Hosts {
 		if need := h.Config.MTU + 200; need > m {
 			m = need
@@ -292,7 +301,7 @@ func labMTU(l *lab.Lab) int {
 		}
 	}
 	// Room for the lockstep stamp a frame carries on a link between two agents.
-	return min(m+StampLen, MaxMTU)
+	return min(m+lockstep.StampLen, nslink.MaxMTU)
 }
 
 // DataFrameBytes is the largest data frame the NICs send (payload MTU plus RoCEv2 headers).
@@ -311,16 +320,16 @@ func DataFrameBytes(l *lab.Lab) int {
 
 // SplitAgents deals devices to n agents so that few of the frames the workload will send cross between
 // agents, balanced by expected frame rate (TrafficParts), and says what the split cuts.
-func SplitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]bool, pcapDir string, given *plannedSplit) ([]*AgentSetup, CutReport) {
+func SplitAgents(l *lab.Lab, dl *Dilated, nl *nslink.Lab, n int, pcaps map[lockstep.PcapPort]bool, pcapDir string, given *plannedSplit) ([]*lockstep.AgentSetup, CutReport) {
 	g := l.Graph
 	devs := len(dl.Switches) + len(dl.Hosts)
 	if n <= 0 {
 		n = DefaultAgents
 	}
 	n = min(n, devs)
-	setups := make([]*AgentSetup, n)
+	setups := make([]*lockstep.AgentSetup, n)
 	for i := range setups {
-		setups[i] = &AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: DataFrameBytes(l)}
+		setups[i] = &lockstep.AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: DataFrameBytes(l)}
 	}
 	var agentOf map[int]int
 	var cut CutReport
@@ -335,7 +344,7 @@ func SplitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 	for _, a := range agentOf {
 		parts[a] = true
 	}
-	mon := &AgentMonitor{Graph: g, FlowControl: l.Spec.Switch.FlowControl, Config: monitor.Dilated(dl.D)}
+	mon := &lockstep.AgentMonitor{Graph: g, FlowControl: l.Spec.Switch.FlowControl, Config: monitor.Dilated(dl.D)}
 	switch {
 	case len(parts) > 1:
 		// Several agents run in lockstep (lockstep.go); the coordinator merges their stalled queues.
@@ -351,12 +360,12 @@ func SplitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 			s.Monitor = mon
 		}
 	}
-	ports := func(node int) []AgentPort {
-		out := make([]AgentPort, len(g.Nodes[node].Ports))
+	ports := func(node int) []lockstep.AgentPort {
+		out := make([]lockstep.AgentPort, len(g.Nodes[node].Ports))
 		for i, li := range g.Nodes[node].Ports {
 			lk := g.Links[li]
 			peer := g.Peer(node, i)
-			out[i] = AgentPort{Ifname: PortName(i), RateBps: lk.RateBps / dl.D, Delay: dl.LinkDelay[li],
+			out[i] = lockstep.AgentPort{Ifname: nslink.PortName(i), RateBps: lk.RateBps / dl.D, Delay: dl.LinkDelay[li],
 				PeerNode: peer.Node, PeerPort: peer.Port}
 			if a, hosted := agentOf[peer.Node]; hosted && a != agentOf[node] {
 				out[i].TxChan, out[i].RxChan = cutChans(li, node, i, peer.Node, peer.Port)
@@ -365,24 +374,24 @@ func SplitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 		return out
 	}
 	owner := map[int]int{}
-	add := func(node int, dev AgentDevice) {
+	add := func(node int, dev lockstep.AgentDevice) {
 		s := setups[agentOf[node]]
 		owner[node] = agentOf[node]
 		dev.Name, dev.Node, dev.NSPath, dev.Ports = g.Nodes[node].Name, node, nl.NSPath(g.Nodes[node].Name), ports(node)
 		s.Devices = append(s.Devices, dev)
 		for i := range dev.Ports {
-			if pcaps[PcapPort{Device: dev.Name, Port: i}] {
-				s.Pcap = append(s.Pcap, PcapPort{Device: dev.Name, Port: i})
+			if pcaps[lockstep.PcapPort{Device: dev.Name, Port: i}] {
+				s.Pcap = append(s.Pcap, lockstep.PcapPort{Device: dev.Name, Port: i})
 			}
 		}
 	}
 	for _, h := range dl.Hosts {
 		c := h.Config
-		add(h.Node, AgentDevice{Host: &c})
+		add(h.Node, lockstep.AgentDevice{Host: &c})
 	}
 	for _, s := range dl.Switches {
 		c := s.Config
-		add(s.Node, AgentDevice{Switch: &c})
+		add(s.Node, lockstep.AgentDevice{Switch: &c})
 	}
 	src := map[uint32]int{}
 	for _, f := range dl.Flows {
@@ -391,7 +400,7 @@ func SplitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 
 	for _, f := range dl.Flows {
 		s := setups[owner[f.SrcNode]]
-		s.Flows = append(s.Flows, AgentFlow{Node: f.SrcNode, At: f.At, Flow: f.NICFlow(), After: f.After})
+		s.Flows = append(s.Flows, lockstep.AgentFlow{Node: f.SrcNode, At: f.At, Flow: f.NICFlow(), After: f.After})
 		for _, id := range f.After {
 			if o := owner[src[id]]; o != owner[f.SrcNode] {
 				if setups[o].Remote == nil {
@@ -402,7 +411,7 @@ func SplitAgents(l *lab.Lab, dl *Dilated, nl *Lab, n int, pcaps map[PcapPort]boo
 		}
 	}
 	// An agent that got no device (fewer connected parts than agents) is not started.
-	return slices.DeleteFunc(setups, func(s *AgentSetup) bool { return len(s.Devices) == 0 }), cut
+	return slices.DeleteFunc(setups, func(s *lockstep.AgentSetup) bool { return len(s.Devices) == 0 }), cut
 }
 
 // cutChans numbers the two directions of cut link li: 2li+1 from the end with the smaller (node, port),
@@ -524,20 +533,20 @@ func connectedParts(g *topo.Graph, dl *Dilated, n int) map[int]int {
 }
 
 // parsePcap resolves a --pcap selection against the lab's devices.
-func parsePcap(sel string, l *lab.Lab) (map[PcapPort]bool, error) {
+func parsePcap(sel string, l *lab.Lab) (map[lockstep.PcapPort]bool, error) {
 	ends, err := virtual.PortSelection(l.Graph, sel)
 	if err != nil {
 		return nil, err
 	}
-	out := map[PcapPort]bool{}
+	out := map[lockstep.PcapPort]bool{}
 	for _, e := range ends {
-		out[PcapPort{Device: l.Graph.Nodes[e.Node].Name, Port: e.Port}] = true
+		out[lockstep.PcapPort{Device: l.Graph.Nodes[e.Node].Name, Port: e.Port}] = true
 	}
 	return out, nil
 }
 
 // expect waits for a message of type typ from p (before the run, when nothing else is read).
-func (p *agentProc) expect(ctx context.Context, typ string, timeout time.Duration) (AgentMsg, error) {
+func (p *agentProc) expect(ctx context.Context, typ string, timeout time.Duration) (lockstep.AgentMsg, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
@@ -553,15 +562,15 @@ func (p *agentProc) expect(ctx context.Context, typ string, timeout time.Duratio
 		}
 		return m, nil
 	case <-t.C:
-		return AgentMsg{}, fmt.Errorf("%s: no %s within %v", p.name(), typ, timeout)
+		return lockstep.AgentMsg{}, fmt.Errorf("%s: no %s within %v", p.name(), typ, timeout)
 	case <-ctx.Done():
-		return AgentMsg{}, ctx.Err()
+		return lockstep.AgentMsg{}, ctx.Err()
 	}
 }
 
 type agentEvent struct {
 	i    int
-	m    AgentMsg
+	m    lockstep.AgentMsg
 	exit bool
 	err  error
 }
@@ -587,10 +596,10 @@ func mergeMsgs(procs []*agentProc) chan agentEvent {
 // collectRecords waits for every agent's records; an agent that exits first is named in the error,
 // unless lost accepts its loss (a machine of a run over several: the others' records are still kept).
 // Agents already lost are not waited for; their records are empty.
-func collectRecords(ch chan agentEvent, procs []*agentProc, timeout time.Duration, gone []int, lost func(int, error) bool) ([]AgentMsg, error) {
-	got := map[int]AgentMsg{}
+func collectRecords(ch chan agentEvent, procs []*agentProc, timeout time.Duration, gone []int, lost func(int, error) bool) ([]lockstep.AgentMsg, error) {
+	got := map[int]lockstep.AgentMsg{}
 	for _, i := range gone {
-		got[i] = AgentMsg{Type: "records"}
+		got[i] = lockstep.AgentMsg{Type: "records"}
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
@@ -601,7 +610,7 @@ func collectRecords(ch chan agentEvent, procs []*agentProc, timeout time.Duratio
 			_, have := got[ev.i]
 			switch {
 			case ev.exit && !have && lost != nil && lost(ev.i, ev.err):
-				got[ev.i] = AgentMsg{Type: "records"}
+				got[ev.i] = lockstep.AgentMsg{Type: "records"}
 			case ev.exit && !have:
 				return nil, fmt.Errorf("%s died before handing over its records: %v", q.name(), ev.err)
 			case ev.m.Type == "error":
@@ -619,7 +628,7 @@ func collectRecords(ch chan agentEvent, procs []*agentProc, timeout time.Duratio
 			return nil, fmt.Errorf("no records within %v from %s", timeout, strings.Join(missing, "; "))
 		}
 	}
-	out := make([]AgentMsg, len(procs))
+	out := make([]lockstep.AgentMsg, len(procs))
 	for i := range procs {
 		out[i] = got[i]
 	}

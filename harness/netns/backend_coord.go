@@ -7,17 +7,19 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/records"
-	"golang.org/x/sys/unix"
 )
 
 // coordination is the backend's side of a run with several agents: the lockstep coordinator, the
 // merged deadlock monitor, and stop-when-done across agents.
 type coordination struct {
-	lock *Coordinator
+	lock *lockstep.Coordinator
 	// mon watches the agents' stalled queues merged by tick time (pending, until every agent has
 	// reached past the tick).
 	mon     *monitor.Monitor
@@ -39,31 +41,31 @@ type coordination struct {
 
 // newCoordination numbers the cut links' channels (already set on the setups' ports by SplitAgents)
 // and starts the coordinator.
-func newCoordination(l *lab.Lab, dl *Dilated, setups []*AgentSetup) *coordination {
+func newCoordination(l *lab.Lab, dl *Dilated, setups []*lockstep.AgentSetup) *coordination {
 	agentOf := map[int]int{}
 	for i, s := range setups {
 		for _, d := range s.Devices {
 			agentOf[d.Node] = i
 		}
 	}
-	var chans []LockChan
+	var chans []lockstep.LockChan
 	for i, s := range setups {
 		for _, d := range s.Devices {
 			for _, p := range d.Ports {
 				if p.TxChan != 0 {
-					chans = append(chans, LockChan{ID: p.TxChan, From: i, To: agentOf[p.PeerNode], Delay: p.Delay})
+					chans = append(chans, lockstep.LockChan{ID: p.TxChan, From: i, To: agentOf[p.PeerNode], Delay: p.Delay})
 				}
 			}
 		}
 	}
-	slices.SortFunc(chans, func(a, b LockChan) int { return a.ID - b.ID })
-	c := &coordination{lock: NewCoordinator(len(setups), chans, dl.End), done: make([]bool, len(setups)),
+	slices.SortFunc(chans, func(a, b lockstep.LockChan) int { return a.ID - b.ID })
+	c := &coordination{lock: lockstep.NewCoordinator(len(setups), chans, dl.End), done: make([]bool, len(setups)),
 		finish: make([]clock.Time, len(setups)), late: make([]uint64, len(setups)), pending: map[clock.Time][]monitor.QueueState{}}
 	if setups[0].Sample != nil {
 		m := setups[0].Sample
 		c.mon = monitor.New(m.Graph, m.Config)
 		c.tick = m.Config.WithDefaults().Interval // the agents' (sampleStalls)
-		c.lock.hold = c.tick + 1                  // the first grants (Start) stop there
+		c.lock.SetHold(c.tick + 1)                // the first grants (Start) stop there
 	}
 	return c
 }
@@ -73,13 +75,13 @@ func (c *coordination) describe() string {
 	if c == nil {
 		return ""
 	}
-	return fmt.Sprintf(", in lockstep over %d cut-link channels (lookahead %v)", len(c.lock.chans), c.lock.Lookahead())
+	return fmt.Sprintf(", in lockstep over %d cut-link channels (lookahead %v)", c.lock.Channels(), c.lock.Lookahead())
 }
 
 // send hands each grant to its agent. An agent that cannot be written to has died: its exit ends the run.
-func (c *coordination) send(procs []*agentProc, gs []Grant) {
+func (c *coordination) send(procs []*agentProc, gs []lockstep.Grant) {
 	for _, g := range gs {
-		procs[g.Agent].send(AgentMsg{Type: "grant", Until: g.Until, Counts: g.Counts})
+		procs[g.Agent].send(lockstep.AgentMsg{Type: "grant", Until: g.Until, Counts: g.Counts})
 	}
 }
 
@@ -90,13 +92,13 @@ func (c *coordination) halt(procs []*agentProc, t clock.Time) {
 	}
 	c.halted = true
 	for _, p := range procs {
-		p.send(AgentMsg{Type: "halt", End: t})
+		p.send(lockstep.AgentMsg{Type: "halt", End: t})
 	}
 	c.send(procs, c.lock.End(t))
 }
 
 // reached takes an agent's report: new grants, and every monitor tick all agents have passed.
-func (c *coordination) reached(procs []*agentProc, i int, m AgentMsg) error {
+func (c *coordination) reached(procs []*agentProc, i int, m lockstep.AgentMsg) error {
 	gs, err := c.lock.Reached(i, m.Now, m.Counts)
 	if err != nil {
 		return fmt.Errorf("%s: %w", procs[i].name(), err)
@@ -106,7 +108,7 @@ func (c *coordination) reached(procs []*agentProc, i int, m AgentMsg) error {
 	if c.mon == nil {
 		return nil
 	}
-	slowest := slices.Min(c.lock.reached)
+	slowest := c.lock.Slowest()
 	var ticks []clock.Time
 	for at := range c.pending {
 		if at < slowest {
@@ -123,7 +125,7 @@ func (c *coordination) reached(procs []*agentProc, i int, m AgentMsg) error {
 	}
 	if !c.mon.Detected() {
 		// Every tick before the slowest agent is judged: hold everyone at the next one.
-		if next := max((slowest+c.tick-1)/c.tick*c.tick, c.tick); next+1 != c.lock.hold {
+		if next := max((slowest+c.tick-1)/c.tick*c.tick, c.tick); next+1 != c.lock.Held() {
 			c.send(procs, c.lock.Hold(next+1))
 		}
 	}
@@ -140,7 +142,7 @@ func (c *coordination) stalled(s *monitor.Snapshot) {
 
 // agentDone notes that agent i's flows have all completed; once every agent's have, a run that stops
 // when done ends at the last completion.
-func (c *coordination) agentDone(procs []*agentProc, i int, m AgentMsg, stopWhenDone bool) {
+func (c *coordination) agentDone(procs []*agentProc, i int, m lockstep.AgentMsg, stopWhenDone bool) {
 	if m.Done < procs[i].flows {
 		return // it reached the end with flows still running
 	}
@@ -276,10 +278,10 @@ func (r *netnsRun) kernelRest(pending bool, ch chan kernelOut, recs []records.Fl
 }
 
 // relay hands the completions one agent reports to every other: flows there may wait for them.
-func (r *netnsRun) relay(from int, m AgentMsg) error {
+func (r *netnsRun) relay(from int, m lockstep.AgentMsg) error {
 	for j, q := range r.procs {
 		if j != from {
-			if err := q.send(AgentMsg{Type: "completed", Flows: m.Flows, Finish: m.Finish}); err != nil {
+			if err := q.send(lockstep.AgentMsg{Type: "completed", Flows: m.Flows, Finish: m.Finish}); err != nil {
 				return fmt.Errorf("%s: relaying completions: %w", q.name(), err)
 			}
 		}

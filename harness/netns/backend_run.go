@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/records"
@@ -22,8 +25,8 @@ type agentProc struct {
 	cmd     *exec.Cmd // nil for a remote machine's agent
 	machine string
 	devices []string
-	ctl     Control
-	msgs    chan AgentMsg
+	ctl     lockstep.Control
+	msgs    chan lockstep.AgentMsg
 	exited  chan error // receives Wait's result once
 	flows   int
 }
@@ -35,7 +38,7 @@ func (p *agentProc) name() string {
 	return fmt.Sprintf("agent pid %d (devices %s)", p.cmd.Process.Pid, strings.Join(p.devices, ","))
 }
 
-func (p *agentProc) send(m AgentMsg) error { return p.ctl.Send(&m) }
+func (p *agentProc) send(m lockstep.AgentMsg) error { return p.ctl.Send(&m) }
 
 var runSeq int
 
@@ -45,12 +48,12 @@ type netnsRun struct {
 	opts        RunOptions
 	res         RunResult
 	dl          *Dilated
-	pcaps       map[PcapPort]bool
+	pcaps       map[lockstep.PcapPort]bool
 	progress    func(string)
 	kernelFlows []lab.FlowPlan
 	kernelLead  time.Duration
-	nl          *Lab
-	setups      []*AgentSetup
+	nl          *nslink.Lab
+	setups      []*lockstep.AgentSetup
 	procs       []*agentProc
 	cases       chan agentEvent
 	epoch       int64
@@ -83,13 +86,13 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 	if opts.Machines != nil {
 		r.nl, err = r.upMachines(ctx)
 	} else {
-		r.nl, err = Up(ctx, r.res.Lab, l.Graph, Options{MTU: labMTU(l)})
+		r.nl, err = nslink.Up(ctx, r.res.Lab, l.Graph, nslink.Options{MTU: labMTU(l)})
 	}
 	if err != nil {
 		return nil, r.res, err
 	}
 	defer func() {
-		down := Down
+		down := nslink.Down
 		if opts.Machines != nil {
 			down = opts.Machines.Down
 		}
@@ -132,10 +135,10 @@ func prepareRun(l *lab.Lab, opts RunOptions) (*netnsRun, error) {
 	if r.progress == nil {
 		r.progress = func(string) {}
 	}
-	if err := CheckRoot(); err != nil {
+	if err := nslink.CheckRoot(); err != nil {
 		return r, err
 	}
-	if !AgentLinked {
+	if !lockstep.AgentLinked {
 		return r, errors.New("netns backend: this binary does not contain the agent; import _ \"github.com/fabriclab/fabriclab/harness/netns/agent\"")
 	}
 	if err := Preflight(l); err != nil {
@@ -157,7 +160,7 @@ func prepareRun(l *lab.Lab, opts RunOptions) (*netnsRun, error) {
 		r.res.Lab = fmt.Sprintf("r%d-%d", os.Getpid()%100000, runSeq)
 		if opts.Machines != nil {
 			// The machines may serve other coordinators, whose PIDs may be ours (a container's is 1).
-			tok, _ := NewToken()
+			tok, _ := nslink.NewToken()
 			r.res.Lab = "c" + tok[:12]
 		}
 	}
@@ -268,7 +271,7 @@ func (r *netnsRun) start(kctx context.Context) chan kernelOut {
 	}
 	r.epoch = clock.MonotonicNanos() + lead.Nanoseconds()
 	for _, p := range r.procs {
-		if err := p.send(AgentMsg{Type: "start", Epoch: r.epoch, End: r.dl.End}); err != nil {
+		if err := p.send(lockstep.AgentMsg{Type: "start", Epoch: r.epoch, End: r.dl.End}); err != nil {
 			r.progress(fmt.Sprintf("%s: start: %v", p.name(), err)) // its exit ends the wait
 		}
 	}
@@ -301,7 +304,7 @@ func (r *netnsRun) start(kctx context.Context) chan kernelOut {
 // collect stops the agents, gathers their records and merges them (with the kernel hosts') into one log.
 func (r *netnsRun) collect(kernelRecs []records.Flow) (*records.Log, error) {
 	for _, p := range r.procs {
-		p.send(AgentMsg{Type: "stop"})
+		p.send(lockstep.AgentMsg{Type: "stop"})
 	}
 	var lost func(int, error) bool
 	if r.opts.Machines != nil {
@@ -313,7 +316,7 @@ func (r *netnsRun) collect(kernelRecs []records.Flow) (*records.Log, error) {
 	}
 	res := &r.res
 	log := &records.Log{}
-	var fids []AgentFidelity
+	var fids []lockstep.AgentFidelity
 	for _, m := range got {
 		if m.Deadlock != nil {
 			res.DeadlockWatched = true
@@ -372,14 +375,14 @@ func (r *netnsRun) judge(ctx context.Context, log *records.Log) {
 	}
 }
 
-func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
+func startAgent(labName string, s *lockstep.AgentSetup) (*agentProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("agent: cannot find this binary to re-execute: %w", err)
 	}
 	cmd := exec.Command(exe)
-	token, tokenEnv := ProcessToken(labName)
-	cmd.Env = append(os.Environ(), AgentEnv+"=1", tokenEnv, fmt.Sprintf("%s=%d", AgentParentEnv, os.Getpid()))
+	token, tokenEnv := nslink.ProcessToken(labName)
+	cmd.Env = append(os.Environ(), nslink.AgentEnv+"=1", tokenEnv, fmt.Sprintf("%s=%d", nslink.AgentParentEnv, os.Getpid()))
 	cmd.Stderr = os.Stderr
 	// The agent dies with us even if we are SIGKILLed (no deferred cleanup runs then).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -391,14 +394,14 @@ func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &agentProc{cmd: cmd, ctl: NewStreamControl(out, in, in), msgs: make(chan AgentMsg, 16), exited: make(chan error, 1), flows: len(s.Flows)}
+	p := &agentProc{cmd: cmd, ctl: lockstep.NewStreamControl(out, in, in), msgs: make(chan lockstep.AgentMsg, 16), exited: make(chan error, 1), flows: len(s.Flows)}
 	for _, d := range s.Devices {
 		p.devices = append(p.devices, d.Name)
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	if err := RecordProcess(labName, cmd.Process.Pid, token); err != nil {
+	if err := nslink.RecordProcess(labName, cmd.Process.Pid, token); err != nil {
 		cmd.Process.Kill()
 		cmd.Wait()
 		return nil, err
@@ -408,7 +411,7 @@ func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
 			defer realtimeThread(s.Realtime)()
 		}
 		for {
-			var m AgentMsg
+			var m lockstep.AgentMsg
 			if err := p.ctl.Recv(&m); err != nil {
 				if !errors.Is(err, io.EOF) {
 					fmt.Fprintf(os.Stderr, "netns: %s: unreadable message: %v\n", p.name(), err)
@@ -420,7 +423,7 @@ func startAgent(labName string, s *AgentSetup) (*agentProc, error) {
 			p.msgs <- m
 		}
 	}()
-	if err := p.send(AgentMsg{Type: "setup", Setup: s}); err != nil {
+	if err := p.send(lockstep.AgentMsg{Type: "setup", Setup: s}); err != nil {
 		return p, fmt.Errorf("%s: setup: %w", p.name(), err)
 	}
 	return p, nil
@@ -430,7 +433,7 @@ func (p *agentProc) kill() {
 	if p.cmd == nil {
 		// A machine's agent stops; its server removes the agent with the lab part (Machines.Down, or
 		// the connection closing).
-		p.send(AgentMsg{Type: "stop"})
+		p.send(lockstep.AgentMsg{Type: "stop"})
 		return
 	}
 	if p.cmd.ProcessState == nil {
@@ -440,13 +443,13 @@ func (p *agentProc) kill() {
 }
 
 // addFaults gives every agent the lab's planned faults, dilated.
-func addFaults(setups []*AgentSetup, l *lab.Lab, d float64) {
+func addFaults(setups []*lockstep.AgentSetup, l *lab.Lab, d float64) {
 	for _, p := range l.Faults {
 		ends := l.FaultEnds(p)
 		f := p.Fault
 		f.Delay = clock.Time(float64(f.Delay) * d)
 		for i, s := range setups {
-			s.Faults = append(s.Faults, AgentFault{At: clock.Time(float64(p.At) * d), Name: p.Name,
+			s.Faults = append(s.Faults, lockstep.AgentFault{At: clock.Time(float64(p.At) * d), Name: p.Name,
 				Ends: [2][2]int{{ends[0].Node, ends[0].Port}, {ends[1].Node, ends[1].Port}}, Fault: f, FIB: p.FIB, Log: i == 0})
 		}
 	}

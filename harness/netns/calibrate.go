@@ -11,9 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/harness/portio"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
-	"golang.org/x/sys/unix"
 )
 
 // Calibration is what this machine's agent measured: frame-hops per CPU-second of one agent busy
@@ -48,7 +50,7 @@ func calibrationKey() string {
 		}
 	}
 	dp := calibrationVersion
-	if d := DatapathFromEnv(); d != DefaultDatapath {
+	if d := portio.DatapathFromEnv(); d != portio.DefaultDatapath {
 		dp = d
 	}
 	return fmt.Sprintf("%s|%s|%d cpus|%s", rel, model, runtime.NumCPU(), dp)

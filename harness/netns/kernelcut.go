@@ -1,6 +1,11 @@
 package netns
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+)
 
 // A lab with kernel-tcp hosts has the hosts' MTU on every veth (labMTU): the kernel sizes its segments
 // to its interface and the switches forward them whole. A frame crossing between two agents carries the
@@ -11,11 +16,11 @@ import "fmt"
 
 // stampRoom raises the MTU of both ends of every cut link by StampLen and sizes the agents' receive
 // buffers for it. The lab is ours and not running yet.
-func stampRoom(nl *Lab, setups []*AgentSetup) error {
-	mtu := nl.MTU + StampLen
-	if mtu > MaxMTU {
+func stampRoom(nl *nslink.Lab, setups []*lockstep.AgentSetup) error {
+	mtu := nl.MTU + lockstep.StampLen
+	if mtu > nslink.MaxMTU {
 		return fmt.Errorf("host.mtu: %d leaves no room for the %d-byte lockstep stamp on links between agents (at most %d); use one agent",
-			nl.MTU, StampLen, MaxMTU-StampLen)
+			nl.MTU, lockstep.StampLen, nslink.MaxMTU-lockstep.StampLen)
 	}
 	for _, s := range setups {
 		s.MTU = max(s.MTU, mtu)
@@ -29,7 +34,7 @@ func stampRoom(nl *Lab, setups []*AgentSetup) error {
 }
 
 // raiseCutMTU sets mtu on device d's ports that are cut links.
-func raiseCutMTU(nl *Lab, d AgentDevice, mtu int) error {
+func raiseCutMTU(nl *nslink.Lab, d lockstep.AgentDevice, mtu int) error {
 	var cut []string
 	for _, p := range d.Ports {
 		if p.TxChan != 0 {

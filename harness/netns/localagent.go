@@ -3,6 +3,8 @@ package netns
 import (
 	"context"
 	"time"
+
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 )
 
 // LocalAgent is an agent process on this machine run for someone else: the cluster package's agent
@@ -11,7 +13,7 @@ type LocalAgent struct{ p *agentProc }
 
 // StartLocalAgent starts an agent process for lab (recorded in the lab's state directory, so Down kills
 // it) and sends it s.
-func StartLocalAgent(lab string, s *AgentSetup) (*LocalAgent, error) {
+func StartLocalAgent(lab string, s *lockstep.AgentSetup) (*LocalAgent, error) {
 	p, err := startAgent(lab, s)
 	if err != nil {
 		if p != nil {
@@ -23,10 +25,10 @@ func StartLocalAgent(lab string, s *AgentSetup) (*LocalAgent, error) {
 }
 
 // Send writes one message to the agent.
-func (a *LocalAgent) Send(m *AgentMsg) error { return a.p.ctl.Send(m) }
+func (a *LocalAgent) Send(m *lockstep.AgentMsg) error { return a.p.ctl.Send(m) }
 
 // Msgs are the agent's messages; the channel closes when the agent's output ends.
-func (a *LocalAgent) Msgs() <-chan AgentMsg { return a.p.msgs }
+func (a *LocalAgent) Msgs() <-chan lockstep.AgentMsg { return a.p.msgs }
 
 // Wait returns how the process ended, once its output has ended.
 func (a *LocalAgent) Wait() error { return <-a.p.exited }
@@ -41,6 +43,6 @@ func (a *LocalAgent) Name() string { return a.p.name() }
 func (a *LocalAgent) Pid() int { return a.p.cmd.Process.Pid }
 
 // Expect waits for a message of type typ from the agent (before anything else reads its messages).
-func (a *LocalAgent) Expect(ctx context.Context, typ string, timeout time.Duration) (AgentMsg, error) {
+func (a *LocalAgent) Expect(ctx context.Context, typ string, timeout time.Duration) (lockstep.AgentMsg, error) {
 	return a.p.expect(ctx, typ, timeout)
 }

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
@@ -31,7 +34,7 @@ type Machines interface {
 	Up(ctx context.Context, name string, g *topo.Graph, mtu int, agentOf map[int]int) error
 	// Agent starts machine i's agent with s; the Control carries its protocol, and a lost machine is an
 	// error from Recv.
-	Agent(ctx context.Context, i int, s *AgentSetup) (Control, error)
+	Agent(ctx context.Context, i int, s *lockstep.AgentSetup) (lockstep.Control, error)
 	// Recheck measures the clocks again (at the end of a run): an error says which drifted past tolerance.
 	Recheck(ctx context.Context, tolerance time.Duration) error
 	// Down removes every machine's part of lab name.
@@ -74,7 +77,7 @@ func ClockTolerance(frameBytes int, g *topo.Graph, delay []clock.Time, agentOf m
 // upMachines plans the split (the partition SplitAgents then uses, one part per machine), checks the
 // machines can carry it and makes their parts. The returned Lab names the lab (its namespaces' paths
 // are the same on every machine); it has no state here.
-func (r *netnsRun) upMachines(ctx context.Context) (*Lab, error) {
+func (r *netnsRun) upMachines(ctx context.Context) (*nslink.Lab, error) {
 	m := r.opts.Machines
 	if len(r.dl.Kernel) > 0 {
 		return nil, errors.New("host.transport: kernel-tcp hosts cannot run over several machines (their sockets are opened by the coordinator's process); use NIC hosts")
@@ -97,7 +100,7 @@ func (r *netnsRun) upMachines(ctx context.Context) (*Lab, error) {
 	if err := m.Up(ctx, r.res.Lab, r.l.Graph, mtu, agentOf); err != nil {
 		return nil, err
 	}
-	return &Lab{Name: r.res.Lab, Graph: r.l.Graph, MTU: mtu}, nil
+	return &nslink.Lab{Name: r.res.Lab, Graph: r.l.Graph, MTU: mtu}, nil
 }
 
 // plannedSplit is a split made before SplitAgents runs: device -> agent, and its report.
@@ -107,18 +110,18 @@ type plannedSplit struct {
 }
 
 // startRemote starts machine i's agent and wraps its Control as an agent process without a PID.
-func startRemote(ctx context.Context, m Machines, i int, s *AgentSetup) (*agentProc, error) {
+func startRemote(ctx context.Context, m Machines, i int, s *lockstep.AgentSetup) (*agentProc, error) {
 	ctl, err := m.Agent(ctx, i, s)
 	if err != nil {
 		return nil, err
 	}
-	p := &agentProc{ctl: ctl, machine: m.Name(i), msgs: make(chan AgentMsg, 16), exited: make(chan error, 1), flows: len(s.Flows)}
+	p := &agentProc{ctl: ctl, machine: m.Name(i), msgs: make(chan lockstep.AgentMsg, 16), exited: make(chan error, 1), flows: len(s.Flows)}
 	for _, d := range s.Devices {
 		p.devices = append(p.devices, d.Name)
 	}
 	go func() {
 		for {
-			var m AgentMsg
+			var m lockstep.AgentMsg
 			if err := ctl.Recv(&m); err != nil {
 				close(p.msgs)
 				if errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "agent") {
@@ -173,10 +176,10 @@ const MachineReadyTimeout = 60 * time.Second
 type MachineAgent struct{ p *agentProc }
 
 // Send writes one message to the agent.
-func (a *MachineAgent) Send(m *AgentMsg) error { return a.p.ctl.Send(m) }
+func (a *MachineAgent) Send(m *lockstep.AgentMsg) error { return a.p.ctl.Send(m) }
 
 // Msgs are the agent's messages; the channel closes when the machine's connection has ended.
-func (a *MachineAgent) Msgs() <-chan AgentMsg { return a.p.msgs }
+func (a *MachineAgent) Msgs() <-chan lockstep.AgentMsg { return a.p.msgs }
 
 // Wait returns why the connection ended, once Msgs has closed.
 func (a *MachineAgent) Wait() error { return <-a.p.exited }
@@ -200,7 +203,7 @@ func (e *NotReadyError) Error() string {
 // named in a *NotReadyError. An agent's error, or a machine's connection ending, is an error at once.
 // On an error the caller removes what the machines made (Machines.Down; a machine that does not answer
 // removes its part when its connection is closed).
-func StartMachineAgents(ctx context.Context, m Machines, setups []*AgentSetup, timeout time.Duration) ([]*MachineAgent, error) {
+func StartMachineAgents(ctx context.Context, m Machines, setups []*lockstep.AgentSetup, timeout time.Duration) ([]*MachineAgent, error) {
 	procs := make([]*agentProc, len(setups))
 	for i, s := range setups {
 		p, err := startRemote(ctx, m, i, s)

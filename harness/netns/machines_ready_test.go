@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
@@ -23,25 +24,25 @@ func (f *fakeMachines) Up(context.Context, string, *topo.Graph, int, map[int]int
 func (f *fakeMachines) Recheck(context.Context, time.Duration) error                    { return nil }
 func (f *fakeMachines) Down(string) error                                               { return nil }
 func (f *fakeMachines) Report() any                                                     { return nil }
-func (f *fakeMachines) Agent(_ context.Context, i int, _ *AgentSetup) (Control, error) {
-	c := &fakeControl{in: make(chan AgentMsg, 1), closed: make(chan struct{})}
+func (f *fakeMachines) Agent(_ context.Context, i int, _ *lockstep.AgentSetup) (lockstep.Control, error) {
+	c := &fakeControl{in: make(chan lockstep.AgentMsg, 1), closed: make(chan struct{})}
 	switch f.answer[i] {
 	case "ready":
-		c.in <- AgentMsg{Type: "ready"}
+		c.in <- lockstep.AgentMsg{Type: "ready"}
 	case "error":
-		c.in <- AgentMsg{Type: "error", Err: "no such port"}
+		c.in <- lockstep.AgentMsg{Type: "error", Err: "no such port"}
 	}
 	return c, nil
 }
 
 type fakeControl struct {
-	in     chan AgentMsg
+	in     chan lockstep.AgentMsg
 	closed chan struct{}
 }
 
-func (c *fakeControl) Send(*AgentMsg) error { return nil }
-func (c *fakeControl) Close() error         { close(c.closed); return nil }
-func (c *fakeControl) Recv(m *AgentMsg) error {
+func (c *fakeControl) Send(*lockstep.AgentMsg) error { return nil }
+func (c *fakeControl) Close() error                  { close(c.closed); return nil }
+func (c *fakeControl) Recv(m *lockstep.AgentMsg) error {
 	select {
 	case *m = <-c.in:
 		return nil
@@ -50,10 +51,10 @@ func (c *fakeControl) Recv(m *AgentMsg) error {
 	}
 }
 
-func setupsFor(n int) []*AgentSetup {
-	s := make([]*AgentSetup, n)
+func setupsFor(n int) []*lockstep.AgentSetup {
+	s := make([]*lockstep.AgentSetup, n)
 	for i := range s {
-		s[i] = &AgentSetup{}
+		s[i] = &lockstep.AgentSetup{}
 	}
 	return s
 }

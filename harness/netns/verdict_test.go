@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/records"
 )
 
@@ -15,7 +16,7 @@ func TestStallVerdict(t *testing.T) {
 	if budget != 2*clock.Millisecond {
 		t.Fatalf("budget %v, want 2ms (twice the shortest dilated link delay)", budget)
 	}
-	ok := Verdict(AgentFidelity{Frames: 100}, DefaultFidelityBound)
+	ok := Verdict(lockstep.AgentFidelity{Frames: 100}, DefaultFidelityBound)
 	lossless := &records.Log{Drops: []records.Drop{{Lossless: true, Reason: "headroom"}, {Reason: "buffer"}}}
 	lossy := &records.Log{Drops: []records.Drop{{Reason: "buffer"}}}
 	for _, c := range []struct {
@@ -28,7 +29,7 @@ func TestStallVerdict(t *testing.T) {
 		{"short stall, lossless drop", clock.Millisecond, lossless, true},
 		{"long stall, only lossy drops", 5 * clock.Millisecond, lossy, true},
 	} {
-		f := stallVerdict(ok, AgentFidelity{TimerLagMax: c.lag}, c.log, budget)
+		f := stallVerdict(ok, lockstep.AgentFidelity{TimerLagMax: c.lag}, c.log, budget)
 		if f.Faithful != c.faithful {
 			t.Errorf("%s: faithful %v, want %v (%s)", c.name, f.Faithful, c.faithful, f.Reason)
 		}
@@ -43,15 +44,15 @@ func TestStallVerdict(t *testing.T) {
 func TestVerdictScheduled(t *testing.T) {
 	for _, c := range []struct {
 		name     string
-		m        AgentFidelity
+		m        lockstep.AgentFidelity
 		faithful bool
 		why      string
 	}{
-		{"scheduled, on time though late in wall time", AgentFidelity{Frames: 100, LateFrames: 90, RxFrames: 100, Arrivals: 100, LateArrivals: 1}, true, "1 of 100 frames"},
-		{"scheduled, taken late", AgentFidelity{Frames: 100, RxFrames: 100, Arrivals: 100, LateArrivals: 10}, false, "could not keep up with the schedule"},
-		{"scheduled, the kernel refused frames", AgentFidelity{Frames: 100, RxFrames: 100, Arrivals: 100, KernelFull: 3}, false, "the kernel refused 3 frames"},
-		{"frames from elsewhere, late in wall time", AgentFidelity{Frames: 100, LateFrames: 90, RxFrames: 100, Arrivals: 50}, false, "90 of 100 frames (90.00%) left"},
-		{"frames from elsewhere, on time", AgentFidelity{Frames: 100, LateFrames: 1, RxFrames: 100, Arrivals: 50, LateArrivals: 50}, true, "1 of 100 frames (1.00%) left"},
+		{"scheduled, on time though late in wall time", lockstep.AgentFidelity{Frames: 100, LateFrames: 90, RxFrames: 100, Arrivals: 100, LateArrivals: 1}, true, "1 of 100 frames"},
+		{"scheduled, taken late", lockstep.AgentFidelity{Frames: 100, RxFrames: 100, Arrivals: 100, LateArrivals: 10}, false, "could not keep up with the schedule"},
+		{"scheduled, the kernel refused frames", lockstep.AgentFidelity{Frames: 100, RxFrames: 100, Arrivals: 100, KernelFull: 3}, false, "the kernel refused 3 frames"},
+		{"frames from elsewhere, late in wall time", lockstep.AgentFidelity{Frames: 100, LateFrames: 90, RxFrames: 100, Arrivals: 50}, false, "90 of 100 frames (90.00%) left"},
+		{"frames from elsewhere, on time", lockstep.AgentFidelity{Frames: 100, LateFrames: 1, RxFrames: 100, Arrivals: 50, LateArrivals: 50}, true, "1 of 100 frames (1.00%) left"},
 	} {
 		f := Verdict(c.m, DefaultFidelityBound)
 		if f.Faithful != c.faithful || !strings.Contains(f.Reason, c.why) {
@@ -60,7 +61,7 @@ func TestVerdictScheduled(t *testing.T) {
 	}
 	// A scheduled lab kept its schedule through any stall: a lossless drop there is the engines'.
 	drop := &records.Log{Drops: []records.Drop{{Lossless: true, Reason: "headroom"}}}
-	m := AgentFidelity{Frames: 100, RxFrames: 100, Arrivals: 100, TimerLagMax: clock.Second}
+	m := lockstep.AgentFidelity{Frames: 100, RxFrames: 100, Arrivals: 100, TimerLagMax: clock.Second}
 	if f := stallVerdict(Verdict(m, DefaultFidelityBound), m, drop, clock.Millisecond); !f.Faithful {
 		t.Errorf("a scheduled lab's drop after a stall was put on the machine: %s", f.Reason)
 	}
@@ -69,14 +70,14 @@ func TestVerdictScheduled(t *testing.T) {
 // Kernel hosts in lockstep: the lab is not scheduled (kernel frames are taken when read), yet a frame
 // between agents read after its due time, or lost, still breaks the run.
 func TestVerdictKernelLockstep(t *testing.T) {
-	m := AgentFidelity{Frames: 1000, RxFrames: 1000, Arrivals: 300, CrossFrames: 300}
+	m := lockstep.AgentFidelity{Frames: 1000, RxFrames: 1000, Arrivals: 300, CrossFrames: 300}
 	if m.Scheduled() {
 		t.Fatal("a lab whose agents read kernel frames is not scheduled")
 	}
 	if f := Verdict(m, DefaultFidelityBound); !f.Faithful {
 		t.Fatalf("no late frame, nothing lost: %s", f.Reason)
 	}
-	for _, c := range []AgentFidelity{{LateCross: 1, MaxCrossLate: clock.Microsecond}, {LostCross: 2}} {
+	for _, c := range []lockstep.AgentFidelity{{LateCross: 1, MaxCrossLate: clock.Microsecond}, {LostCross: 2}} {
 		bad := m
 		bad.LateCross, bad.MaxCrossLate, bad.LostCross = c.LateCross, c.MaxCrossLate, c.LostCross
 		if f := Verdict(bad, DefaultFidelityBound); f.Faithful || !strings.Contains(f.Reason, "lockstep failed") {

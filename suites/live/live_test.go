@@ -13,11 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/fabriclab/fabriclab/harness/live"
-	"github.com/fabriclab/fabriclab/harness/netns"
 )
 
 func lab(args ...string) string {
@@ -48,14 +50,14 @@ func inspect(name string) *live.Inspect {
 	return &in
 }
 
-func port(in *live.Inspect, dev string, p int) netns.LivePort {
+func port(in *live.Inspect, dev string, p int) lockstep.LivePort {
 	for _, d := range in.Devices {
 		if d.Name == dev {
 			return d.Ports[p]
 		}
 	}
 	Fail("no device " + dev)
-	return netns.LivePort{}
+	return lockstep.LivePort{}
 }
 
 // allPairs pings every unordered host pair (8 at a time) and returns the failures and each pair's
@@ -104,11 +106,11 @@ func pcapRecords(path string) int {
 // socket, the hosts files, and the supervisor and agent processes.
 func leavesNothing(name string, pids []int) {
 	lab("down", name)
-	left, _ := filepath.Glob(filepath.Join(netns.NetnsDir, netns.NSName(name, "*")))
+	left, _ := filepath.Glob(filepath.Join(nslink.NetnsDir, nslink.NSName(name, "*")))
 	Expect(left).To(BeEmpty(), "namespaces left")
-	left, _ = filepath.Glob(filepath.Join(live.EtcNetns, netns.NSName(name, "*")))
+	left, _ = filepath.Glob(filepath.Join(live.EtcNetns, nslink.NSName(name, "*")))
 	Expect(left).To(BeEmpty(), "hosts files left")
-	_, err := os.Stat(netns.StateDir(name))
+	_, err := os.Stat(nslink.StateDir(name))
 	Expect(os.IsNotExist(err)).To(BeTrue(), "state directory left")
 	for _, pid := range pids {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -118,7 +120,7 @@ func leavesNothing(name string, pids []int) {
 
 // labPids are the supervisor's and agent's PIDs from the lab's agents file.
 func labPids(name string) []int {
-	b, err := os.ReadFile(filepath.Join(netns.StateDir(name), "agents"))
+	b, err := os.ReadFile(filepath.Join(nslink.StateDir(name), "agents"))
 	Expect(err).NotTo(HaveOccurred())
 	var pids []int
 	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {

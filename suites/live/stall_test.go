@@ -15,7 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	"golang.org/x/sys/unix"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 var timeRE = regexp.MustCompile(`time=([\d.]+) ms`)
@@ -23,7 +23,7 @@ var timeRE = regexp.MustCompile(`time=([\d.]+) ms`)
 // agentPid is the live lab's agent (the process of its agents file started as an agent).
 func agentPid(name string) int {
 	for _, pid := range labPids(name) {
-		if netns.IsAgent(pid) {
+		if nslink.IsAgent(pid) {
 			return pid
 		}
 	}

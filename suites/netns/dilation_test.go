@@ -9,6 +9,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/portio"
 )
 
 // ugalSpec: two 2 MB flows fill group 0's minimal path to group 1, then four 500 KB flows start and
@@ -67,8 +68,8 @@ var _ = Describe("netns backend: the fidelity verdict catches distortion", Label
 		// The distortion comes from coarse catch-up steps, which only the legacy data path has (a frame
 		// written when due, taken at the end of the step that read it, within a frame time); the batched
 		// one holds each frame until it is due, whatever the step.
-		os.Setenv(netns.DatapathEnv, "legacy")
-		defer os.Unsetenv(netns.DatapathEnv)
+		os.Setenv(portio.DatapathEnv, "legacy")
+		defer os.Unsetenv(portio.DatapathEnv)
 		v := runVirtual(distortedLossy)
 		for attempt := 1; ; attempt++ {
 			r := runNetns(distortedLossy, netns.RunOptions{MinCatchUpStep: 10 * clock.Microsecond})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 // behind is a lab one agent cannot run in real time: at D=10 its links are 10 Gb/s (about a million
@@ -115,7 +116,7 @@ duration: 100ms`), 0o644)).To(Succeed())
 		Expect(json.Unmarshal(b, &sum)).To(Succeed())
 		Expect(sum.DurationS).To(BeNumerically("~", info["engine_s"], 1e-9))
 		Expect(lines(filepath.Join(out, "flows.csv"))).To(BeNumerically(">=", 3), "the unfinished flows' records are kept")
-		left, _ := filepath.Glob(filepath.Join(netns.NetnsDir, "fl-nsint"+runTag()+"-*"))
+		left, _ := filepath.Glob(filepath.Join(nslink.NetnsDir, "fl-nsint"+runTag()+"-*"))
 		Expect(left).To(BeEmpty())
 	})
 })

@@ -10,6 +10,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/nslink"
+	"github.com/fabriclab/fabriclab/harness/portio"
+
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
@@ -177,8 +180,8 @@ duration: 5ms`
 	It("reports a run the machine cannot keep up with as unfaithful where frames are taken late (legacy data path)", Label("smoke"), func() {
 		// The data path of 26274ad writes a frame when it is due and its peer takes it when read: behind
 		// the wall clock, frames are taken late, and the verdict must say so.
-		os.Setenv(netns.DatapathEnv, "legacy")
-		defer os.Unsetenv(netns.DatapathEnv)
+		os.Setenv(portio.DatapathEnv, "legacy")
+		defer os.Unsetenv(portio.DatapathEnv)
 		r := runNetns(overload, netns.RunOptions{})
 		Expect(r.sum.Fidelity.Faithful).To(BeFalse())
 		Expect(r.sum.Fidelity.Reason).To(ContainSubstring("could not keep up"))
@@ -202,12 +205,12 @@ duration: 5ms`
 		GinkgoWriter.Printf("error: %v\n", err)
 		Expect(err.Error()).To(ContainSubstring("died"))
 		Expect(err.Error()).To(ContainSubstring(strings.Join(killed, ",")))
-		_, statErr := os.Stat(filepath.Join(netns.StateRoot, "nskill"))
+		_, statErr := os.Stat(filepath.Join(nslink.StateRoot, "nskill"))
 		Expect(os.IsNotExist(statErr)).To(BeTrue(), "the state directory is still there")
-		left, _ := filepath.Glob(filepath.Join(netns.NetnsDir, "fl-nskill-*"))
+		left, _ := filepath.Glob(filepath.Join(nslink.NetnsDir, "fl-nskill-*"))
 		Expect(left).To(BeEmpty())
 		// `lab down` on a lab that is gone has nothing of ours to remove, and says so.
-		Expect(netns.Down("nskill")).To(MatchError(ContainSubstring("no state file")))
+		Expect(nslink.Down("nskill")).To(MatchError(ContainSubstring("no state file")))
 	})
 })
 

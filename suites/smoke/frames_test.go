@@ -7,9 +7,10 @@ import (
 	"net"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
-	"github.com/fabriclab/fabriclab/lab/topo"
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/harness/nslink"
+	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
 // smokeEtherType is IEEE 802 "local experimental" EtherType 2: nothing else on the machine sends it, so
@@ -29,13 +30,13 @@ func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 // openPortSockets opens one raw socket per port of every device, inside the device's namespace. The
 // socket keeps its namespace after Do returns, so the test reads and writes from any goroutine.
-func openPortSockets(lab *netns.Lab, g *topo.Graph) ([]*portSock, error) {
+func openPortSockets(lab *nslink.Lab, g *topo.Graph) ([]*portSock, error) {
 	var socks []*portSock
 	for ni, n := range g.Nodes {
 		for p := range n.Ports {
 			ps := &portSock{device: n.Name, node: ni, port: p, fd: -1}
 			err := lab.Do(n.Name, func() error {
-				ifi, err := net.InterfaceByName(netns.PortName(p))
+				ifi, err := net.InterfaceByName(nslink.PortName(p))
 				if err != nil {
 					return err
 				}

@@ -10,25 +10,26 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
-	"github.com/fabriclab/fabriclab/lab/topo"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+
+	"github.com/fabriclab/fabriclab/harness/nslink"
+	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
 // leftovers lists what of a lab is still on the machine: namespaces named after it and its state dir.
 func leftovers(lab string) []string {
-	m, _ := filepath.Glob(filepath.Join(netns.NetnsDir, "fl-"+lab+"-*"))
-	if _, err := os.Stat(filepath.Join(netns.StateRoot, lab)); err == nil {
-		m = append(m, filepath.Join(netns.StateRoot, lab))
+	m, _ := filepath.Glob(filepath.Join(nslink.NetnsDir, "fl-"+lab+"-*"))
+	if _, err := os.Stat(filepath.Join(nslink.StateRoot, lab)); err == nil {
+		m = append(m, filepath.Join(nslink.StateRoot, lab))
 	}
 	return m
 }
 
 // downIfPresent is every spec's cleanup: it removes the lab only through its state file.
 func downIfPresent(lab string) {
-	if _, err := os.Stat(filepath.Join(netns.StateRoot, lab, "state.json")); err == nil {
-		Expect(netns.Down(lab)).To(Succeed())
+	if _, err := os.Stat(filepath.Join(nslink.StateRoot, lab, "state.json")); err == nil {
+		Expect(nslink.Down(lab)).To(Succeed())
 	}
 	Expect(leftovers(lab)).To(BeEmpty())
 }
@@ -41,7 +42,7 @@ var _ = Describe("netns backend", Serial, func() {
 			name := labName(prefix)
 			DeferCleanup(downIfPresent, name)
 
-			lab, err := netns.Up(ctx, name, g, netns.Options{})
+			lab, err := nslink.Up(ctx, name, g, nslink.Options{})
 			Expect(err).NotTo(HaveOccurred())
 
 			By("listing the links in every namespace: lo and p0..p(ports-1), nothing else")
@@ -56,12 +57,12 @@ var _ = Describe("netns backend", Serial, func() {
 					have = append(have, l.Attrs().Name)
 					if l.Attrs().Name != "lo" {
 						Expect(l.Type()).To(Equal("veth"), "%s %s", n.Name, l.Attrs().Name)
-						Expect(l.Attrs().MTU).To(Equal(netns.DefaultMTU), "%s %s", n.Name, l.Attrs().Name)
+						Expect(l.Attrs().MTU).To(Equal(nslink.DefaultMTU), "%s %s", n.Name, l.Attrs().Name)
 					}
 				}
 				want = append(want, "lo")
 				for p := range n.Ports {
-					want = append(want, netns.PortName(p))
+					want = append(want, nslink.PortName(p))
 				}
 				sort.Strings(have)
 				sort.Strings(want)
@@ -83,7 +84,7 @@ var _ = Describe("netns backend", Serial, func() {
 			}
 
 			By("bringing it down")
-			Expect(netns.Down(name)).To(Succeed())
+			Expect(nslink.Down(name)).To(Succeed())
 			Expect(leftovers(name)).To(BeEmpty())
 		},
 		Entry("NDC(2,1)", "ndc", "ndc", map[string]string{"n": "2", "k": "1"}),
@@ -97,18 +98,18 @@ var _ = Describe("netns backend", Serial, func() {
 		a, b := labName("a"), labName("b")
 		DeferCleanup(downIfPresent, a)
 		DeferCleanup(downIfPresent, b)
-		_, err = netns.Up(ctx, a, g, netns.Options{})
+		_, err = nslink.Up(ctx, a, g, nslink.Options{})
 		Expect(err).NotTo(HaveOccurred())
-		_, err = netns.Up(ctx, b, g, netns.Options{MTU: 9000})
+		_, err = nslink.Up(ctx, b, g, nslink.Options{MTU: 9000})
 		Expect(err).NotTo(HaveOccurred())
-		_, err = netns.Up(ctx, a, g, netns.Options{})
+		_, err = nslink.Up(ctx, a, g, nslink.Options{})
 		Expect(err).To(MatchError(ContainSubstring("already exists")))
 
-		Expect(netns.Down(a)).To(Succeed())
+		Expect(nslink.Down(a)).To(Succeed())
 		Expect(leftovers(a)).To(BeEmpty())
-		sts, errs := netns.Status()
+		sts, errs := nslink.Status()
 		Expect(errs).To(BeEmpty())
-		var sb *netns.LabStatus
+		var sb *nslink.LabStatus
 		for i := range sts {
 			if sts[i].Lab == b {
 				sb = &sts[i]
@@ -128,7 +129,7 @@ var _ = Describe("netns backend", Serial, func() {
 		cmd.Stdout, cmd.Stderr = out, out
 		Expect(cmd.Start()).To(Succeed())
 		Eventually(func() int {
-			m, _ := filepath.Glob(filepath.Join(netns.NetnsDir, "fl-"+name+"-*"))
+			m, _ := filepath.Glob(filepath.Join(nslink.NetnsDir, "fl-"+name+"-*"))
 			return len(m)
 		}).WithTimeout(20*time.Second).WithPolling(time.Millisecond).Should(BeNumerically(">=", 8), "lab up made no namespaces")
 		Expect(cmd.Process.Signal(sig)).To(Succeed())
@@ -142,9 +143,9 @@ var _ = Describe("netns backend", Serial, func() {
 		cmd, out := upThenSignal(name, syscall.SIGKILL)
 		Expect(cmd.ProcessState.Success()).To(BeFalse(), "lab up finished before it was killed:\n%s", out)
 
-		b, err := os.ReadFile(filepath.Join(netns.StateRoot, name, "state.json"))
+		b, err := os.ReadFile(filepath.Join(nslink.StateRoot, name, "state.json"))
 		Expect(err).NotTo(HaveOccurred(), "the state file must survive the kill")
-		var st netns.State
+		var st nslink.State
 		Expect(json.Unmarshal(b, &st)).To(Succeed())
 		Expect(st.Complete).To(BeFalse())
 		Expect(leftovers(name)).NotTo(BeEmpty())
@@ -164,15 +165,15 @@ var _ = Describe("netns backend", Serial, func() {
 		DeferCleanup(downIfPresent, name)
 		cmd, out := upThenSignal(name, syscall.SIGKILL)
 		Expect(cmd.ProcessState.Success()).To(BeFalse(), "lab up finished before it was killed:\n%s", out)
-		b, err := os.ReadFile(filepath.Join(netns.StateRoot, name, "state.json"))
+		b, err := os.ReadFile(filepath.Join(nslink.StateRoot, name, "state.json"))
 		Expect(err).NotTo(HaveOccurred())
-		var st netns.State
+		var st nslink.State
 		Expect(json.Unmarshal(b, &st)).To(Succeed())
 		// A name the state file lists (planned) with no inode that the killed lab never made: someone else
 		// now makes a namespace there, as `ip netns add` would.
 		foreign := ""
 		for _, e := range st.Namespaces {
-			if _, err := os.Lstat(filepath.Join(netns.NetnsDir, e.Name)); e.Ino == 0 && err != nil {
+			if _, err := os.Lstat(filepath.Join(nslink.NetnsDir, e.Name)); e.Ino == 0 && err != nil {
 				foreign = e.Name
 				break
 			}
@@ -186,10 +187,10 @@ var _ = Describe("netns backend", Serial, func() {
 		Expect(err).NotTo(HaveOccurred(), "lab down: %s", down)
 		Expect(string(down)).To(ContainSubstring(foreign))
 		Expect(string(down)).To(ContainSubstring("left alone"))
-		_, err = os.Stat(filepath.Join(netns.NetnsDir, foreign))
+		_, err = os.Stat(filepath.Join(nslink.NetnsDir, foreign))
 		Expect(err).NotTo(HaveOccurred(), "lab down removed someone else's namespace")
 		left := leftovers(name)
-		Expect(left).To(ConsistOf(filepath.Join(netns.NetnsDir, foreign)), "everything else the lab made is gone")
+		Expect(left).To(ConsistOf(filepath.Join(nslink.NetnsDir, foreign)), "everything else the lab made is gone")
 	})
 
 	It("removes what it made when `lab up` is interrupted (Ctrl-C)", func() {
@@ -206,7 +207,7 @@ var _ = Describe("netns backend", Serial, func() {
 		Expect(err).NotTo(HaveOccurred())
 		name := labName("all")
 		DeferCleanup(downIfPresent, name)
-		_, err = netns.Up(ctx, name, g, netns.Options{})
+		_, err = nslink.Up(ctx, name, g, nslink.Options{})
 		Expect(err).NotTo(HaveOccurred())
 		out, err := exec.Command(labBin, "down", "--all").CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), "%s", out)

@@ -18,14 +18,17 @@ import (
 	"runtime/pprof"
 	"strconv"
 
-	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/clock"
 )
 
 func init() {
-	netns.AgentLinked = true
-	if os.Getenv(netns.AgentEnv) != "1" {
+	lockstep.AgentLinked = true
+	if os.Getenv(nslink.AgentEnv) != "1" {
 		return
 	}
 	os.Exit(Main(os.Stdin, os.Stdout))
@@ -36,18 +39,18 @@ func Main(in io.Reader, out io.Writer) int {
 	// The backend sets PR_SET_PDEATHSIG on the child; re-check here in case the parent died between
 	// fork and now (the signal only covers deaths after the prctl). The backend names itself: in a
 	// container the agent server that starts agents is PID 1, which an orphan's parent becomes too.
-	want := os.Getenv(netns.AgentParentEnv)
+	want := os.Getenv(nslink.AgentParentEnv)
 	if want == "" && os.Getppid() == 1 || want != "" && want != strconv.Itoa(os.Getppid()) {
 		return 2
 	}
-	return Serve(netns.NewStreamControl(in, out, nil))
+	return Serve(lockstep.NewStreamControl(in, out, nil))
 }
 
-// Serve runs the agent protocol (netns.AgentMsg) on ctl, whatever carries it, and returns the exit
+// Serve runs the agent protocol (lockstep.AgentMsg) on ctl, whatever carries it, and returns the exit
 // status.
-func Serve(ctl netns.Control) int {
+func Serve(ctl lockstep.Control) int {
 	c := &conn{ctl: ctl}
-	var m netns.AgentMsg
+	var m lockstep.AgentMsg
 	if err := ctl.Recv(&m); err != nil || m.Type != "setup" || m.Setup == nil {
 		c.fail(fmt.Errorf("first message must be setup: %v", err))
 		return 1
@@ -74,7 +77,7 @@ func Serve(ctl netns.Control) int {
 			}
 		}
 	}
-	if err := c.send(netns.AgentMsg{Type: "ready"}); err != nil {
+	if err := c.send(lockstep.AgentMsg{Type: "ready"}); err != nil {
 		return 1
 	}
 	if err := ctl.Recv(&m); err != nil || m.Type != "start" {
@@ -86,19 +89,19 @@ func Serve(ctl netns.Control) int {
 		return 1
 	}
 	a.completedFn = func(ids []uint32, at []clock.Time) {
-		c.send(netns.AgentMsg{Type: "completed", Flows: ids, Finish: at})
+		c.send(lockstep.AgentMsg{Type: "completed", Flows: ids, Finish: at})
 	}
-	a.live.reply = func(r *netns.LiveMsg) { c.send(netns.AgentMsg{Type: "live", Live: r}) }
-	a.progressFn = func(now clock.Time, done int) { c.send(netns.AgentMsg{Type: "progress", Now: now, Done: done}) }
+	a.live.reply = func(r *lockstep.LiveMsg) { c.send(lockstep.AgentMsg{Type: "live", Live: r}) }
+	a.progressFn = func(now clock.Time, done int) { c.send(lockstep.AgentMsg{Type: "progress", Now: now, Done: done}) }
 	a.sendFn = c.send
-	if err := a.run(m.Epoch, m.End, func() { c.send(netns.AgentMsg{Type: "done", Now: a.lastFinish, Done: a.done}) },
-		func() { c.send(netns.AgentMsg{Type: "end"}) }); err != nil {
+	if err := a.run(m.Epoch, m.End, func() { c.send(lockstep.AgentMsg{Type: "done", Now: a.lastFinish, Done: a.done}) },
+		func() { c.send(lockstep.AgentMsg{Type: "end"}) }); err != nil {
 		c.fail(err)
 		return 1
 	}
 	stopProfile()
 	log, fid, now := a.finish()
-	msg := netns.AgentMsg{Type: "records", Log: log, Fidelity: fid, Now: now}
+	msg := lockstep.AgentMsg{Type: "records", Log: log, Fidelity: fid, Now: now}
 	if a.mon != nil {
 		v := a.mon.Verdict()
 		msg.Deadlock = &v
@@ -110,10 +113,10 @@ func Serve(ctl netns.Control) int {
 }
 
 // readControl arranges for the backend's messages after start to reach the loop: read by the loop
-// itself when the channel has a descriptor (netns.PolledControl: it waits for it with its ports), else
+// itself when the channel has a descriptor (lockstep.PolledControl: it waits for it with its ports), else
 // by a goroutine of their own (control).
-func (a *agent) readControl(ctl netns.Control) error {
-	if pc, ok := ctl.(netns.PolledControl); ok {
+func (a *agent) readControl(ctl lockstep.Control) error {
+	if pc, ok := ctl.(lockstep.PolledControl); ok {
 		if fd, ok := pc.PollFd(); ok {
 			if err := a.waiter.add(fd); err != nil {
 				return fmt.Errorf("control channel: %w", err) // (Recv no longer reads it)
@@ -162,14 +165,14 @@ func (a *agent) pollControl() {
 
 // control reads the backend's messages after start on a goroutine of its own and hands them to the
 // loop, waking its wait through the eventfd.
-func (a *agent) control(ctl netns.Control) {
+func (a *agent) control(ctl lockstep.Control) {
 	if a.lock.on && a.setup.Realtime > 0 {
 		// In lockstep a grant is on the critical path of every agent waiting for it: read it on a
 		// real-time thread too, or a busy machine delays it by a scheduler slice.
 		runtime.LockOSThread()
 		_ = clock.RealtimeThread(a.setup.Realtime)
 	}
-	var m netns.AgentMsg
+	var m lockstep.AgentMsg
 	for {
 		err := ctl.Recv(&m)
 		if !a.onControl(&m, err) {
@@ -181,7 +184,7 @@ func (a *agent) control(ctl netns.Control) {
 // onControl acts on one message from the backend (or the error reading it): stop (or the channel
 // closing: the backend went away), completed (flows other agents finished), grant and halt (lockstep),
 // live requests. False once there is nothing more to read.
-func (a *agent) onControl(m *netns.AgentMsg, err error) bool {
+func (a *agent) onControl(m *lockstep.AgentMsg, err error) bool {
 	switch {
 	case err != nil || m.Type == "stop":
 		if os.Getenv("FABRICLAB_AGENT_DEBUG") != "" {
@@ -200,11 +203,11 @@ func (a *agent) onControl(m *netns.AgentMsg, err error) bool {
 	return true
 }
 
-type conn struct{ ctl netns.Control }
+type conn struct{ ctl lockstep.Control }
 
-func (c *conn) send(m netns.AgentMsg) error { return c.ctl.Send(&m) }
+func (c *conn) send(m lockstep.AgentMsg) error { return c.ctl.Send(&m) }
 
-func (c *conn) fail(err error) { c.send(netns.AgentMsg{Type: "error", Err: err.Error()}) }
+func (c *conn) fail(err error) { c.send(lockstep.AgentMsg{Type: "error", Err: err.Error()}) }
 
 // eventfd wakes the loop from another goroutine.
 type wake struct{ fd int }

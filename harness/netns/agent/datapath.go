@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"math"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/portio"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/wire"
-	"golang.org/x/sys/unix"
 )
 
 // The data path: how frames get from an engine's link onto the veth and back into an engine.
@@ -36,7 +39,7 @@ const (
 )
 
 func datapathFromEnv() datapath {
-	switch netns.DatapathFromEnv() {
+	switch portio.DatapathFromEnv() {
 	case "legacy":
 		return legacy
 	case "xdp":
@@ -170,7 +173,7 @@ func (p *port) hold(a *agent, pk *pkt.Packet, at clock.Time) {
 // UMEM a port at 100 Gb/s and 1 us) made every received frame land in memory the cache no longer
 // held: on NDC(4,1) (64 ports) the agent took 8-14% more CPU per frame-hop than with 64 (alternated
 // `lab bench` runs), most of it in the kernel's copy into the UMEM and its socket wake-up check.
-func (a *agent) ownStock(pc netns.AgentPort) int {
+func (a *agent) ownStock(pc lockstep.AgentPort) int {
 	if a.dp == legacy || !a.hosted[pc.PeerNode] || pc.TxChan != 0 || pc.RxChan != 0 || pc.IngressDelay != 0 || pc.Delay <= 0 {
 		return 0
 	}
@@ -180,12 +183,12 @@ func (a *agent) ownStock(pc netns.AgentPort) int {
 // ownStockFrames: 64 frames, 32 written per flush. A flush averages 5-8 frames a port on NDC(4,1).
 const ownStockFrames = 64
 
-// Receive rings (netns.OpenPacketPortRing) are ownStock frames; past ringAgentMax for the agent a port
+// Receive rings (portio.OpenPacketPortRing) are ownStock frames; past ringAgentMax for the agent a port
 // reads with recvmmsg from its socket buffer instead.
 const ringAgentMax = 256 << 20
 
 // ringFor is how many frames port pc's receive ring holds (0: no ring).
-func (a *agent) ringFor(pc netns.AgentPort) int {
+func (a *agent) ringFor(pc lockstep.AgentPort) int {
 	frames := a.ownStock(pc)
 	if frames == 0 {
 		return 0

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 )
 
 // fakePort hands its queued frames to the loop on Recv, as a socket whose peer wrote them.
@@ -29,10 +29,10 @@ func (f *fakePort) Close() error { return nil }
 func stalledAgent(stall, ingress clock.Time) (*agent, *port, *fakePort, *taker) {
 	clk := clock.NewReal(clock.MonotonicNanos() - int64(stall/clock.Nanosecond))
 	eng := &taker{clk: clk}
-	a := &agent{clk: clk, dp: batched, end: clock.Second, setup: &netns.AgentSetup{},
+	a := &agent{clk: clk, dp: batched, end: clock.Second, setup: &lockstep.AgentSetup{},
 		flushAt: never, dueMin: never, scanRings: true, step: 10 * clock.Microsecond}
 	sock := &fakePort{}
-	p := &port{dev: &device{eng: eng}, sock: sock, cfg: netns.AgentPort{IngressDelay: ingress}}
+	p := &port{dev: &device{eng: eng}, sock: sock, cfg: lockstep.AgentPort{IngressDelay: ingress}}
 	p.link = &link{a: a, p: p, delay: ingress}
 	p.inbox.fire = func() { p.releaseInbox(a) }
 	a.ports = []*port{p}
@@ -90,7 +90,7 @@ func TestExternalFrameSync(t *testing.T) {
 // lets the clock reach the wall time it was read at.
 func TestExternalFrameWaitsForTheGrant(t *testing.T) {
 	a, p, _, eng := stalledAgent(5*clock.Millisecond, 0)
-	a.lock = lockState{on: true, win: netns.NewWindow()}
+	a.lock = lockState{on: true, win: lockstep.NewWindow()}
 	a.lock.win.Grant(clock.Millisecond, nil)
 	a.lock.win.Advance()
 	a.clk.RunDueUntil(a.limit()) // the stall's timer: the clock is at it, the grant ahead of both

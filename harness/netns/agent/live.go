@@ -9,20 +9,20 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/switchsw"
 	"github.com/fabriclab/fabriclab/wire"
 )
 
-// Live requests (netns.LiveMsg) reach the agent on its control reader goroutine; the loop runs them
+// Live requests (lockstep.LiveMsg) reach the agent on its control reader goroutine; the loop runs them
 // between iterations, on its own thread, as it runs every engine call.
 type liveQueue struct {
 	mu      sync.Mutex
-	reqs    []*netns.LiveMsg
+	reqs    []*lockstep.LiveMsg
 	pending atomic.Bool
-	reply   func(*netns.LiveMsg)
+	reply   func(*lockstep.LiveMsg)
 	// dropsSeen is how much of the log's drops the counters below have taken in.
 	dropsSeen int
 	drops     map[[2]int]map[string]uint64 // (node, port) -> reason -> frames
@@ -34,7 +34,7 @@ type liveQueue struct {
 // CaptureFlush is how often a live capture's buffered frames are written to its file.
 const CaptureFlush = 200 * clock.Millisecond
 
-func (a *agent) liveRequest(m *netns.LiveMsg) {
+func (a *agent) liveRequest(m *lockstep.LiveMsg) {
 	a.live.mu.Lock()
 	a.live.reqs = append(a.live.reqs, m)
 	a.live.pending.Store(true)
@@ -70,11 +70,11 @@ func (a *agent) liveDevice(name string) (*device, error) {
 	return nil, fmt.Errorf("no device %q in this agent", name)
 }
 
-func (a *agent) liveDo(r *netns.LiveMsg) *netns.LiveMsg {
-	fail := func(err error) *netns.LiveMsg { return &netns.LiveMsg{Err: err.Error()} }
+func (a *agent) liveDo(r *lockstep.LiveMsg) *lockstep.LiveMsg {
+	fail := func(err error) *lockstep.LiveMsg { return &lockstep.LiveMsg{Err: err.Error()} }
 	switch r.Op {
 	case "inspect":
-		return &netns.LiveMsg{Devices: a.liveCounters(), Datapath: a.datapathName(), KernelFull: a.fid.KernelFull}
+		return &lockstep.LiveMsg{Devices: a.liveCounters(), Datapath: a.datapathName(), KernelFull: a.fid.KernelFull}
 	case "fault", "fib", "capture":
 	default:
 		return fail(fmt.Errorf("unknown live op %q", r.Op))
@@ -120,7 +120,7 @@ func (a *agent) liveDo(r *netns.LiveMsg) *netns.LiveMsg {
 			p.pcap, p.pfile, p.capPath = nil, nil, ""
 		}
 		if r.Path == "" {
-			return &netns.LiveMsg{}
+			return &lockstep.LiveMsg{}
 		}
 		f, err := os.Create(r.Path)
 		if err != nil {
@@ -136,7 +136,7 @@ func (a *agent) liveDo(r *netns.LiveMsg) *netns.LiveMsg {
 		p.pcap, p.pfile, p.capPath = w, f, r.Path
 		a.armCaptureFlush()
 	}
-	return &netns.LiveMsg{}
+	return &lockstep.LiveMsg{}
 }
 
 // armCaptureFlush starts the flush timer unless it runs; it stops once no capture is open.
@@ -161,7 +161,7 @@ func (a *agent) armCaptureFlush() {
 }
 
 // liveCounters reads every device's counters now.
-func (a *agent) liveCounters() []netns.LiveDevice {
+func (a *agent) liveCounters() []lockstep.LiveDevice {
 	lq := &a.live
 	if lq.drops == nil {
 		lq.drops = map[[2]int]map[string]uint64{}
@@ -174,9 +174,9 @@ func (a *agent) liveCounters() []netns.LiveDevice {
 		}
 		lq.drops[k][d.Reason]++
 	}
-	var out []netns.LiveDevice
+	var out []lockstep.LiveDevice
 	for _, d := range a.devs {
-		ld := netns.LiveDevice{Name: d.name, Kind: "host"}
+		ld := lockstep.LiveDevice{Name: d.name, Kind: "host"}
 		var sc *switchsw.Counters
 		if sw, ok := d.eng.(*switchsw.Switch); ok {
 			c := sw.Counters()
@@ -184,7 +184,7 @@ func (a *agent) liveCounters() []netns.LiveDevice {
 			ld.Kind, ld.RxFrames, ld.Drops, ld.Marked = "switch", c.RxFrames, c.Dropped, c.Marked
 		}
 		for i, p := range d.ports {
-			lp := netns.LivePort{Port: i, Peer: fmt.Sprintf("node%d:p%d", p.cfg.PeerNode, p.cfg.PeerPort),
+			lp := lockstep.LivePort{Port: i, Peer: fmt.Sprintf("node%d:p%d", p.cfg.PeerNode, p.cfg.PeerPort),
 				RxFrames: p.rxFrames, RxBytes: p.rxBytes, Drops: lq.drops[[2]int{d.node, i}], Malformed: p.malformed}
 			if sc != nil {
 				pc := sc.Ports[i]

@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/harness/monitor"
-	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/pkt"
 )
@@ -15,10 +15,10 @@ import (
 // open, the grants the control reader has posted, and what the agent last reported.
 type lockState struct {
 	on  bool
-	win *netns.Window
+	win *lockstep.Window
 	// Posted by the control reader (grant, halt), taken by the loop (pollLock).
 	mu     sync.Mutex
-	posted []netns.AgentMsg
+	posted []lockstep.AgentMsg
 	has    atomic.Bool
 	// tx are the ports on cut links (counted channels out), l the smallest of their delays: the agent
 	// reports how far it has got every l/4, so grants stay ahead of the wall clock.
@@ -37,7 +37,7 @@ type lockState struct {
 // under a millisecond, so a frame missing after this was dropped (a receive buffer overflowed).
 const lostAfter = 2 * clock.Second
 
-func (l *lockState) post(m netns.AgentMsg) {
+func (l *lockState) post(m lockstep.AgentMsg) {
 	l.mu.Lock()
 	l.posted = append(l.posted, m)
 	l.has.Store(true)
@@ -47,7 +47,7 @@ func (l *lockState) post(m netns.AgentMsg) {
 // initLock sets lockstep up from the setup: which ports are cut, the lookahead.
 func (a *agent) initLock() {
 	a.lock.on = a.setup.Lockstep
-	a.lock.win = netns.NewWindow()
+	a.lock.win = lockstep.NewWindow()
 	a.lock.reported, a.lock.waitSince = -1, -1
 	for _, p := range a.ports {
 		if p.cfg.TxChan != 0 {
@@ -176,13 +176,13 @@ func (a *agent) report(finished bool) {
 	for _, p := range l.tx {
 		counts[p.cfg.TxChan] = uint64(p.txWritten)
 	}
-	a.sendFn(netns.AgentMsg{Type: "reached", Now: t, Counts: counts, Late: a.fid.LateCross})
+	a.sendFn(lockstep.AgentMsg{Type: "reached", Now: t, Counts: counts, Late: a.fid.LateCross})
 }
 
 // crossFrame takes a frame read on a cut link: it checks the stamp and holds the frame until it is due.
 // It returns false when the frame is dropped (no valid stamp, stale, or due after the run's end).
 func (a *agent) crossFrame(p *port, frame []byte) ([]byte, clock.Time, bool) {
-	body, due, seq, err := netns.ParseStamp(frame)
+	body, due, seq, err := lockstep.ParseStamp(frame)
 	if err != nil {
 		a.malformed(p)
 		a.fid.BadStamps++
@@ -288,7 +288,7 @@ func (a *agent) sampleStalls() {
 		}
 		if len(keep) > 0 {
 			snap.Queues = keep
-			a.sendFn(netns.AgentMsg{Type: "stalled", Snapshot: &snap})
+			a.sendFn(lockstep.AgentMsg{Type: "stalled", Snapshot: &snap})
 		}
 		a.clk.AfterFunc(iv, tick)
 	}

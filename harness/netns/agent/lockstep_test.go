@@ -5,7 +5,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/pkt"
 )
 
@@ -22,9 +22,9 @@ func (t *taker) Flush()                   {}
 func lockAgent() (*agent, *port, *taker) {
 	clk := clock.NewReal(clock.MonotonicNanos())
 	eng := &taker{clk: clk}
-	a := &agent{clk: clk, end: clock.Second, setup: &netns.AgentSetup{Lockstep: true}}
-	a.lock = lockState{on: true, win: netns.NewWindow()}
-	p := &port{dev: &device{eng: eng}, cfg: netns.AgentPort{RxChan: 3}}
+	a := &agent{clk: clk, end: clock.Second, setup: &lockstep.AgentSetup{Lockstep: true}}
+	a.lock = lockState{on: true, win: lockstep.NewWindow()}
+	p := &port{dev: &device{eng: eng}, cfg: lockstep.AgentPort{RxChan: 3}}
 	p.inbox.fire = func() { p.releaseInbox(a) }
 	return a, p, eng
 }
@@ -34,7 +34,7 @@ func lockAgent() (*agent, *port, *taker) {
 func TestCrossFrameStamps(t *testing.T) {
 	a, p, _ := lockAgent()
 	frame := make([]byte, 60)
-	good := netns.AppendStamp(append([]byte(nil), frame...), 5*clock.Microsecond, 1)
+	good := lockstep.AppendStamp(append([]byte(nil), frame...), 5*clock.Microsecond, 1)
 	for _, bad := range [][]byte{nil, good[:20], good[:len(good)-2], make([]byte, 80)} {
 		if _, _, ok := a.crossFrame(p, bad); ok {
 			t.Fatalf("a frame of %d bytes without a valid stamp was taken", len(bad))

@@ -10,17 +10,20 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/portio"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
 	"github.com/fabriclab/fabriclab/harness/monitor"
-	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/switchsw"
 	"github.com/fabriclab/fabriclab/wire"
-	"golang.org/x/sys/unix"
 )
 
 type engine interface {
@@ -42,8 +45,8 @@ type device struct {
 type port struct {
 	dev   *device
 	index int
-	sock  netns.Port
-	cfg   netns.AgentPort
+	sock  portio.Port
+	cfg   lockstep.AgentPort
 	link  *link
 	pcap  *wire.PcapWriter
 	pfile *os.File
@@ -68,9 +71,9 @@ type port struct {
 	nbufs int
 	// slots lends the socket's own send buffers (AF_XDP's UMEM): a frame encoded in one is sent where it
 	// lies, saving the copy into the UMEM (2.3% of the agent's CPU on NDC(4,1)). nil: encode into bufs.
-	slots netns.Slotter
+	slots portio.Slotter
 	// rxStock is how many received frames the socket holds when only this agent's own ports write to
-	// it (netns.OpenXDPPort's rxFrames, a receive ring's frames; 0: no such bound): a flush writes at
+	// it (portio.OpenXDPPort's rxFrames, a receive ring's frames; 0: no such bound): a flush writes at
 	// most half of it to this port before the port is read (flush).
 	rxStock int
 	// early: the peer port is this agent's too, so a frame is written when it departs (serialization
@@ -232,7 +235,7 @@ func (p *port) queue(pk *pkt.Packet, at clock.Time) {
 	b, err := wire.Encode(pk, buf)
 	if err == nil && p.cfg.TxChan != 0 {
 		p.txSeq++
-		b = netns.AppendStamp(b, at, p.txSeq)
+		b = lockstep.AppendStamp(b, at, p.txSeq)
 	}
 	if slot != nil && (err != nil || len(b) > cap(slot) || &b[0] != &slot[:1][0]) {
 		p.slots.Unslot(slot) // not in the slot after all: Send copies b
@@ -295,7 +298,7 @@ func (p *port) flush(a *agent) error {
 		}
 	}
 	if err != nil {
-		if !errors.Is(err, netns.ErrPortFull) {
+		if !errors.Is(err, portio.ErrPortFull) {
 			return err
 		}
 		// The peer's agent is not reading; the frames are lost like on a wire with a dead receiver.
@@ -323,7 +326,7 @@ func (p *port) writeLater(a *agent, sent int) {
 }
 
 type agent struct {
-	setup   *netns.AgentSetup
+	setup   *lockstep.AgentSetup
 	clk     *clock.Real
 	log     records.Log
 	devs    []*device
@@ -332,7 +335,7 @@ type agent struct {
 	waiter  *waiter
 	wake    *wake
 	stop    atomic.Bool
-	fid     netns.AgentFidelity
+	fid     lockstep.AgentFidelity
 	flows   int // flows this agent starts
 	rx      pkt.Packet
 	stopped bool
@@ -351,11 +354,11 @@ type agent struct {
 	done    int
 	// ctl is the control channel when the loop reads it itself (readControl); ctlReady: its descriptor
 	// was found readable and not read since. ctlMsg is the message Poll decodes into.
-	ctl       netns.PolledControl
+	ctl       lockstep.PolledControl
 	ctlFd     int
 	ctlPolled clock.Time // wall time of the last unprompted poll
 	ctlReady  bool
-	ctlMsg    netns.AgentMsg
+	ctlMsg    lockstep.AgentMsg
 	// remote holds completions of flows in other agents, as the backend relays them (reader goroutine).
 	remoteMu      sync.Mutex
 	remote        []uint32
@@ -372,7 +375,7 @@ type agent struct {
 	live liveQueue
 	// lock is the agent's part in lockstep (lockstep.go); sendFn sends the coordinator a message.
 	lock   lockState
-	sendFn func(netns.AgentMsg) error
+	sendFn func(lockstep.AgentMsg) error
 	// lastFinish is the latest completion among this agent's flows (engine time), sent with done.
 	lastFinish clock.Time
 	// flushAt is when the frames waiting in the ports must be written at the latest (the earliest
@@ -403,7 +406,7 @@ type agent struct {
 
 // newAgent makes an agent's engines and ports from its setup: the steps below, in order. On an error
 // everything made so far is closed.
-func newAgent(s *netns.AgentSetup) (*agent, error) {
+func newAgent(s *lockstep.AgentSetup) (*agent, error) {
 	if err := clock.PreciseThread(); err != nil {
 		return nil, fmt.Errorf("timer slack: %w", err)
 	}
@@ -492,7 +495,7 @@ func (a *agent) makeDevices() error {
 }
 
 // openPort opens port i of dev (its socket, its link, and its pcap file when one is asked for).
-func (a *agent) openPort(d netns.AgentDevice, dev *device, i int, pc netns.AgentPort, withPcap bool) error {
+func (a *agent) openPort(d lockstep.AgentDevice, dev *device, i int, pc lockstep.AgentPort, withPcap bool) error {
 	s := a.setup
 	sock, stock, err := a.openSock(d, pc)
 	if err != nil {
@@ -500,7 +503,7 @@ func (a *agent) openPort(d netns.AgentDevice, dev *device, i int, pc netns.Agent
 	}
 	p := &port{dev: dev, index: i, sock: sock, cfg: pc, rxStock: stock, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps),
 		rank: uint32(min(1+d.Node*1024+i, clock.MaxRank))}
-	p.slots, _ = sock.(netns.Slotter)
+	p.slots, _ = sock.(portio.Slotter)
 	// In the agent's lists before anything below can fail, so close() closes its socket.
 	dev.ports = append(dev.ports, p)
 	a.ports = append(a.ports, p)

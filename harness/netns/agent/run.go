@@ -4,12 +4,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/portio"
+
+	"golang.org/x/sys/unix"
+
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/pkt"
 	"github.com/fabriclab/fabriclab/records"
-	"golang.org/x/sys/unix"
 )
 
 // maxSleep bounds one ppoll so a stop request is never missed for long even if the eventfd were lost.
@@ -311,7 +314,7 @@ func (a *agent) receive(p *port, sync bool) error {
 	}
 	for {
 		n, err := p.sock.Recv(p.take[i])
-		if err != nil || n < netns.PortBatch {
+		if err != nil || n < portio.PortBatch {
 			return err
 		}
 	}
@@ -446,7 +449,7 @@ func (a *agent) flushAndRead(sync bool) error {
 
 // finish flushes the engines (flow records of unfinished flows, counters) and returns what the backend
 // pulls.
-func (a *agent) finish() (*records.Log, *netns.AgentFidelity, clock.Time) {
+func (a *agent) finish() (*records.Log, *lockstep.AgentFidelity, clock.Time) {
 	// The run's length is the engine time the loop reached, never the wall clock's: a loop that ran
 	// behind stopped short of the wall time, and one that overshot its end by a wake-up did not run past it.
 	now := min(a.clk.Now(), a.end)

@@ -6,24 +6,25 @@ import (
 	"os"
 	"strings"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/portio"
 )
 
 // xdpState is what the AF_XDP data path (FABRICLAB_DATAPATH=xdp) knows of its ports: how many took an
 // AF_XDP socket and why the others were refused. A refused port reads and writes through AF_PACKET
 // (the batched data path) instead: the run goes on, and its fidelity record says so.
 type xdpState struct {
-	ports   []*netns.XDPPort
+	ports   []*portio.XDPPort
 	refused int
-	// why is the first refusal of each kind (netns.XDPError's step), in the order they came.
+	// why is the first refusal of each kind (portio.XDPError's step), in the order they came.
 	why   []string
 	kinds map[string]bool
-	// everyPort: a refusal that would be every port's answer (netns.XDPError.EveryPort: no program
+	// everyPort: a refusal that would be every port's answer (portio.XDPError.EveryPort: no program
 	// loads, no permission, no AF_XDP in this kernel) came, so the ports after it do not ask again.
 	everyPort bool
 	bytes     int // UMEM the ports hold
-	// open is netns.OpenXDPPort (a test's stand-in when set).
-	open func(nsPath, ifname string, mtu, rxFrames int) (*netns.XDPPort, error)
+	// open is portio.OpenXDPPort (a test's stand-in when set).
+	open func(nsPath, ifname string, mtu, rxFrames int) (*portio.XDPPort, error)
 }
 
 // xdpAgentMax bounds the UMEM of one agent's ports (the kernel locks it in RAM): (64 + 128) x 2 KB = 384
@@ -33,20 +34,20 @@ const xdpAgentMax = 512 << 20
 
 // openSock opens port pc's socket for the data path in use, and says how many received frames it holds
 // when only this agent writes to it (port.rxStock; 0: not bounded that way).
-func (a *agent) openSock(d netns.AgentDevice, pc netns.AgentPort) (netns.Port, int, error) {
+func (a *agent) openSock(d lockstep.AgentDevice, pc lockstep.AgentPort) (portio.Port, int, error) {
 	if a.dp == xdp {
 		if x := a.openXDP(d, pc); x != nil {
 			return x, a.ownStock(pc), nil
 		}
 	}
 	ring := a.ringFor(pc)
-	p, err := netns.OpenPacketPortRing(d.NSPath, pc.Ifname, a.setup.MTU, ring)
+	p, err := portio.OpenPacketPortRing(d.NSPath, pc.Ifname, a.setup.MTU, ring)
 	return p, ring, err
 }
 
 // openXDP is port pc's AF_XDP socket, or nil when the port is to use AF_PACKET: the agent's AF_XDP
 // memory is spent, an earlier refusal applies to every port, or the kernel refuses this one.
-func (a *agent) openXDP(d netns.AgentDevice, pc netns.AgentPort) *netns.XDPPort {
+func (a *agent) openXDP(d lockstep.AgentDevice, pc lockstep.AgentPort) *portio.XDPPort {
 	if a.xdp.everyPort {
 		a.xdp.refused++
 		return nil
@@ -57,7 +58,7 @@ func (a *agent) openXDP(d netns.AgentDevice, pc netns.AgentPort) *netns.XDPPort 
 	}
 	open := a.xdp.open
 	if open == nil {
-		open = netns.OpenXDPPort
+		open = portio.OpenXDPPort
 	}
 	x, err := open(d.NSPath, pc.Ifname, a.setup.MTU, a.xdpRxFrames(pc))
 	if err == nil {
@@ -66,14 +67,14 @@ func (a *agent) openXDP(d netns.AgentDevice, pc netns.AgentPort) *netns.XDPPort 
 		return x
 	}
 	kind, every := err.Error(), false
-	var xe *netns.XDPError
+	var xe *portio.XDPError
 	if errors.As(err, &xe) {
 		kind, every = xe.Step, xe.EveryPort()
 	}
 	a.xdp.everyPort = every
 	// Jumbo frames (kernel-TCP hosts at MTU 9000) are a known limit, not news: the fidelity record says
 	// it. A kernel refusing is said on the terminal too.
-	a.refuseXDP(kind, fmt.Sprintf("device %s: %v", d.Name, err), a.setup.MTU+14 <= netns.XDPMaxFrame)
+	a.refuseXDP(kind, fmt.Sprintf("device %s: %v", d.Name, err), a.setup.MTU+14 <= portio.XDPMaxFrame)
 	return nil
 }
 
@@ -101,7 +102,7 @@ func (a *agent) refuseXDP(kind, why string, loud bool) {
 // xdpRxFrames is how many received frames port pc's socket holds: ownStock when only this agent writes
 // to it; a port whose peer is elsewhere (another agent, a kernel host) is read when the loop gets to
 // it, so it holds 4096.
-func (a *agent) xdpRxFrames(pc netns.AgentPort) int {
+func (a *agent) xdpRxFrames(pc lockstep.AgentPort) int {
 	if n := a.ownStock(pc); n > 0 {
 		return n
 	}

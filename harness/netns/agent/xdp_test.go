@@ -4,8 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fabriclab/fabriclab/harness/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
+	"github.com/fabriclab/fabriclab/harness/portio"
 )
 
 // A refusal that is every port's answer (the XDP program does not load) is asked once: the ports after
@@ -13,25 +16,25 @@ import (
 // interface is busy) is asked again for the next port. The fidelity record names each kind of refusal.
 func TestOpenXDPRemembersRefusalsForEveryPort(t *testing.T) {
 	errs := []error{
-		&netns.XDPError{Ifname: "p0", Step: "receive ring", Err: unix.E2BIG},
+		&portio.XDPError{Ifname: "p0", Step: "receive ring", Err: unix.E2BIG},
 		nil,
-		&netns.XDPError{Ifname: "p2", Step: "bind", Err: unix.EBUSY},
-		&netns.XDPError{Ifname: "p3", Step: "XDP program", Err: unix.EINVAL},
-		&netns.XDPError{Ifname: "p4", Step: "bind", Err: unix.EBUSY}, // never asked
+		&portio.XDPError{Ifname: "p2", Step: "bind", Err: unix.EBUSY},
+		&portio.XDPError{Ifname: "p3", Step: "XDP program", Err: unix.EINVAL},
+		&portio.XDPError{Ifname: "p4", Step: "bind", Err: unix.EBUSY}, // never asked
 	}
 	asked := 0
-	a := &agent{dp: xdp, setup: &netns.AgentSetup{MTU: 1500}, ports: make([]*port, 6)}
-	a.xdp.open = func(_, ifname string, _, _ int) (*netns.XDPPort, error) {
+	a := &agent{dp: xdp, setup: &lockstep.AgentSetup{MTU: 1500}, ports: make([]*port, 6)}
+	a.xdp.open = func(_, ifname string, _, _ int) (*portio.XDPPort, error) {
 		asked++
 		if err := errs[min(asked-1, len(errs)-1)]; err != nil {
 			return nil, err
 		}
-		return &netns.XDPPort{Name: ifname, Mode: "generic"}, nil
+		return &portio.XDPPort{Name: ifname, Mode: "generic"}, nil
 	}
-	d := netns.AgentDevice{Name: "s0"}
+	d := lockstep.AgentDevice{Name: "s0"}
 	var got []bool
 	for i := range a.ports {
-		got = append(got, a.openXDP(d, netns.AgentPort{Ifname: netns.PortName(i)}) != nil)
+		got = append(got, a.openXDP(d, lockstep.AgentPort{Ifname: nslink.PortName(i)}) != nil)
 	}
 	if asked != 4 || a.xdp.refused != 5 || len(a.xdp.ports) != 1 || !got[1] {
 		t.Fatalf("asked the kernel %d times (want 4), %d refused (want 5), AF_XDP ports %v", asked, a.xdp.refused, got)

@@ -1,4 +1,4 @@
-package netns
+package lockstep
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"github.com/fabriclab/fabriclab/egress"
 	"github.com/fabriclab/fabriclab/fib"
 	"github.com/fabriclab/fabriclab/harness/monitor"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/nodes"
 	"github.com/fabriclab/fabriclab/records"
@@ -229,8 +230,8 @@ func (m *AgentMsg) Check() error {
 	switch {
 	case s == nil:
 		return fmt.Errorf("setup message without setup")
-	case s.MTU < MinMTU || s.MTU > MaxMTU:
-		return fmt.Errorf("setup: mtu %d is not in %d..%d", s.MTU, MinMTU, MaxMTU)
+	case s.MTU < nslink.MinMTU || s.MTU > nslink.MaxMTU:
+		return fmt.Errorf("setup: mtu %d is not in %d..%d", s.MTU, nslink.MinMTU, nslink.MaxMTU)
 	case s.FrameBytes < 1 || s.FrameBytes > 65535:
 		return fmt.Errorf("setup: frame_bytes %d is not in 1..65535", s.FrameBytes)
 	}

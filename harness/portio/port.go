@@ -1,4 +1,9 @@
-package netns
+// Package portio is the port data path: one lab port (interface p<i> in a device's namespace) as a
+// socket an agent sends and receives raw Ethernet frames on, behind the small Port interface: AF_XDP
+// (XDPPort, xdp.go), AF_PACKET with sendmmsg/recvmmsg (PacketPort), and a TPACKET_V2 receive ring
+// (portring.go). It opens sockets inside namespaces nslink made; it knows nothing of engines or
+// lockstep.
+package portio
 
 import (
 	"errors"
@@ -9,6 +14,8 @@ import (
 
 	cnins "github.com/containernetworking/plugins/pkg/ns"
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 // PacketPort is one lab port as an AF_PACKET socket: raw Ethernet frames in and out of interface p<i>
@@ -64,12 +71,12 @@ func OpenPacketPortRing(nsPath, ifname string, mtu, ringFrames int) (*PacketPort
 }
 
 func openPacketPort(ifname string, mtu, ringFrames int) (*PacketPort, error) {
-	if mtu <= 0 || mtu > MaxMTU {
-		mtu = MaxMTU
+	if mtu <= 0 || mtu > nslink.MaxMTU {
+		mtu = nslink.MaxMTU
 	}
 	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
 	if err != nil {
-		return nil, fmt.Errorf("AF_PACKET socket for %s: %w", ifname, WrapPerm(err))
+		return nil, fmt.Errorf("AF_PACKET socket for %s: %w", ifname, nslink.WrapPerm(err))
 	}
 	var ring *rxRing
 	fail := func(what string, err error) (*PacketPort, error) {

@@ -1,4 +1,4 @@
-package netns
+package portio
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
 
 	"golang.org/x/sys/unix"
@@ -46,7 +47,7 @@ func TestNoNamespaceOutlivesItsLab(t *testing.T) {
 	}
 	for round, name := range []string{"ut-thr-a", "ut-thr-b"} {
 		g := nstest.NDCHand(3)
-		lab, err := Up(context.Background(), name, g, Options{})
+		lab, err := nslink.Up(context.Background(), name, g, nslink.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +55,7 @@ func TestNoNamespaceOutlivesItsLab(t *testing.T) {
 		for _, n := range g.Nodes {
 			var st unix.Stat_t
 			if err := unix.Stat(lab.NSPath(n.Name), &st); err != nil {
-				Down(name)
+				nslink.Down(name)
 				t.Fatal(err)
 			}
 			inos[st.Ino] = n.Name
@@ -69,11 +70,11 @@ func TestNoNamespaceOutlivesItsLab(t *testing.T) {
 				}
 			}
 			if err != nil {
-				Down(name)
+				nslink.Down(name)
 				t.Fatal(err)
 			}
 		}
-		if err := Down(name); err != nil {
+		if err := nslink.Down(name); err != nil {
 			t.Fatal(err)
 		}
 		for ino, tids := range threadNamespaces(t) {
@@ -89,7 +90,7 @@ func TestNoNamespaceOutlivesItsLab(t *testing.T) {
 				t.Errorf("round %d: %s still there", round, lab.NSPath(n.Name))
 			}
 		}
-		if out, err := exec.Command("ip", "netns", "list").Output(); err == nil && strings.Contains(string(out), NSName(name, "")) {
+		if out, err := exec.Command("ip", "netns", "list").Output(); err == nil && strings.Contains(string(out), nslink.NSName(name, "")) {
 			t.Errorf("round %d: ip netns still lists %s: %s", round, name, out)
 		}
 	}

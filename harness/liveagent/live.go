@@ -1,4 +1,8 @@
-package netns
+// Package liveagent runs the agent of a live lab (`lab up`): its one setup (LiveSetup, relay hosts
+// included), the devices it deals to machines (LiveParts), and the running agent that answers live
+// requests (Live). It builds on the backend (package netns) for the split and the agent process; the
+// supervisor and commands around a live lab are package live.
+package liveagent
 
 import (
 	"context"
@@ -9,6 +13,9 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/fib"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/switchsw"
@@ -23,11 +30,11 @@ import (
 
 // Live is the running agent of a live lab.
 type Live struct {
-	Lab      *Lab
+	Lab      *nslink.Lab
 	Dilation float64
-	proc     *LocalAgent
+	proc     *netns.LocalAgent
 	mu       sync.Mutex // one request at a time
-	replies  chan AgentMsg
+	replies  chan lockstep.AgentMsg
 	exited   chan error
 }
 
@@ -36,8 +43,8 @@ const liveEnd = clock.Time(units.MaxTime)
 
 // StartLive starts the agent that runs l's switches (and NIC hosts, if any) on nl, which is up, with its
 // kernel hosts already set up. The agent runs until Stop or until this process dies.
-func StartLive(ctx context.Context, l *lab.Lab, nl *Lab) (*Live, error) {
-	if !AgentLinked {
+func StartLive(ctx context.Context, l *lab.Lab, nl *nslink.Lab) (*Live, error) {
+	if !lockstep.AgentLinked {
 		return nil, errors.New("live lab: this binary does not contain the agent")
 	}
 	d := l.Spec.EffectiveDilation()
@@ -45,7 +52,7 @@ func StartLive(ctx context.Context, l *lab.Lab, nl *Lab) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := StartLocalAgent(nl.Name, s)
+	p, err := netns.StartLocalAgent(nl.Name, s)
 	if err != nil {
 		return nil, err
 	}
@@ -54,11 +61,11 @@ func StartLive(ctx context.Context, l *lab.Lab, nl *Lab) (*Live, error) {
 		return nil, err
 	}
 	epoch := clock.MonotonicNanos() + (50 * time.Millisecond).Nanoseconds()
-	if err := p.Send(&AgentMsg{Type: "start", Epoch: epoch, End: liveEnd}); err != nil {
+	if err := p.Send(&lockstep.AgentMsg{Type: "start", Epoch: epoch, End: liveEnd}); err != nil {
 		p.Kill()
 		return nil, fmt.Errorf("%s: start: %w", p.Name(), err)
 	}
-	lv := &Live{Lab: nl, Dilation: d, proc: p, replies: make(chan AgentMsg, 1), exited: make(chan error, 1)}
+	lv := &Live{Lab: nl, Dilation: d, proc: p, replies: make(chan lockstep.AgentMsg, 1), exited: make(chan error, 1)}
 	go func() {
 		for m := range p.Msgs() {
 			if m.Type == "live" || m.Type == "error" {
@@ -72,16 +79,16 @@ func StartLive(ctx context.Context, l *lab.Lab, nl *Lab) (*Live, error) {
 
 // LiveSetup is the one agent setup of a live lab on nl: every switch (and relay host) of l, no flows,
 // no end, no monitor. A live lab over several machines deals its devices out (LiveParts).
-func LiveSetup(l *lab.Lab, nl *Lab) (*AgentSetup, error) {
+func LiveSetup(l *lab.Lab, nl *nslink.Lab) (*lockstep.AgentSetup, error) {
 	d := l.Spec.EffectiveDilation()
-	dl, err := Dilate(l, d)
+	dl, err := netns.Dilate(l, d)
 	if err != nil {
 		return nil, err
 	}
 	dl.Flows = nil
-	setups, _ := SplitAgents(l, dl, nl, 1, nil, "", nil)
+	setups, _ := netns.SplitAgents(l, dl, nl, 1, nil, "", nil)
 	if len(setups) == 0 && l.Tables.HostTransit {
-		setups = []*AgentSetup{{Lab: nl.Name, MTU: nl.MTU, FrameBytes: DataFrameBytes(l)}}
+		setups = []*lockstep.AgentSetup{{Lab: nl.Name, MTU: nl.MTU, FrameBytes: netns.DataFrameBytes(l)}}
 	}
 	if len(setups) == 0 {
 		return nil, errors.New("live lab: no device for an agent to run (a lab of kernel hosts alone)")
@@ -108,7 +115,7 @@ func LiveSetup(l *lab.Lab, nl *Lab) (*AgentSetup, error) {
 		s.Devices = append(s.Devices, relays...)
 	}
 	s.Monitor = nil
-	s.Realtime = DefaultRealtime
+	s.Realtime = netns.DefaultRealtime
 	return s, nil
 }
 
@@ -119,10 +126,10 @@ func (lv *Live) Pid() int { return lv.proc.Pid() }
 func (lv *Live) Exited() <-chan error { return lv.exited }
 
 // Request sends one live request and waits for its reply.
-func (lv *Live) Request(req LiveMsg) (*LiveMsg, error) {
+func (lv *Live) Request(req lockstep.LiveMsg) (*lockstep.LiveMsg, error) {
 	lv.mu.Lock()
 	defer lv.mu.Unlock()
-	if err := lv.proc.Send(&AgentMsg{Type: "live", Live: &req}); err != nil {
+	if err := lv.proc.Send(&lockstep.AgentMsg{Type: "live", Live: &req}); err != nil {
 		return nil, fmt.Errorf("%s: %w", lv.proc.Name(), err)
 	}
 	select {
@@ -147,12 +154,12 @@ func (lv *Live) Stop() { lv.proc.Kill() }
 
 // relayDevices are the agent devices of a live lab's relay hosts (HostTransit tables): a switch engine
 // on the host's ports plus RelayPort, its table the host's own with the host itself behind RelayPort.
-func relayDevices(l *lab.Lab, dl *Dilated, nl *Lab, tmpl switchsw.Config) ([]AgentDevice, error) {
+func relayDevices(l *lab.Lab, dl *netns.Dilated, nl *nslink.Lab, tmpl switchsw.Config) ([]lockstep.AgentDevice, error) {
 	if !l.Tables.HostTransit {
 		return nil, nil
 	}
 	g := l.Graph
-	var out []AgentDevice
+	var out []lockstep.AgentDevice
 	for _, h := range dl.Kernel {
 		n := h.Node
 		node := &g.Nodes[n]
@@ -161,7 +168,7 @@ func relayDevices(l *lab.Lab, dl *Dilated, nl *Lab, tmpl switchsw.Config) ([]Age
 		c.FlowControl = fc.Config{Mode: "lossy"}
 		c.Lossless, c.ClassUp = nil, nil
 		c.Ports = nil
-		var ports []AgentPort
+		var ports []lockstep.AgentPort
 		var top float64
 		for i, li := range node.Ports {
 			lk := g.Links[li]
@@ -169,18 +176,18 @@ func relayDevices(l *lab.Lab, dl *Dilated, nl *Lab, tmpl switchsw.Config) ([]Age
 			pn := g.Nodes[peer.Node]
 			c.Ports = append(c.Ports, switchsw.PortConfig{RateBps: lk.RateBps / dl.D, Delay: dl.LinkDelay[li],
 				PeerIsHost: pn.Kind == topo.Host, PeerHost: int32(pn.Index)})
-			ports = append(ports, AgentPort{Ifname: PortName(i), RateBps: lk.RateBps / dl.D, Delay: dl.LinkDelay[li],
+			ports = append(ports, lockstep.AgentPort{Ifname: nslink.PortName(i), RateBps: lk.RateBps / dl.D, Delay: dl.LinkDelay[li],
 				PeerNode: peer.Node, PeerPort: peer.Port})
 			top = max(top, lk.RateBps/dl.D)
 		}
 		k := len(node.Ports)
 		c.Ports = append(c.Ports, switchsw.PortConfig{RateBps: top, PeerIsHost: true, PeerHost: int32(node.Index)})
-		ports = append(ports, AgentPort{Ifname: RelayPort, RateBps: top, PeerNode: -1, PeerPort: -1})
+		ports = append(ports, lockstep.AgentPort{Ifname: nslink.RelayPort, RateBps: top, PeerNode: -1, PeerPort: -1})
 		var err error
 		if c.FIB, err = RelayFIB(l.Tables.FIB[n], node.Index, k); err != nil {
 			return nil, fmt.Errorf("%s: %w", node.Name, err)
 		}
-		out = append(out, AgentDevice{Name: node.Name, Node: n, NSPath: nl.NSPath(node.Name), Switch: &c, Ports: ports})
+		out = append(out, lockstep.AgentDevice{Name: node.Name, Node: n, NSPath: nl.NSPath(node.Name), Switch: &c, Ports: ports})
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package netns
+package nslink
 
 import (
 	"context"
@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
-
 	"golang.org/x/sys/unix"
 
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 

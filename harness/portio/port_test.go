@@ -1,4 +1,4 @@
-package netns
+package portio
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
 
 	"golang.org/x/sys/unix"
@@ -23,17 +24,17 @@ func TestPacketPortRoundTrip(t *testing.T) {
 
 func testRoundTrip(t *testing.T, ring int) {
 	nstest.NeedRoot(t)
-	l, err := Up(context.Background(), "t-port", nstest.Tiny(), Options{})
+	l, err := nslink.Up(context.Background(), "t-port", nstest.Tiny(), nslink.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Down("t-port")
-	a, err := OpenPacketPort(l.NSPath("h0"), PortName(0), 1500)
+	defer nslink.Down("t-port")
+	a, err := OpenPacketPort(l.NSPath("h0"), nslink.PortName(0), 1500)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := OpenPacketPortRing(l.NSPath("s0"), PortName(0), 1500, ring)
+	b, err := OpenPacketPortRing(l.NSPath("s0"), nslink.PortName(0), 1500, ring)
 	if err != nil {
 		t.Fatal(err)
 	}

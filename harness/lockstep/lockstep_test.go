@@ -1,4 +1,4 @@
-package netns
+package lockstep
 
 import (
 	"bytes"

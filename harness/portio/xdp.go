@@ -1,4 +1,4 @@
-package netns
+package portio
 
 import (
 	"errors"
@@ -14,6 +14,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	cnins "github.com/containernetworking/plugins/pkg/ns"
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/harness/nslink"
 )
 
 // XDPPort is one lab port as an AF_XDP socket in copy mode: an XDP program on the interface hands every
@@ -108,7 +110,7 @@ func (e *XDPError) EveryPort() bool {
 			return false
 		}
 	}
-	for _, all := range []error{ErrNotRoot, unix.EPERM, unix.EACCES, unix.EAFNOSUPPORT, unix.EPROTONOSUPPORT,
+	for _, all := range []error{nslink.ErrNotRoot, unix.EPERM, unix.EACCES, unix.EAFNOSUPPORT, unix.EPROTONOSUPPORT,
 		unix.EOPNOTSUPP, unix.ENOSYS, ebpf.ErrNotSupported} {
 		if errors.Is(e.Err, all) {
 			return true
@@ -136,7 +138,7 @@ const XDPRxMax = 1 << 14
 // socket go away when the port is closed or the process exits, whichever comes first.
 func OpenXDPPort(nsPath, ifname string, mtu, rxFrames int) (*XDPPort, error) {
 	if mtu <= 0 {
-		mtu = DefaultMTU
+		mtu = nslink.DefaultMTU
 	}
 	if mtu+14 > XDPMaxFrame {
 		return nil, &XDPError{ifname, xdpStepFrame, fmt.Errorf("MTU %d is more than AF_XDP's %d-byte frames hold", mtu, XDPMaxFrame)}
@@ -190,7 +192,7 @@ func (p *XDPPort) open(ifi, n int) (err error) {
 	ifname := p.Name
 	fail := func(step string, err error) error { return &XDPError{ifname, step, err} }
 	if p.fd, err = unix.Socket(unix.AF_XDP, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0); err != nil {
-		return fail("socket", WrapPerm(err))
+		return fail("socket", nslink.WrapPerm(err))
 	}
 	if err := p.mapUmem(n + xdpTxFrames); err != nil {
 		return fail("UMEM", err)

@@ -1,8 +1,11 @@
-package netns
+package liveagent
 
 import (
 	"fmt"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab"
 )
 
@@ -15,18 +18,18 @@ const LiveEnd = liveEnd
 // a machine. It returns each machine's agent setup (the lab's LiveSetup, its devices only) and the
 // machine of every node. The agents run free, as one live agent does: a frame between machines crosses
 // a VXLAN link and is taken when it is read, as a frame from a kernel host is; nothing is in lockstep.
-func LiveParts(l *lab.Lab, name string, mtu, n int) ([]*AgentSetup, map[int]int, error) {
-	nl := &Lab{Name: name, MTU: mtu, Graph: l.Graph}
+func LiveParts(l *lab.Lab, name string, mtu, n int) ([]*lockstep.AgentSetup, map[int]int, error) {
+	nl := &nslink.Lab{Name: name, MTU: mtu, Graph: l.Graph}
 	s, err := LiveSetup(l, nl)
 	if err != nil {
 		return nil, nil, err
 	}
-	dl, err := Dilate(l, l.Spec.EffectiveDilation())
+	dl, err := netns.Dilate(l, l.Spec.EffectiveDilation())
 	if err != nil {
 		return nil, nil, err
 	}
 	dl.Flows = nil
-	part, _ := TrafficParts(l, dl, n)
+	part, _ := netns.TrafficParts(l, dl, n)
 	g := l.Graph
 	// Hosts (and anything else no agent partition holds) join a neighbour's machine, nearest first.
 	for changed := true; changed; {
@@ -54,7 +57,7 @@ func LiveParts(l *lab.Lab, name string, mtu, n int) ([]*AgentSetup, map[int]int,
 	if len(used) < n {
 		return nil, nil, fmt.Errorf("the fabric splits into %d parts, fewer than the cluster's %d machines: list fewer machines", len(used), n)
 	}
-	setups := make([]*AgentSetup, n)
+	setups := make([]*lockstep.AgentSetup, n)
 	for i := range setups {
 		c := *s
 		c.Devices = nil

@@ -1,4 +1,4 @@
-package netns
+package lockstep
 
 import (
 	"bufio"
@@ -12,8 +12,9 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/fabriclab/fabriclab/clock"
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/clock"
 )
 
 // Control is one end of the channel between the backend (the coordinator) and an agent: AgentMsgs,

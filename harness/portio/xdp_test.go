@@ -1,4 +1,4 @@
-package netns
+package portio
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
 
 	"golang.org/x/sys/unix"
@@ -20,19 +21,19 @@ import (
 // ring that holds them), in order.
 func TestXDPPortRoundTrip(t *testing.T) {
 	nstest.NeedRoot(t)
-	l, err := Up(context.Background(), "t-xdp", nstest.Tiny(), Options{})
+	l, err := nslink.Up(context.Background(), "t-xdp", nstest.Tiny(), nslink.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Down("t-xdp")
+	defer nslink.Down("t-xdp")
 	open := func(t *testing.T, dev string, xdp bool, rx int) Port {
 		t.Helper()
 		var p Port
 		var err error
 		if xdp {
-			p, err = OpenXDPPort(l.NSPath(dev), PortName(0), 1500, rx)
+			p, err = OpenXDPPort(l.NSPath(dev), nslink.PortName(0), 1500, rx)
 		} else {
-			p, err = OpenPacketPort(l.NSPath(dev), PortName(0), 1500)
+			p, err = OpenPacketPort(l.NSPath(dev), nslink.PortName(0), 1500)
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +151,7 @@ func TestXDPPortRoundTrip(t *testing.T) {
 		if !errors.As(err, &xe) || xe.Ifname != "p9" || !strings.Contains(err.Error(), "ENODEV") {
 			t.Fatalf("a missing interface: %v", err)
 		}
-		if _, err := OpenXDPPort(l.NSPath("h0"), PortName(0), 9000, 0); err == nil || !strings.Contains(err.Error(), "MTU 9000") {
+		if _, err := OpenXDPPort(l.NSPath("h0"), nslink.PortName(0), 9000, 0); err == nil || !strings.Contains(err.Error(), "MTU 9000") {
 			t.Fatalf("MTU 9000: %v", err)
 		}
 	})
@@ -188,19 +189,19 @@ func readFrames(t *testing.T, p Port, got [][]byte, want int) [][]byte {
 // the step and the errno named, and its program is left in place.
 func TestXDPPortRefusesTakenInterface(t *testing.T) {
 	nstest.NeedRoot(t)
-	l, err := Up(context.Background(), "t-xdpb", nstest.Tiny(), Options{})
+	l, err := nslink.Up(context.Background(), "t-xdpb", nstest.Tiny(), nslink.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer Down("t-xdpb")
-	a, err := OpenXDPPort(l.NSPath("h0"), PortName(0), 1500, 0)
+	defer nslink.Down("t-xdpb")
+	a, err := OpenXDPPort(l.NSPath("h0"), nslink.PortName(0), 1500, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	_, err = OpenXDPPort(l.NSPath("h0"), PortName(0), 1500, 0)
+	_, err = OpenXDPPort(l.NSPath("h0"), nslink.PortName(0), 1500, 0)
 	var xe *XDPError
-	if !errors.As(err, &xe) || xe.Ifname != PortName(0) || !strings.Contains(err.Error(), "(E") {
+	if !errors.As(err, &xe) || xe.Ifname != nslink.PortName(0) || !strings.Contains(err.Error(), "(E") {
 		t.Fatalf("a second AF_XDP port on one interface: %v", err)
 	}
 	t.Log(err)
@@ -218,7 +219,7 @@ func TestXDPErrorEveryPort(t *testing.T) {
 		every bool
 	}{
 		{"socket", unix.EAFNOSUPPORT, true},
-		{"socket", ErrNotRoot, true},
+		{"socket", nslink.ErrNotRoot, true},
 		{"XDP program", unix.EINVAL, true},
 		{"frame size", unix.EINVAL, true},
 		{"attaching the XDP program", unix.EOPNOTSUPP, true},

@@ -1,13 +1,14 @@
-package netns
+package nslink
 
 import (
 	"errors"
 	"fmt"
 	"net"
 
-	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
 // VXLANOverhead is what a VXLAN link adds to each frame on its underlay (IPv4 20 + UDP 8 + VXLAN 8 +

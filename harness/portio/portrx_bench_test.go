@@ -1,4 +1,4 @@
-package netns
+package portio
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
 
 	cnins "github.com/containernetworking/plugins/pkg/ns"
@@ -39,23 +40,23 @@ func BenchmarkPortRx(b *testing.B) {
 		b.Fatal(err)
 	}
 	name := fmt.Sprintf("brx%d", os.Getpid())
-	l, err := Up(context.Background(), name, nstest.Tiny(), Options{})
+	l, err := nslink.Up(context.Background(), name, nstest.Tiny(), nslink.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer Down(name)
+	defer nslink.Down(name)
 	for _, c := range []string{"recvmmsg", "tpacket_v2", "tpacket_v3", "af_xdp", "af_xdp_both", "af_xdp_tx_v2", "af_xdp_tx_v3"} {
 		b.Run(c, func(b *testing.B) { benchRx(b, l, c) })
 	}
 }
 
-func benchRx(b *testing.B, l *Lab, how string) {
+func benchRx(b *testing.B, l *nslink.Lab, how string) {
 	var tx, rx Port
 	var err error
 	if strings.HasPrefix(how, "af_xdp_") {
-		tx, err = OpenXDPPort(l.NSPath("h0"), PortName(0), 1500, 0)
+		tx, err = OpenXDPPort(l.NSPath("h0"), nslink.PortName(0), 1500, 0)
 	} else {
-		tx, err = OpenPacketPort(l.NSPath("h0"), PortName(0), 1500)
+		tx, err = OpenPacketPort(l.NSPath("h0"), nslink.PortName(0), 1500)
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -63,13 +64,13 @@ func benchRx(b *testing.B, l *Lab, how string) {
 	defer tx.Close()
 	switch how {
 	case "recvmmsg":
-		rx, err = OpenPacketPort(l.NSPath("s0"), PortName(0), 1500)
+		rx, err = OpenPacketPort(l.NSPath("s0"), nslink.PortName(0), 1500)
 	case "tpacket_v2", "af_xdp_tx_v2":
-		rx, err = OpenPacketPortRing(l.NSPath("s0"), PortName(0), 1500, 512)
+		rx, err = OpenPacketPortRing(l.NSPath("s0"), nslink.PortName(0), 1500, 512)
 	case "tpacket_v3", "af_xdp_tx_v3":
 		rx, err = openV3(l.NSPath("s0"))
 	default:
-		rx, err = OpenXDPPort(l.NSPath("s0"), PortName(0), 1500, 512)
+		rx, err = OpenXDPPort(l.NSPath("s0"), nslink.PortName(0), 1500, 512)
 	}
 	if err != nil {
 		b.Fatal(err)
@@ -148,7 +149,7 @@ func openV3(nsPath string) (*v3Port, error) {
 		if p.mem, err = unix.Mmap(fd, 0, v3Block*p.blocks, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
 			return err
 		}
-		ifi, err := interfaceIndex(PortName(0))
+		ifi, err := interfaceIndex(nslink.PortName(0))
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-// Package netns is fabriclab's real substrate: it brings a topology graph up as one Linux network
+// Package nslink is fabriclab's real substrate: it brings a topology graph up as one Linux network
 // namespace per device (named fl-<lab>-<device>) and one veth pair per link, with the interface on
 // port i of a device named p<i> inside that device's namespace.
 //
@@ -10,7 +10,11 @@
 //     created on throwaway locked threads, configured through netlink handles and ioctl sockets opened
 //     inside them, and Do runs its function on a dedicated locked thread that is discarded if it cannot
 //     be switched back.
-package netns
+//
+// It also keeps the rest of a lab's lifecycle that the state file records: VXLAN links to other
+// machines (vxlan.go), the processes a lab starts and Down ends (procs.go), a relay host's kernel port
+// (kernelport.go). It knows nothing of agents' frames or protocol (portio, lockstep).
+package nslink
 
 import (
 	"context"
@@ -27,10 +31,11 @@ import (
 	"time"
 
 	cnins "github.com/containernetworking/plugins/pkg/ns"
-	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/vishvananda/netlink"
 	vnetns "github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
 // Defaults for Options.

@@ -1,9 +1,15 @@
-package netns
+// Package lockstep is how the backend and its agents talk and keep time together: the agent protocol
+// (msg.go: AgentMsg, AgentSetup and the live requests), the control channel that carries it
+// (control.go: Control, StreamControl), the stamp a frame on a cut link carries and the coordinator that
+// grants agents their windows (lockstep.go). The backend (package netns) drives it; the agent
+// (harness/netns/agent) answers it.
+package lockstep
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/fabriclab/fabriclab/clock"
 )
@@ -96,6 +102,18 @@ func NewCoordinator(n int, chans []LockChan, end clock.Time) *Coordinator {
 	}
 	return c
 }
+
+// Channels is how many cut-link channels the agents are joined by.
+func (c *Coordinator) Channels() int { return len(c.chans) }
+
+// Slowest is the earliest time an agent has reached.
+func (c *Coordinator) Slowest() clock.Time { return slices.Min(c.reached) }
+
+// Held is the time set by Hold or SetHold (0: none).
+func (c *Coordinator) Held() clock.Time { return c.hold }
+
+// SetHold sets the time no agent runs an event at or past, before the first grants (Start).
+func (c *Coordinator) SetHold(t clock.Time) { c.hold = t }
 
 // Lookahead is the smallest channel delay: how far one agent may run ahead of the slowest (0: none).
 func (c *Coordinator) Lookahead() clock.Time {

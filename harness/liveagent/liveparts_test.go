@@ -1,11 +1,10 @@
-package netns
+package liveagent
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
-
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
