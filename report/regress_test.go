@@ -2,8 +2,11 @@ package report
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
 )
 
 // regressTree is a tree of one group "s" with one run per seed, FCT avg and lossless drops as given.
@@ -296,5 +299,49 @@ func TestCompareTreesIdentity(t *testing.T) {
 		if c.Metric == IdentityMetric {
 			t.Fatalf("identity over disjoint seeds: %+v", c)
 		}
+	}
+}
+
+// The compare plot puts ratios on a log axis (a 3.5x change stands as far from 1 as 1/3.5) and draws
+// flows_differing beside them.
+func TestRegressPlotsLogAndIdentity(t *testing.T) {
+	rows := func(fct ...float64) []FlowRow {
+		var out []FlowRow
+		for i, f := range fct {
+			out = append(out, FlowRow{ID: uint32(i + 1), FCTS: f, Completed: true})
+		}
+		return out
+	}
+	a := regressTree([]int64{1, 2, 3}, []float64{1, 1.2, 0.9}, []int{0, 0, 0})
+	b := regressTree([]int64{1, 2, 3}, []float64{3.5, 4.2, 3.15}, []int{0, 0, 0})
+	for i := range a.Groups[0].Runs {
+		a.Groups[0].Runs[i].Rows = rows(1, 2, 3)
+		b.Groups[0].Runs[i].Rows = rows(3.5, 2, 3)
+	}
+	rg, err := CompareTrees(a, b, RegressOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fails []MetricChange
+	for _, c := range rg.Changes {
+		if c.Ratio != nil {
+			fails = append(fails, c)
+		}
+	}
+	p, err := regressPlot("s", fails, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Y.Scale.(plot.LogScale); !ok || p.Y.Max < 3.5 || p.Y.Min > 0.8 {
+		t.Fatalf("y axis %T [%v, %v]", p.Y.Scale, p.Y.Min, p.Y.Max)
+	}
+	dir := t.TempDir()
+	files, err := WriteRegressPlots(dir, rg)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("%v %v", files, err)
+	}
+	svg, err := os.ReadFile(files[1])
+	if err != nil || !strings.Contains(string(svg), "flows differing") || !strings.Contains(string(svg), "33% in 3 seeds: changed") {
+		t.Fatalf("svg lacks the flows_differing panel (%v): %s", err, svg)
 	}
 }
