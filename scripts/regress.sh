@@ -49,6 +49,8 @@ echo "regress.sh: ${#specs[@]} specs x $seeds seeds (from $seed) on each build i
 status=0
 "$tmp/lab" compare "$out/base" "$out/new" -o "$out/compare" > "$out/compare.txt" || status=$?
 # The table is long (every metric of every point): print the verdicts that matter, keep the rest.
-grep -E '^(paired across|note:)|^[0-9]+ metrics:|^  |^verdict:' "$out/compare.txt" || true
+# (the pairing header, the notes under the table, and the summary from "N metrics:" on).
+grep -E '^(paired across|note:)' "$out/compare.txt" || true
+sed -n '/^[0-9]* metrics:/,$p' "$out/compare.txt"
 echo "regress.sh: the full table is in $out/compare.txt, plots in $out/compare; $(( $(date +%s) - start )) s in all; exit $status"
 exit "$status"
