@@ -35,6 +35,10 @@ echo "regress.sh: built BASE $base ($(git rev-parse --short "$base")) and this t
 # --seeds N then runs seeds SEED..SEED+N-1).
 cp -r lab/experiments/regression "$tmp/specs"
 for f in "$tmp"/specs/*.yaml; do
+	if grep -q '^seed:' "$f"; then
+		echo "regress.sh: $(basename "$f") sets seed: (regress.sh gives every spec SEED)" >&2
+		exit 2
+	fi
 	sed -i "0,/^name:/s//seed: $seed\n&/" "$f"
 done
 specs=("$tmp"/specs/*.yaml)
