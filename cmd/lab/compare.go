@@ -58,6 +58,7 @@ a 95% CI of its own (more power, more false alarms). Verdicts:
   undecided   the CI straddles the margin; the note says how many seeds per tree would decide
   zero broken a count that must be zero (drops_lossless, deadlocks, violations) is non-zero in NEW
               where BASE had none, whatever the statistics
+  not finite  a value, a mean over seeds or new/base is infinite: no verdict (exit 1)
 
 Default margins (relative to the base mean): 1% completed fraction; 2% flow counts and delivered
 bytes; 5% FCT avg and p50, slowdown avg and p50, goodputs; 10% FCT p95/p99/p99.9, slowdown p99,
@@ -73,7 +74,7 @@ effect on the means ("changed"; --expect flows_differing=up when the change is i
 No pass on missing evidence: every BASE run must have its NEW counterpart (the same seed, or as many
 runs when the seeds are disjoint) and every run either tree lists must be readable; a value, mean or
 ratio that is not finite gets no verdict; when most metrics are undecided the verdict is "not
-decided". Each of these exits 1, naming the run.
+decided". Each of these exits 1, naming the run, unless something changed (exit 3).
 
 Writes compare_<spec>.png/.svg (new/base with CIs on a log axis against the margins, flows_differing
 beside) and compare.json into -o (default NEW/compare).
