@@ -341,7 +341,7 @@ func TestRegressPlotsLogAndIdentity(t *testing.T) {
 		t.Fatalf("%v %v", files, err)
 	}
 	svg, err := os.ReadFile(files[1])
-	if err != nil || !strings.Contains(string(svg), "flows differing") || !strings.Contains(string(svg), "33% in 3 seeds: changed") {
+	if err != nil || !strings.Contains(string(svg), "flows differing: changed") || !strings.Contains(string(svg), "33%, 3 seeds") {
 		t.Fatalf("svg lacks the flows_differing panel (%v): %s", err, svg)
 	}
 }

@@ -91,7 +91,7 @@ func saveRegressPlot(p, side *plot.Plot, w, h vg.Length, path string) error {
 // fails the comparison.
 func identityPlot(c MetricChange) (*plot.Plot, error) {
 	p := plot.New()
-	p.Title.Text = "flows differing"
+	p.Title.Text = "flows differing: " + c.Verdict
 	p.Y.Label.Text = "share of flows (same seed)"
 	p.Y.Min, p.Y.Max = 0, 1
 	bar, err := plotter.NewBarChart(plotter.Values{c.New}, vg.Points(30))
@@ -104,7 +104,7 @@ func identityPlot(c MetricChange) (*plot.Plot, error) {
 	}
 	bar.LineStyle.Width = 0
 	p.Add(plotter.NewGrid(), bar)
-	p.X.Label.Text = fmt.Sprintf("%.0f%% in %d seeds: %s", 100*c.New, c.BaseN, c.Verdict)
+	p.X.Label.Text = fmt.Sprintf("%.0f%%, %d seeds", 100*c.New, c.BaseN)
 	p.X.Tick.Marker = plot.ConstantTicks(nil)
 	return p, nil
 }
