@@ -2,6 +2,7 @@ package nodes
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -182,5 +183,47 @@ func TestDCTCPConvergesToFairShare(t *testing.T) {
 	}
 	if s.Alpha <= 0 || s.Alpha >= 0.5 {
 		t.Errorf("alpha %.3f, want settled between 0 and 0.5", s.Alpha)
+	}
+}
+
+// DCTCP's alpha is an EWMA with gain g = 1/16 (DCTCP paper §3.1, Linux dctcp_shift_g = 4), updated once
+// per window of data, and a marked ACK cuts the window to cwnd (1 - alpha/2), once per window. The
+// end-to-end tests (queue near K, fair share) hold with g doubled too; this pins the arithmetic.
+func TestDCTCPAlphaGainAndCut(t *testing.T) {
+	cfg, err := baseCfg(0, g100, us).WithDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DCTCP.G != 1.0/16 {
+		t.Fatalf("default gain %g, want 1/16", cfg.DCTCP.G)
+	}
+	q := &qp{n: &NIC{cfg: cfg}}
+	d := &dctcp{q: q, alpha: 1, cwnd: 100, ssthresh: math.Inf(1)}
+	const g = 1.0 / 16
+	// Window 1: 10 packets sent, all acknowledged unmarked: alpha = (1-g) 1 + g 0.
+	q.sndNxt, d.winEnd = 10, 10
+	q.sndUna = 10
+	d.onAck(10, false)
+	if want := 1 - g; d.alpha != want {
+		t.Fatalf("after an unmarked window alpha %g, want %g", d.alpha, want)
+	}
+	// Window 2: 20 more sent; the next 10 all marked: alpha = (1-g)(1-g) + g 1, and one cut with it.
+	q.sndNxt = 30
+	q.sndUna = 20
+	d.onAck(10, true)
+	want := (1-g)*(1-g) + g
+	if d.alpha != want {
+		t.Fatalf("after a marked window alpha %g, want %g", d.alpha, want)
+	}
+	cwnd := 100.0 + 10 // window 1 in slow start (ssthresh infinite): +1 per acknowledged packet
+	if wantW := cwnd * (1 - want/2); math.Abs(d.cwnd-wantW) > 1e-9 || d.ssthresh != d.cwnd {
+		t.Fatalf("cut to cwnd %g ssthresh %g, want %g", d.cwnd, d.ssthresh, wantW)
+	}
+	// A second marked ACK in the same window does not cut again.
+	w := d.cwnd
+	q.sndUna = 25
+	d.onAck(5, true)
+	if d.cwnd != w {
+		t.Fatalf("cut twice in one window: %g -> %g", w, d.cwnd)
 	}
 }

@@ -68,6 +68,9 @@ type RegressOptions struct {
 	// PerMetric puts each interval at RegressLevel on its own instead of family-wise (more power,
 	// and about one false "changed" in five comparisons of unchanged code).
 	PerMetric bool
+	// Pairs pairs a BASE group with a NEW group whose labels differ (--pair A=B: a spec name or a
+	// group label on each side), before the automatic pairing across a changed setting.
+	Pairs [][2]string
 }
 
 // baseMetric strips class.<c>. from a metric name.
@@ -105,6 +108,7 @@ const (
 	VerdictExpected   = "expected"    // beyond the margin in the declared direction
 	VerdictEquivalent = "equivalent"  // within the margin
 	VerdictUndecided  = "undecided"   // the CI straddles a margin: more seeds would decide
+	VerdictNotFinite  = "not finite"  // a value, a mean or the ratio is NaN or infinite: no verdict (exit 1)
 )
 
 // MetricChange is one metric of one group, BASE against NEW.
@@ -142,32 +146,46 @@ type Regression struct {
 	Each    float64        `json:"level_each"`      // each interval's own level
 	Metrics int            `json:"metrics_with_ci"` // m, the intervals the family-wise level covers
 	Changes []MetricChange `json:"metrics"`
-	OnlyIn  []string       `json:"unmatched,omitempty"` // groups in one tree only
-	Failed  bool           `json:"regressed"`           // some metric changed beyond its margin, or a zero count broke
-	Counts  map[string]int `json:"verdicts"`
+	OnlyIn  []string       `json:"unmatched,omitempty"` // NEW groups with no BASE counterpart (not compared)
+	// Pairs are the groups paired across a changed setting (by spec name, or --pair), with the
+	// difference: "pfcstar ~ pfcstar switch.xoff=12bdp: switch.xoff 6bdp -> 12bdp".
+	Pairs  []string `json:"paired_across,omitempty"`
+	Failed bool     `json:"regressed"` // some metric changed beyond its margin, or a zero count broke
+	// Missing is every reason the comparison cannot pass on its evidence: a BASE run without its NEW
+	// counterpart, a run that did not finish or cannot be read, a value that is not finite. Any makes
+	// lab compare exit 1 unless something changed (Failed wins: a change is decided evidence).
+	Missing []string `json:"missing,omitempty"`
+	// NotDecided: most metrics are undecided, so "no change" would be a guess (lab compare exits 1).
+	NotDecided bool           `json:"not_decided,omitempty"`
+	Counts     map[string]int `json:"verdicts"`
 }
 
-// CompareTrees pairs base's and new's groups by label (spec name and sweep point) and compares every
-// metric of each pair. It fails when no group is in both.
+// Undecidable says whether the comparison can neither fail nor pass: nothing changed, and data is
+// missing or most metrics are undecided.
+func (rg *Regression) Undecidable() bool {
+	return !rg.Failed && (len(rg.Missing) > 0 || rg.NotDecided)
+}
+
+// CompareTrees pairs base's and new's groups (pairGroups: by label, then across a changed setting) and
+// compares every metric of each pair. Every BASE group and run must have its NEW counterpart, and every
+// run listed in either tree must have been read; what is not is listed in Missing. It fails only when
+// no group can be paired at all.
 func CompareTrees(base, new *Tree, opts RegressOptions) (*Regression, error) {
 	rg := &Regression{Level: RegressLevel, Each: RegressLevel, Counts: map[string]int{}}
-	newBy := map[string]*Group{}
-	for _, g := range new.Groups {
-		newBy[g.Label()] = g
+	for _, s := range base.Skipped {
+		rg.Missing = append(rg.Missing, "BASE run "+s)
 	}
-	matched := map[string]bool{}
+	for _, s := range new.Skipped {
+		rg.Missing = append(rg.Missing, "NEW run "+s)
+	}
+	pairs, err := pairGroups(base, new, opts.Pairs, rg)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pairs {
+		rg.Missing = append(rg.Missing, missingRuns(p.b, p.n)...)
+	}
 	metrics := regressMetrics(base, new)
-	type pair struct{ b, n *Group }
-	var pairs []pair
-	for _, bg := range base.Groups {
-		ng, ok := newBy[bg.Label()]
-		if !ok {
-			rg.OnlyIn = append(rg.OnlyIn, "BASE only: "+bg.Label())
-			continue
-		}
-		matched[bg.Label()] = true
-		pairs = append(pairs, pair{bg, ng})
-	}
 	// m: the comparisons that get an interval (not the counts), for the Bonferroni level.
 	for _, p := range pairs {
 		for _, m := range metrics {
@@ -179,6 +197,7 @@ func CompareTrees(base, new *Tree, opts RegressOptions) (*Regression, error) {
 	if !opts.PerMetric && rg.Metrics > 1 {
 		rg.Each = 1 - (1-RegressLevel)/float64(rg.Metrics)
 	}
+	decided, undecided := 0, 0
 	for _, p := range pairs {
 		if c, ok := identity(p.b, p.n, opts); ok {
 			rg.Changes = append(rg.Changes, c)
@@ -193,17 +212,50 @@ func CompareTrees(base, new *Tree, opts RegressOptions) (*Regression, error) {
 			rg.Changes = append(rg.Changes, c)
 			rg.Counts[c.Verdict]++
 			rg.Failed = rg.Failed || c.Fails()
+			switch c.Verdict {
+			case VerdictNotFinite:
+				rg.Missing = append(rg.Missing, fmt.Sprintf("%s %s: %s", c.Group, c.Metric, c.Note))
+			case VerdictUndecided:
+				if c.Ratio != nil {
+					undecided++
+				}
+			default:
+				if c.Ratio != nil {
+					decided++
+				}
+			}
 		}
 	}
-	for _, g := range new.Groups {
-		if !matched[g.Label()] {
-			rg.OnlyIn = append(rg.OnlyIn, "NEW only: "+g.Label())
-		}
-	}
-	if len(matched) == 0 {
-		return nil, fmt.Errorf("no spec is in both trees (%s)", strings.Join(rg.OnlyIn, "; "))
-	}
+	// Among the metrics the statistics decide (those with an interval; a count that stays 0 decides
+	// itself and would hide a comparison that decided nothing).
+	rg.NotDecided = undecided > decided
 	return rg, nil
+}
+
+// missingRuns says which of a BASE group's runs have no NEW counterpart: the same seed when the two
+// groups share seeds (a paired comparison: a seed in one only is a run lost), else as many runs (two
+// disjoint seed sets, compared unpaired by design).
+func missingRuns(b, n *Group) []string {
+	newSeeds := map[int64]bool{}
+	for _, r := range n.Runs {
+		newSeeds[r.Seed] = true
+	}
+	var lost []string
+	shared := 0
+	for _, r := range b.Runs {
+		if newSeeds[r.Seed] {
+			shared++
+		} else {
+			lost = append(lost, fmt.Sprintf("NEW lacks %s seed %d (BASE has %s)", n.Label(), r.Seed, runName(r)))
+		}
+	}
+	if shared == 0 {
+		if len(n.Runs) < len(b.Runs) {
+			return []string{fmt.Sprintf("NEW has %d runs of %s, BASE %d (seeds %v against %v)", len(n.Runs), n.Label(), len(b.Runs), n.Seeds, b.Seeds)}
+		}
+		return nil
+	}
+	return lost
 }
 
 // regressMetrics are the metrics lab compare judges: the aggregate table's, over both trees.
@@ -212,15 +264,41 @@ func regressMetrics(a, b *Tree) []string {
 	return aggregateRows(t)
 }
 
-// sample is a metric's value in each run of a group, by seed.
-func sample(g *Group, m string) map[int64]float64 {
+// sample is a metric's value in each run of a group, by seed, and the runs whose value is not finite
+// (summary.json cannot hold NaN, so none is "not measured": each is a broken run).
+func sample(g *Group, m string) (map[int64]float64, []string) {
 	out := map[int64]float64{}
+	var bad []string
 	for _, r := range g.Runs {
-		if v, ok := r.Metric(m); ok && !math.IsNaN(v) {
-			out[r.Seed] = v
+		v, ok := r.Metric(m)
+		if !ok {
+			continue
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			bad = append(bad, fmt.Sprintf("%s is %v", runName(r), v))
+			continue
+		}
+		out[r.Seed] = v
+	}
+	return out, bad
+}
+
+// runName names a run for a message: its directory, else its spec name and seed.
+func runName(r *Run) string {
+	if r.Dir != "" {
+		return r.Dir
+	}
+	return fmt.Sprintf("%s seed %d", r.Name, r.Seed)
+}
+
+// finiteAll says whether every number is finite.
+func finiteAll(xs ...float64) bool {
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return false
 		}
 	}
-	return out
+	return true
 }
 
 func values(s map[int64]float64) []float64 {
@@ -256,14 +334,28 @@ func countNonZero(xs []float64) int {
 
 // compareMetric judges one metric of a group pair; false when neither tree measured it.
 func compareMetric(bg, ng *Group, m string, opts RegressOptions, level float64) (MetricChange, bool) {
-	bs, ns := sample(bg, m), sample(ng, m)
+	bs, bbad := sample(bg, m)
+	ns, nbad := sample(ng, m)
+	c := MetricChange{Group: bg.Label(), Metric: m, Margin: opts.MarginOf(m)}
+	if bad := append(prefix("BASE ", bbad), prefix("NEW ", nbad)...); len(bad) > 0 {
+		c.Verdict, c.Note = VerdictNotFinite, strings.Join(bad, "; ")
+		return c, true
+	}
 	if len(bs) == 0 || len(ns) == 0 {
 		return MetricChange{}, false
 	}
 	bv, nv := values(bs), values(ns)
-	c := MetricChange{Group: bg.Label(), Metric: m, BaseN: len(bv), NewN: len(nv),
-		Base: sum(bv) / float64(len(bv)), New: sum(nv) / float64(len(nv)), Margin: opts.MarginOf(m),
-		BaseCount: sum(bv), NewCount: sum(nv)}
+	c.BaseN, c.NewN = len(bv), len(nv)
+	c.Base, c.New = sum(bv)/float64(len(bv)), sum(nv)/float64(len(nv))
+	c.BaseCount, c.NewCount = sum(bv), sum(nv)
+	// Finite values can still overflow a sum (1e308 in each of 3 seeds): no verdict rests on an
+	// infinite mean.
+	if !finiteAll(c.Base, c.New, c.BaseCount, c.NewCount) {
+		c.Verdict = VerdictNotFinite
+		c.Note = fmt.Sprintf("the mean over seeds is not finite (BASE %v, NEW %v): runs %s", c.Base, c.New, strings.Join(append(runNames(bg), runNames(ng)...), ", "))
+		c.Base, c.New, c.BaseCount, c.NewCount = 0, 0, 0, 0 // JSON cannot hold them
+		return c, true
+	}
 	name := baseMetric(m)
 	if zeroCounts[name] {
 		return zeroCount(c, bv, nv), true
@@ -273,10 +365,31 @@ func compareMetric(bg, ng *Group, m string, opts RegressOptions, level float64) 
 	}
 	d, paired := relativeDiff(bs, ns, c.Base, level)
 	c.Paired = paired
+	if !finiteAll(d.mean) || (!math.IsNaN(d.lo) && !finiteAll(d.lo, d.hi)) {
+		c.Verdict = VerdictNotFinite
+		c.Note = fmt.Sprintf("new/base or its interval is not finite (mean %v, [%v, %v]): runs %s", d.mean, d.lo, d.hi, strings.Join(append(runNames(bg), runNames(ng)...), ", "))
+		return c, true
+	}
 	c.Ratio, c.RatioLo, c.RatioHi = finite(1+d.mean), finite(1+d.lo), finite(1+d.hi)
 	dir, _ := lookup(opts.Expected, m)
 	c.Verdict, c.SeedsToDecide, c.Note = decide(d, c.Margin, dir, paired, level)
 	return c, true
+}
+
+func prefix(p string, xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = p + x
+	}
+	return out
+}
+
+func runNames(g *Group) []string {
+	out := make([]string, len(g.Runs))
+	for i, r := range g.Runs {
+		out[i] = runName(r)
+	}
+	return out
 }
 
 // IdentityMetric is the same-seed identity check: the flows whose outcome (completed, FCT, bytes
@@ -287,23 +400,25 @@ func compareMetric(bg, ng *Group, m string, opts RegressOptions, level float64) 
 // --expect flows_differing=up declares such a change intended.
 const IdentityMetric = "flows_differing"
 
-// identity compares two groups flow by flow, seed by seed; false when it does not apply: the seeds
-// differ, a run has no flow rows, or a run was on the netns backend (real time is not repeatable).
+// identity compares two groups flow by flow over the seeds both ran; false when it does not apply: no
+// seed is shared (disjoint seeds, compared unpaired), or a run was on the netns backend (real time is
+// not repeatable). A BASE seed missing from NEW is not compared here: CompareTrees lists it in Missing.
 func identity(bg, ng *Group, opts RegressOptions) (MetricChange, bool) {
-	if len(bg.Runs) == 0 || len(bg.Runs) != len(ng.Runs) {
-		return MetricChange{}, false
-	}
 	newBy := map[int64]*Run{}
 	for _, r := range ng.Runs {
 		newBy[r.Seed] = r
 	}
-	c := MetricChange{Group: bg.Label(), Metric: IdentityMetric, Paired: true, BaseN: len(bg.Runs), NewN: len(ng.Runs)}
-	seedsDiffering, flows := 0, 0
+	c := MetricChange{Group: bg.Label(), Metric: IdentityMetric, Paired: true}
+	seedsDiffering, flows, seeds := 0, 0, 0
 	for _, b := range bg.Runs {
 		n, ok := newBy[b.Seed]
-		if !ok || b.Rows == nil || n.Rows == nil || b.Summary.Fidelity.Monitored() || n.Summary.Fidelity.Monitored() {
+		if !ok {
+			continue
+		}
+		if b.Rows == nil || n.Rows == nil || b.Summary.Fidelity.Monitored() || n.Summary.Fidelity.Monitored() {
 			return MetricChange{}, false
 		}
+		seeds++
 		d, all := differingFlows(b.Rows, n.Rows)
 		flows += all
 		c.NewCount += float64(d)
@@ -311,6 +426,10 @@ func identity(bg, ng *Group, opts RegressOptions) (MetricChange, bool) {
 			seedsDiffering++
 		}
 	}
+	if seeds == 0 {
+		return MetricChange{}, false
+	}
+	c.BaseN, c.NewN = seeds, seeds
 	if flows > 0 {
 		c.New = c.NewCount / float64(flows)
 	}
@@ -324,7 +443,7 @@ func identity(bg, ng *Group, opts RegressOptions) (MetricChange, bool) {
 		c.Verdict = VerdictExpected
 	}
 	c.Note = fmt.Sprintf("%s of %d flows (%.0f%%) differ from the same seed's BASE run, in %d of %d seeds",
-		num(c.NewCount), flows, 100*c.New, seedsDiffering, len(bg.Runs))
+		num(c.NewCount), flows, 100*c.New, seedsDiffering, seeds)
 	return c, true
 }
 
@@ -401,8 +520,9 @@ type diffCI struct {
 	n            int
 }
 
-// relativeDiff is (NEW - BASE)/|base| with its CI at level: paired over the common seeds when both
-// trees ran the same seeds (at least two), else Welch's interval.
+// relativeDiff is (NEW - BASE)/|base| with its CI at level: paired over the common seeds when the trees
+// share at least two (a seed on one side only is reported missing by CompareTrees), else Welch's
+// interval.
 func relativeDiff(bs, ns map[int64]float64, base, level float64) (diffCI, bool) {
 	scale := math.Abs(base)
 	var ds []float64
@@ -411,7 +531,7 @@ func relativeDiff(bs, ns map[int64]float64, base, level float64) (diffCI, bool) 
 			ds = append(ds, (n-b)/scale)
 		}
 	}
-	if len(ds) >= 2 && len(ds) == len(bs) && len(ds) == len(ns) {
+	if len(ds) >= 2 {
 		c := MeanCI(ds, level)
 		return diffCI{mean: c.Mean, lo: c.Lo, hi: c.Hi, sd: c.SD, n: c.N}, true
 	}
@@ -602,13 +722,13 @@ func RegressTable(rg *Regression) Table {
 	return t
 }
 
-// RegressSummary is the closing lines: how many metrics got each verdict, the failing ones, and the
-// overall verdict.
+// RegressSummary is the closing lines: how many metrics got each verdict, the failing ones, what is
+// missing, and the overall verdict, which matches lab compare's exit status (RegressExit).
 func RegressSummary(rg *Regression) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d metrics: %d changed, %d zero broken, %d expected, %d equivalent, %d undecided\n",
+	fmt.Fprintf(&b, "%d metrics: %d changed, %d zero broken, %d expected, %d equivalent, %d undecided, %d not finite\n",
 		len(rg.Changes), rg.Counts[VerdictChanged], rg.Counts[VerdictZeroBroken], rg.Counts[VerdictExpected],
-		rg.Counts[VerdictEquivalent], rg.Counts[VerdictUndecided])
+		rg.Counts[VerdictEquivalent], rg.Counts[VerdictUndecided], rg.Counts[VerdictNotFinite])
 	for _, c := range rg.Changes {
 		if !c.Fails() {
 			continue
@@ -619,10 +739,39 @@ func RegressSummary(rg *Regression) string {
 		}
 		fmt.Fprintf(&b, "  %s %s: %s: %s\n", c.Group, c.Metric, strings.ToUpper(c.Verdict), what)
 	}
-	if rg.Failed {
+	for _, m := range rg.Missing {
+		fmt.Fprintf(&b, "  MISSING: %s\n", m)
+	}
+	undecided := rg.Counts[VerdictUndecided]
+	switch {
+	case rg.Failed:
 		b.WriteString("verdict: REGRESSION (something changed beyond its margin, or a count that must be zero is not)\n")
-	} else {
+	case len(rg.Missing) > 0:
+		fmt.Fprintf(&b, "verdict: CANNOT DECIDE: %d runs or values missing or unreadable (above); %d metrics undecided\n", len(rg.Missing), undecided)
+	case rg.NotDecided:
+		fmt.Fprintf(&b, "verdict: not decided: %d of %d metrics undecided (more seeds, or the same seeds on both sides)\n", undecided, len(rg.Changes))
+	case undecided > 0:
+		fmt.Fprintf(&b, "verdict: no change beyond the margins (%d of %d metrics undecided)\n", undecided, len(rg.Changes))
+	default:
 		b.WriteString("verdict: no change beyond the margins\n")
 	}
 	return b.String()
+}
+
+// Exit statuses of lab compare (its help and README "Exit status").
+const (
+	RegressPass    = 0 // nothing changed beyond its margin, every run paired and read, most metrics decided
+	RegressCannot  = 1 // missing or unreadable runs, non-finite values, or most metrics undecided
+	RegressChanged = 3 // something changed beyond its margin, or a count that must be zero is not
+)
+
+// RegressExit is the exit status for rg.
+func RegressExit(rg *Regression) int {
+	switch {
+	case rg.Failed:
+		return RegressChanged
+	case rg.Undecidable():
+		return RegressCannot
+	}
+	return RegressPass
 }

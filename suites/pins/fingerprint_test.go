@@ -145,6 +145,23 @@ func queuePeaks(f *virtual.Fabric, fp fingerprint, k int32) {
 	}
 }
 
+// uplinkSpread adds the bytes each switch sent on each port toward another switch, and per switch how
+// many such ports carried any: how ECMP spread the flows over equal-cost uplinks.
+func uplinkSpread(f *virtual.Fabric, fp fingerprint) {
+	for _, d := range f.Lab.Switches {
+		c := f.Switches[d.Node].Counters()
+		used := 0
+		for p, pc := range c.Ports {
+			if d.Config.Ports[p].PeerIsHost || pc.SentBytes == 0 {
+				continue
+			}
+			used++
+			fp[fmt.Sprintf("uplink.sw%d.port%d.bytes", d.Node, p)] = float64(pc.SentBytes)
+		}
+		fp[fmt.Sprintf("uplink.sw%d.ports_used", d.Node)] = float64(used)
+	}
+}
+
 func pinFile(name string) string { return filepath.Join("testdata", name+".json") }
 
 // pin records fp (PINS_UPDATE=1) or compares it with the recording and fails with a diff.

@@ -112,6 +112,37 @@ workload: [{kind: incast, senders: 8, size: 1MB, receiver: h0, at: 0s}]
 duration: 50ms`,
 	},
 	{
+		// ECMP: four flows per host pair across pods of a k=4 fat-tree (each flow its own source port),
+		// routed by the switches' per-flow hash over their equal-cost uplinks; the bytes each
+		// switch-to-switch port carried (the spread per uplink) and how many uplinks each edge and
+		// aggregation switch used. A hash that ignores the source port puts a pair's four flows on
+		// one path.
+		name: "ecmp-fattree",
+		yaml: `
+name: pin-ecmp
+topology: {family: fattree, k: 4}
+switch: {flow_control: pfc}
+host: {transport: lossless, cc: none}
+routing: {algorithm: shortest}
+workload:
+  - kind: flows
+    list:
+      - {src: h0, dst: h8, size: 100KB, at: 0s}
+      - {src: h0, dst: h8, size: 100KB, at: 0s}
+      - {src: h0, dst: h8, size: 100KB, at: 0s}
+      - {src: h0, dst: h8, size: 100KB, at: 0s}
+      - {src: h1, dst: h12, size: 100KB, at: 0s}
+      - {src: h1, dst: h12, size: 100KB, at: 0s}
+      - {src: h1, dst: h12, size: 100KB, at: 0s}
+      - {src: h1, dst: h12, size: 100KB, at: 0s}
+      - {src: h4, dst: h9, size: 100KB, at: 0s}
+      - {src: h4, dst: h9, size: 100KB, at: 0s}
+      - {src: h4, dst: h9, size: 100KB, at: 0s}
+      - {src: h4, dst: h9, size: 100KB, at: 0s}
+duration: 20ms`,
+		extra: uplinkSpread,
+	},
+	{
 		// Go-back-N loss recovery on the same incast.
 		name: "gbn-recovery",
 		yaml: `

@@ -131,3 +131,37 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatal("buffer without shared space accepted")
 	}
 }
+
+// The dynamic threshold is alpha x free shared bytes (HPCC ns-3 switch-mmu.cc: GetPfcThreshold and the
+// egress drop-tail): a single queue or group settles where x = alpha (S - x), at alpha S / (1 + alpha).
+// At alpha 1 that equals free/alpha's S / (1 + 1/alpha); at 1/8 and 8 they differ eightfold, so these
+// fail if the threshold is computed as free/alpha (issue 35: the only test used alpha 1).
+func TestDynamicThresholdAlpha(t *testing.T) {
+	for _, alpha := range []float64{1.0 / 8, 8} {
+		c := cfg(1)
+		c.Alpha = alpha
+		m, _ := New(c)
+		s := float64(m.SharedSize())
+		n := int64(0)
+		for m.AdmitEgress(0, 0, 1000, true) {
+			n++
+		}
+		want := alpha * s / (1 + alpha)
+		// Within a frame or two: admission compares the free space before the frame.
+		if got := float64(n*1000 - 1000); got > want+2000 || got < want-2000 {
+			t.Errorf("egress alpha %g: admitted %g B beyond the reserve, want about alpha x S/(1+alpha) = %.0f", alpha, got, want)
+		}
+
+		c = cfg(1)
+		c.PFCAlpha, c.ResumeOffset = alpha, 1000
+		m, _ = New(c)
+		for !m.ShouldPause(0, 1) {
+			if !m.AdmitIngress(0, 1, 1000) {
+				t.Fatalf("ingress alpha %g: dropped before pausing", alpha)
+			}
+		}
+		if sh := float64(m.SharedUsed()); sh < want-2000 || sh > want+2000 {
+			t.Errorf("ingress alpha %g: paused at shared %g B, want about %.0f", alpha, sh, want)
+		}
+	}
+}
