@@ -3,11 +3,11 @@ package claims
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -116,6 +116,14 @@ func globAll(dirs []string, pattern string) (map[string]string, error) {
 		}
 		for _, f := range m {
 			f = filepath.Clean(f)
+			// Inside the directory given, links followed: a glob of ../../etc/* reads nothing there.
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := bounded.Within(d, abs); err != nil {
+				return nil, fmt.Errorf("analyze %q: %w", pattern, err)
+			}
 			rel, err := filepath.Rel(d, f)
 			if err != nil {
 				return nil, err
@@ -133,7 +141,7 @@ func globAll(dirs []string, pattern string) (map[string]string, error) {
 // fieldOf reads the number at a dotted path ("updown_paths.4", "lp_throughput") in a JSON file; a
 // last part "*" sums the numbers of the object it names ("cbd_cycles.*": every priority's cycles).
 func fieldOf(file, field string) (float64, error) {
-	b, err := os.ReadFile(file)
+	b, err := bounded.ReadFile(file, bounded.Claims)
 	if err != nil {
 		return 0, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -103,6 +102,11 @@ Exit status: 0 nothing changed beyond its margin, 3 something did (or a zero cou
 // runCompare loads both trees, compares them, writes the table (or JSON) and the plots, and returns
 // an exitVerdict error when something regressed.
 func runCompare(w io.Writer, baseDir, newDir, out string, opts report.RegressOptions, asJSON, noPlots bool) error {
+	if !noPlots {
+		if err := checkOutDir("-o", out); err != nil { // before any work
+			return err
+		}
+	}
 	base, err := report.LoadTrees([]string{baseDir})
 	if err != nil {
 		return usage(fmt.Errorf("BASE: %w", err))
@@ -131,10 +135,10 @@ func runCompare(w io.Writer, baseDir, newDir, out string, opts report.RegressOpt
 		fmt.Fprintf(w, "\n%s", report.RegressSummary(rg))
 	}
 	if !noPlots {
-		if err := os.MkdirAll(out, 0o755); err != nil {
+		if err := makeOutDir("-o", out); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(out, "compare.json"), append(b, '\n'), 0o644); err != nil {
+		if err := report.WriteBytesAtomic(filepath.Join(out, "compare.json"), append(b, '\n')); err != nil {
 			return err
 		}
 		files, err := report.WriteRegressPlots(out, rg)

@@ -52,7 +52,7 @@ func liveUp(cmd *cobra.Command, args []string, o liveUpOpts) error {
 		if err != nil {
 			return err
 		}
-		if _, err := topo.Build(args[0], params); err != nil {
+		if _, err := buildTopo(args[0], params); err != nil {
 			return err
 		}
 		cfg.Family, cfg.Params = args[0], params

@@ -20,6 +20,7 @@ import (
 	"github.com/fabriclab/fabriclab/egress"
 	"github.com/fabriclab/fabriclab/harness/live"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/outfile"
 	"github.com/fabriclab/fabriclab/units"
 	"github.com/spf13/cobra"
 )
@@ -196,9 +197,17 @@ func captureCommand() *cobra.Command {
 			if out == "" {
 				out = fmt.Sprintf("%s-%s.pcap", args[0], strings.ReplaceAll(args[1], ":", "-"))
 			}
+			if dur < 0 {
+				return usage(fmt.Errorf("--for %v: want a duration to capture for (0: until Ctrl-C)", dur))
+			}
 			abs, err := filepath.Abs(out)
 			if err != nil {
 				return err
+			}
+			// Never over a file the capture did not create, nor through a link or into a device
+			// (-w /dev/full): checked here for a clear message; the file is created exclusively.
+			if err := outfile.Check(abs, outfile.New); err != nil {
+				return fmt.Errorf("-w %w", err)
 			}
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -210,8 +219,10 @@ func captureCommand() *cobra.Command {
 				return err
 			}
 			captureWait(cmd.ErrOrStderr(), args[0], args[1], abs, dur, sig, nil)
-			_, err = live.Do(args[0], live.Request{Op: "capture", Port: args[1]})
-			return err
+			if _, err = live.Do(args[0], live.Request{Op: "capture", Port: args[1]}); err != nil {
+				return fmt.Errorf("%w (%s holds what was written before)", err, abs)
+			}
+			return nil
 		},
 	}
 	capture.Flags().StringVarP(&out, "write", "w", "", "pcap file")

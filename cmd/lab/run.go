@@ -22,6 +22,7 @@ import (
 	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
+	"github.com/fabriclab/fabriclab/outfile"
 	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/report"
 )
@@ -129,17 +130,19 @@ func startProfiles(cpuprofile, memprofile string) (stop func(), err error) {
 
 // startCPUProfile writes this process's CPU profile to path until the returned stop is called.
 func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
+	f, err := outfile.Create(path, outfile.New) // a new file only, never a user's
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+		f.Abort()
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	return func() {
 		pprof.StopCPUProfile()
-		f.Close()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "--cpuprofile:", err)
+		}
 	}, nil
 }
 
@@ -327,6 +330,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 var runDirFiles = []string{"run.json", "summary.json", "spec.yaml"}
 
 func checkRunDir(out string) error {
+	if err := outfile.CheckDir(out); err != nil {
+		return fmt.Errorf("-o %w", err)
+	}
 	fi, err := os.Lstat(out)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // absent: made at the end
@@ -357,16 +363,6 @@ func checkRunDir(out string) error {
 		}
 	}
 	return fmt.Errorf("-o %s: a non-empty directory that is not a run directory (no %v): refusing to replace it", out, runDirFiles)
-}
-
-// checkTreeDir refuses a run tree's -o that exists and is not a directory (the runs would fail one by
-// one after planning; nothing of the user's is replaced either way).
-func checkTreeDir(out string) error {
-	fi, err := os.Lstat(out)
-	if err == nil && !fi.IsDir() {
-		return fmt.Errorf("-o %s: exists and is not a directory: refusing to write a run tree there", out)
-	}
-	return nil
 }
 
 // cleanedParents are the directories tempRunDir has cleaned of stale incomplete runs.

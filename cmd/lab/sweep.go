@@ -275,6 +275,13 @@ func runTree(ctx context.Context, w io.Writer, p *treePlan, out string, jobs int
 		return err
 	}
 	m := treeManifest(p, jobs)
+	// A tree already here is replaced only by the same tree (a re-run): another tree's runs would be
+	// mixed with this one's, or its manifest silently replaced.
+	if _, err := os.Stat(filepath.Join(out, report.ManifestFile)); err == nil {
+		if err := sameTree(out, m); err != nil {
+			return err
+		}
+	}
 	// Status files of an earlier tree in out would speak for runs this one has not run yet.
 	for _, r := range m.Runs {
 		if err := os.Remove(report.StatusPath(out, r.Dir)); err != nil && !os.IsNotExist(err) {
