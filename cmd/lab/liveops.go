@@ -158,14 +158,19 @@ func linkCommand() *cobra.Command {
 		Args: cobra.MinimumNArgs(4),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := live.Request{Op: "link", A: args[1], B: args[2], State: args[3]}
-			if req.State == "set" {
+			switch req.State {
+			case "set":
 				f, err := parseFault(args[4:])
 				if err != nil {
-					return err
+					return usage(err)
 				}
 				req.Fault = &f
-			} else if len(args) > 4 {
-				return fmt.Errorf("link %s takes no more arguments", req.State)
+			case "up", "down":
+				if len(args) > 4 {
+					return usage(fmt.Errorf("link %s takes no more arguments", req.State))
+				}
+			default:
+				return usage(fmt.Errorf("link %q: want down, up or set", req.State))
 			}
 			rep, err := live.Do(args[0], req)
 			if err != nil {

@@ -223,6 +223,9 @@ var checkFrames = true
 // directory next to out, renamed to out once complete, so out is never a half-written run (a crash
 // leaves the temporary one, marked by its name).
 func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *backendResult, error) {
+	if err := checkBackendFlags(s); err != nil {
+		return nil, nil, err
+	}
 	l, err := buildLab(s)
 	if err != nil {
 		return nil, nil, err

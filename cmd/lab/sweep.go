@@ -238,6 +238,9 @@ func checkRun(s *spec.Spec) error {
 	if _, ok := backends[s.Backend]; !ok {
 		return fmt.Errorf("backend: %q runs are not available in this build", s.Backend)
 	}
+	if err := checkBackendFlags(s); err != nil {
+		return err
+	}
 	l, err := buildLab(s)
 	if err != nil {
 		return err
