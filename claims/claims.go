@@ -151,7 +151,10 @@ func Load(path string) ([]Claim, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cs); err != nil {
-		return nil, fmt.Errorf("%s: %w (a field lab claims does not know would be dropped when it rewrites the table)", path, err)
+		if strings.Contains(err.Error(), "unknown field") {
+			return nil, fmt.Errorf("%s: %w: a field lab claims does not know would be dropped when it rewrites the table", path, err)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cs, Check(cs)
 }

@@ -35,13 +35,16 @@ var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/l
 
 // CheckDir refuses dir as a directory to write outputs into when it is the root, a system directory or
 // under one, or a symbolic link. It says nothing of what dir holds: CheckOwnDir does.
-func CheckDir(dir string) error {
+func CheckDir(dir string) error { return checkDir(dir, dir) }
+
+// checkDir is CheckDir naming what in its errors (the file to be written in dir, or dir).
+func checkDir(what, dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return err
 	}
 	if abs == "/" {
-		return fmt.Errorf("%s: the root directory: refusing to write there", dir)
+		return fmt.Errorf("%s: the root directory: refusing to write there", what)
 	}
 	// Judge where the writes land: a link to /etc is /etc.
 	real := abs
@@ -50,16 +53,16 @@ func CheckDir(dir string) error {
 	}
 	for _, p := range []string{abs, real} {
 		if p == "/" {
-			return fmt.Errorf("%s: the root directory: refusing to write there", dir)
+			return fmt.Errorf("%s: the root directory: refusing to write there", what)
 		}
 		for _, s := range systemDirs {
 			if p == s || strings.HasPrefix(p, s+"/") {
-				return fmt.Errorf("%s: in the system directory %s: refusing to write there", dir, s)
+				return fmt.Errorf("%s: in the system directory %s: refusing to write there", what, s)
 			}
 		}
 	}
 	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return fmt.Errorf("%s: a symbolic link: refusing to write through it (give the directory it points at)", dir)
+		return fmt.Errorf("%s: %s is a symbolic link: refusing to write through it (give the directory it points at)", what, dir)
 	}
 	return nil
 }
@@ -101,7 +104,7 @@ func CheckOwnDir(what, dir string, ours func(names []string) bool) error {
 // Check refuses path as an output file: a symbolic link, a directory or anything not a regular file,
 // in the root or a system directory, or (policy New) any existing file.
 func Check(path string, policy Policy) error {
-	if err := CheckDir(filepath.Dir(path)); err != nil {
+	if err := checkDir(path, filepath.Dir(path)); err != nil {
 		return err
 	}
 	fi, err := os.Lstat(path)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fabriclab/fabriclab/bounded"
 )
 
 // A run is written into a hidden directory .NAME.incomplete-XXXX next to its -o and renamed into place
@@ -64,7 +66,7 @@ func procStart(pid int) (string, error) {
 // removed), or unknown ("unmarked": no readable owner file, e.g. written by an older lab or in the
 // instant between its creation and its marking; never removed).
 func incompleteState(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, incompleteOwner))
+	b, err := bounded.ReadFile(filepath.Join(dir, incompleteOwner), 4096)
 	if err != nil {
 		return "unmarked"
 	}
