@@ -220,3 +220,7 @@ for i in range(100): s.send(os.urandom(6) + bytes.fromhex('020000000001') + b'\x
 	"$labbin" down ${lab}r >/dev/null 2>&1
 fi
 # --- end: files, processes, namespaces, zeros, frames ---
+
+# --- begin: inputs, outputs, budgets and flags (issue 37) ---
+bash scripts/bad-input-37.sh "$labbin"
+# --- end: inputs, outputs, budgets and flags ---

@@ -246,8 +246,11 @@ func sameTree(out string, m *report.Manifest) error {
 		return err
 	}
 	var have report.Manifest
-	if err := json.Unmarshal(old, &have); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := json.Unmarshal(old, &have); err != nil || len(have.Runs) == 0 {
+		if err == nil {
+			err = errors.New("no runs")
+		}
+		return fmt.Errorf("-o %s: its manifest.json is not a run tree's (%v): refusing to replace it; give each tree its own directory", out, err)
 	}
 	if len(have.Runs) != len(m.Runs) {
 		return fmt.Errorf("-o %s holds a tree of %d runs, this one has %d: give each tree its own directory", out, len(have.Runs), len(m.Runs))
