@@ -16,7 +16,11 @@ labbin=$(realpath "$labbin")
 dir=$(mktemp -d)
 lab=bi$$c
 cleanup() {
-	[ "$(id -u)" -eq 0 ] && "$labbin" down $lab >/dev/null 2>&1
+	if [ "$(id -u)" -eq 0 ]; then
+		"$labbin" down $lab >/dev/null 2>&1
+		# An old binary brings up lab up --name "" under the spec's name.
+		[ -d /run/fabriclab/${lab}u ] && "$labbin" down ${lab}u >/dev/null 2>&1
+	fi
 	rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -37,11 +41,12 @@ run() { # label, command...
 		out=$(echo "$out" | grep '^lab: ')
 	fi
 	printf '%-16s %7.2f s  exit %-3d %s\n' "$label" "$(echo "($end - $start) / 1000000000" | bc -l)" "$rc" \
-		"$(echo "$out" | grep -v '^\s*$' | head -1 | cut -c1-200)"
+		"$(echo "$out" | grep -v '^\s*$' | head -1 | cut -c1-200 | grep . || echo '(no output)')"
 }
 say() { printf '%-16s %7s    exit %-3s %s\n' "$1" "-" "${3:--}" "$2"; }
 kept() { # label, file: says whether the user's file still holds "mine"
-	[ "$(cat "$2" 2>/dev/null)" = mine ] && say "$1" "the user's file kept" || say "$1" "the user's file REPLACED: $(head -c 60 "$2" 2>/dev/null | tr -d '\0' | tr '\n' ' ')"
+	[ "$(cat "$2" 2>/dev/null)" = mine ] && say "$1" "the user's file kept" ||
+		say "$1" "the user's file REPLACED: $(head -c 60 "$2" 2>/dev/null | tr '\n' ' ' | tr -cd '[:print:]')"
 }
 perm='workload: [{kind: permutation, size: 10KB}]'
 spec() { # name, workload (a small NDC(4,1) run)
@@ -123,7 +128,9 @@ run keep-netns "$labbin" run nn.yaml -o out-nn --keep-running-on-deadlock
 run set-name "$labbin" run small.yaml -o out-sn --set name=renamed
 run expect-twice "$labbin" compare tree1 tree1 --no-plots --expect fct_avg_s=up --expect fct_avg_s=down
 run docs-missing "$labbin" claims --in c2.json -o c3.json --docs /nonexistent$$
-run up-name-empty "$labbin" up ring n=3 --name ""
+printf 'name: %su\ntopology: {family: ring, n: 3}\n' $lab >upname.yaml
+run up-name-empty "$labbin" up upname.yaml --name ""
+[ -d /run/fabriclab/${lab}u ] && "$labbin" down ${lab}u >/dev/null 2>&1
 run capture-neg "$labbin" capture nosuch$$ s0:p0 --for -1s
 run clean-file "$labbin" clean small.yaml
 sed 's#"why":""#"why":"","flavour":"x"#' c2.json >unknown.json
