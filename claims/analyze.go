@@ -3,6 +3,7 @@ package claims
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -123,6 +124,10 @@ func globAll(dirs []string, pattern string) (map[string]string, error) {
 			}
 			if _, err := bounded.Within(d, abs); err != nil {
 				return nil, fmt.Errorf("analyze %q: %w", pattern, err)
+			}
+			// lab analyze writes regular files: a FIFO or device matched by the glob is no output of it.
+			if fi, err := os.Stat(f); err == nil && !fi.Mode().IsRegular() {
+				return nil, fmt.Errorf("analyze %q: %s is not a regular file (%s)", pattern, f, fi.Mode().Type())
 			}
 			rel, err := filepath.Rel(d, f)
 			if err != nil {

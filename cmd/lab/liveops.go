@@ -230,7 +230,7 @@ func captureCommand() *cobra.Command {
 			return nil
 		},
 	}
-	capture.Flags().StringVarP(&out, "write", "w", "", "pcap file")
+	capture.Flags().StringVarP(&out, "write", "w", "", "pcap file to create (an existing file, a link or a device is refused: a capture never replaces a file it did not create)")
 	capture.Flags().DurationVar(&dur, "for", 0, "stop after this long (wall time; 0: until Ctrl-C)")
 	return capture
 }

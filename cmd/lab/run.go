@@ -87,8 +87,8 @@ can fill at once; each run leaves DIR.status.json, and lab report aggregates wha
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (default results/<spec name>)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing on success (and no progress bar)")
-	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write the run's CPU profile to this file (go tool pprof; a run tree's: all its runs); the netns backend's agents: FABRICLAB_AGENT_CPUPROFILE")
-	cmd.Flags().StringVar(&memprofile, "memprofile", "", "write the heap profile of the collection that found the run's largest live heap to this file (go tool pprof)")
+	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write the run's CPU profile to this new file (never over an existing one; go tool pprof; a run tree's: all its runs); the netns backend's agents: FABRICLAB_AGENT_CPUPROFILE")
+	cmd.Flags().StringVar(&memprofile, "memprofile", "", "write the heap profile of the collection that found the run's largest live heap to this new file (never over an existing one; go tool pprof)")
 	cmd.Flags().Var(&sampleEvery, "sample-every", "record every switch port's queue depth at this period (e.g. 10us) into queues.csv, for the queue-depth plot")
 	cmd.Flags().IntVar(&sweepFlags.seeds, "seeds", 0, "run each spec with this many seeds: its seed, seed+1, ... (replaces the spec's seeds:)")
 	cmd.Flags().StringArrayVar(&sweepFlags.sets, "set", nil, "sweep a spec field by path: --set workload.0.load=0.3,0.5,0.7 (repeat for more axes; one value just sets it)")
