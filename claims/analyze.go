@@ -127,7 +127,7 @@ func globAll(dirs []string, pattern string) (map[string]string, error) {
 			}
 			// lab analyze writes regular files: a FIFO or device matched by the glob is no output of it.
 			if fi, err := os.Stat(f); err == nil && !fi.Mode().IsRegular() {
-				return nil, fmt.Errorf("analyze %q: %s is not a regular file (%s)", pattern, f, fi.Mode().Type())
+				return nil, fmt.Errorf("analyze %q: %s is not a regular file (a FIFO, device or socket): no output of lab analyze", pattern, f)
 			}
 			rel, err := filepath.Rel(d, f)
 			if err != nil {
