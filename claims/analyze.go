@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -116,6 +117,18 @@ func globAll(dirs []string, pattern string) (map[string]string, error) {
 		}
 		for _, f := range m {
 			f = filepath.Clean(f)
+			// Inside the directory given, links followed: a glob of ../../etc/* reads nothing there.
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := bounded.Within(d, abs); err != nil {
+				return nil, fmt.Errorf("analyze %q: %w", pattern, err)
+			}
+			// lab analyze writes regular files: a FIFO or device matched by the glob is no output of it.
+			if fi, err := os.Stat(f); err == nil && !fi.Mode().IsRegular() {
+				return nil, fmt.Errorf("analyze %q: %s is not a regular file (a FIFO, device or socket): no output of lab analyze", pattern, f)
+			}
 			rel, err := filepath.Rel(d, f)
 			if err != nil {
 				return nil, err
@@ -133,7 +146,7 @@ func globAll(dirs []string, pattern string) (map[string]string, error) {
 // fieldOf reads the number at a dotted path ("updown_paths.4", "lp_throughput") in a JSON file; a
 // last part "*" sums the numbers of the object it names ("cbd_cycles.*": every priority's cycles).
 func fieldOf(file, field string) (float64, error) {
-	b, err := os.ReadFile(file)
+	b, err := bounded.ReadFile(file, bounded.Claims)
 	if err != nil {
 		return 0, err
 	}

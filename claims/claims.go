@@ -5,12 +5,15 @@
 package claims
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/fabriclab/fabriclab/bounded"
+	"github.com/fabriclab/fabriclab/outfile"
 )
 
 // Papers are the five papers, in the order the tables list them.
@@ -139,12 +142,18 @@ func (s *Source) check() error {
 
 // Load reads a claims file.
 func Load(path string) ([]Claim, error) {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, bounded.Claims)
 	if err != nil {
 		return nil, err
 	}
+	// A field the table does not know is refused: Save would drop it on the rewrite.
 	var cs []Claim
-	if err := json.Unmarshal(b, &cs); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cs); err != nil {
+		if strings.Contains(err.Error(), "unknown field") {
+			return nil, fmt.Errorf("%s: %w: a field lab claims does not know would be dropped when it rewrites the table", path, err)
+		}
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cs, Check(cs)
@@ -181,6 +190,9 @@ func Check(cs []Claim) error {
 		default:
 			return fmt.Errorf("%s: kind %q is not band, point, count or none", at, c.Kind)
 		}
+		if c.Seeds < 0 || c.TopologySeeds < 0 {
+			return fmt.Errorf("%s: seeds %d, topology_seeds %d: counts of runs, never negative", at, c.Seeds, c.TopologySeeds)
+		}
 		if c.CI95 != nil && (len(c.CI95) != 2 || c.CI95[0] > c.CI95[1]) {
 			return fmt.Errorf("%s: ci95 must be [lo, hi], got %v", at, c.CI95)
 		}
@@ -209,7 +221,9 @@ func Save(path string, cs []Claim) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	// By rename: a full disk or a kill leaves the previous table whole, and a link is not written
+	// through (the table is the input lab claims rewrites, so replacing it is meant).
+	return outfile.WriteBytes(path, outfile.Replace, append(b, '\n'))
 }
 
 // Rejudge sets every row's Verdict and Rule from its stored numbers.

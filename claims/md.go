@@ -2,9 +2,11 @@ package claims
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/fabriclab/fabriclab/bounded"
+	"github.com/fabriclab/fabriclab/outfile"
 )
 
 // DocFor is the page each paper's compact table is spliced into (between the Markers).
@@ -118,7 +120,7 @@ func Summary(cs []Claim) string {
 // Splice replaces the text between paper's markers in the file at path with block; the markers
 // must be there.
 func Splice(path, paper, block string) error {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, bounded.Page)
 	if err != nil {
 		return err
 	}
@@ -133,5 +135,5 @@ func Splice(path, paper, block string) error {
 	if out == s {
 		return nil
 	}
-	return os.WriteFile(path, []byte(out), 0o644)
+	return outfile.WriteBytes(path, outfile.Replace, []byte(out))
 }

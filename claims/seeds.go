@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fabriclab/fabriclab/bounded"
+	"github.com/fabriclab/fabriclab/outfile"
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -88,7 +90,7 @@ func (f *SeedFile) Save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	return outfile.WriteBytes(path, outfile.Replace, append(b, '\n'))
 }
 
 // findSeedFile is the seed file at rel under exactly one of dirs ("" when under none).
@@ -98,6 +100,10 @@ func findSeedFile(dirs []string, rel string) (string, error) {
 		p := filepath.Clean(filepath.Join(d, rel))
 		if _, err := os.Stat(p); err != nil {
 			continue
+		}
+		// Inside the directory given, links followed: never ../../dev/zero or /etc/passwd.
+		if _, err := bounded.Within(d, rel); err != nil {
+			return "", fmt.Errorf("seeds %w", err)
 		}
 		if found != "" && found != p {
 			return "", fmt.Errorf("seeds %q is both %s and %s", rel, found, p)
@@ -109,7 +115,7 @@ func findSeedFile(dirs []string, rel string) (string, error) {
 
 // loadSeedFile reads a seed file and checks that every metric has one value per seed.
 func loadSeedFile(path string) (*SeedFile, error) {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, bounded.Claims)
 	if err != nil {
 		return nil, err
 	}

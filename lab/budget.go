@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/units"
 )
 
@@ -120,6 +122,23 @@ func fmtCount(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// BuildTopology builds a topology within b's devices, refused from its parameters before it is built
+// (topo.BuildWithin) with the budget's error, naming the flag that raises it.
+func BuildTopology(family string, params map[string]string, b Budget) (*topo.Graph, error) {
+	g, err := topo.BuildWithin(family, params, b.Devices)
+	var tm *topo.TooManyDevices
+	if errors.As(err, &tm) {
+		how := tm.How
+		est := tm.Estimate
+		if est == 0 {
+			est, how = float64(tm.Limit)+1, "the builder stopped at the limit"
+		}
+		return nil, &BudgetError{Field: "topology", What: "devices", Estimate: est, Limit: float64(b.Devices),
+			How: family + ": " + how, Key: "devices"}
+	}
+	return g, err
 }
 
 // checkTopology checks devices, routing tables and memory once the graph exists, before any

@@ -5,6 +5,7 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -85,8 +86,12 @@ func BuildWithin(s *spec.Spec, b Budget) (*Lab, error) {
 		return nil, err
 	}
 	family, params := s.TopologyParams()
-	g, err := topo.Build(family, params)
+	g, err := BuildTopology(family, params, b)
 	if err != nil {
+		var be *BudgetError
+		if errors.As(err, &be) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("topology: %w", err)
 	}
 	if err := b.checkTopology(len(g.Nodes), len(g.Hosts)); err != nil {

@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fabriclab/fabriclab/bounded"
 	"math"
 	"os"
 	"path/filepath"
@@ -135,7 +136,7 @@ func loadTrees(dirs []string, apart bool) (*Tree, error) {
 		if apart {
 			tree = filepath.Clean(d)
 		}
-		b, err := os.ReadFile(filepath.Join(d, ManifestFile))
+		b, err := bounded.ReadFile(filepath.Join(d, ManifestFile), bounded.Summary)
 		if os.IsNotExist(err) {
 			r, err := LoadRun(d)
 			if err != nil {

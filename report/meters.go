@@ -157,7 +157,7 @@ func (r *Run) LoadMeters() error {
 	}
 	if f, err := bounded.Open(filepath.Join(dir, TopoFile)); err == nil {
 		defer f.Close()
-		g, err := topo.ReadJSON(bounded.Reader(f, f.Name(), bounded.RunFile), 100e9, clock.Microsecond)
+		g, err := topo.ReadJSON(bounded.Reader(f, f.Name(), bounded.Topology), 100e9, clock.Microsecond)
 		if err != nil {
 			return fmt.Errorf("%s: %w", filepath.Join(dir, TopoFile), err)
 		}

@@ -655,14 +655,20 @@ func ParseExpectFlags(vals []string) (map[string]int, error) {
 		if err := checkRegressMetric(k); err != nil {
 			return nil, fmt.Errorf("--expect %q: %w", v, err)
 		}
+		var d int
 		switch s {
 		case "up":
-			out[k] = 1
+			d = 1
 		case "down":
-			out[k] = -1
+			d = -1
 		default:
 			return nil, fmt.Errorf("--expect %q: the direction is up or down", v)
 		}
+		if _, twice := out[k]; twice {
+			// The later one silently won: a metric has one intended direction.
+			return nil, fmt.Errorf("--expect %q: %s is already expected by an earlier --expect; give each metric once", v, k)
+		}
+		out[k] = d
 	}
 	return out, nil
 }

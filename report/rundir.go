@@ -330,7 +330,7 @@ func WritePausesCSV(w io.Writer, log *records.Log, meta Meta) error {
 
 // ReadRunDir loads summary.json and flows.csv from a run directory (for `lab report` and comparisons).
 func ReadRunDir(dir string) (*Summary, []FlowRow, error) {
-	b, err := bounded.ReadFile(filepath.Join(dir, SummaryFile), bounded.RunFile)
+	b, err := bounded.ReadFile(filepath.Join(dir, SummaryFile), bounded.Summary)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -17,7 +17,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	if command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else say "not root and no sudo: package installs will fail"; fi
 fi
 
-# --- system packages: apt-get update at most once, and only when something is missing.
+# --- system packages: apt-get update at most once, and only when something is missing. Every apt-get
+# waits up to 5 minutes for another's lock (an unattended upgrade at boot) instead of failing at once.
 need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
@@ -50,12 +51,12 @@ fi
 if [ "${#need[@]}" -gt 0 ] || [ "${#go_pkgs[@]}" -gt 0 ]; then
 	if command -v apt-get >/dev/null 2>&1; then
 		say "installing with apt-get: ${need[*]} ${go_pkgs[*]}"
-		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
+		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -q
 		if [ "${#need[@]}" -gt 0 ]; then
-			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}"
+			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${need[@]}"
 		fi
 		if [ "${#go_pkgs[@]}" -gt 0 ]; then
-			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${apt_target[@]}" "${go_pkgs[@]}"
+			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${apt_target[@]}" "${go_pkgs[@]}"
 		fi
 	else
 		say "missing ${need[*]} ${go_pkgs[*]} and no apt-get: install them by hand"; exit 1
@@ -104,8 +105,8 @@ fi
 if ! command -v docker >/dev/null 2>&1; then
 	if command -v apt-get >/dev/null 2>&1; then
 		say "installing the Docker engine (docker.io) for the cluster suite"
-		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q
-		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker.io
+		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -q
+		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends docker.io
 	else
 		say "no docker and no apt-get: the cluster suite will say it needs a Docker engine"
 	fi

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -52,7 +54,16 @@ func init() {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if listen == "" || secret == "" || underlay == "" {
-				return errors.New("--listen, --secret and --underlay are required")
+				return usage(errors.New("--listen, --secret and --underlay are required"))
+			}
+			// The command line first (exit 2), before the secret is read or anything is listened on.
+			if err := checkListen(listen); err != nil {
+				return usage(err)
+			}
+			if underlay != "auto" {
+				if ip := net.ParseIP(underlay); ip == nil || ip.To4() == nil {
+					return usage(errors.New("--underlay " + underlay + ": want this machine's IPv4 address (or auto)"))
+				}
 			}
 			key, err := cluster.ReadSecret(secret)
 			if err != nil {
@@ -62,9 +73,6 @@ func init() {
 				if underlay, err = nslink.AutoUnderlay(); err != nil {
 					return err
 				}
-			}
-			if ip := net.ParseIP(underlay); ip == nil || ip.To4() == nil {
-				return errors.New("--underlay " + underlay + ": want this machine's IPv4 address")
 			}
 			if os.Geteuid() != 0 {
 				return errors.New("lab agent serve needs root: it creates network namespaces")
@@ -93,4 +101,16 @@ func init() {
 // liveHostSetup sets up this machine's kernel hosts of a live lab over several machines.
 func liveHostSetup(nl *nslink.Lab, g *topo.Graph, nodes []int, h cluster.LiveHosts) error {
 	return live.SetupHosts(nl, g, nodes, h.Transit, kernelhost.Config{CC: h.CC, ECN: h.ECN})
+}
+
+// checkListen refuses a --listen that is not HOST:PORT with a port in 1..65535 (or 0 for any).
+func checkListen(listen string) error {
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: want HOST:PORT (:7070 for every address): %v", listen, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("--listen %s: port %q is not a port number (0 to 65535)", listen, port)
+	}
+	return nil
 }

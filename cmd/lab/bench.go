@@ -136,7 +136,7 @@ func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string)
 	if err != nil {
 		return fmt.Errorf("fabric: %w", err)
 	}
-	l, err := lab.Build(s)
+	l, err := buildLab(s) // within --budget: the topology refused from its parameters before it is built
 	if err != nil {
 		return fmt.Errorf("fabric: %w", err)
 	}
@@ -307,5 +307,5 @@ workload:
 	if err != nil {
 		return nil, err
 	}
-	return lab.Build(s)
+	return buildLab(s)
 }

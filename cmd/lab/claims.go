@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/claims"
 	"github.com/fabriclab/fabriclab/report"
 )
@@ -48,6 +49,11 @@ Stored under docs/claims-data/, it lets rows be refreshed without the trees.`,
 		docs := claimsFlags.docs
 		if docs == "" {
 			docs = filepath.Dir(out)
+		} else if docs != "-" {
+			// Given, it must be a docs directory: a mistyped one would write nothing, without a word.
+			if err := checkDocsDir(docs); err != nil {
+				return err
+			}
 		}
 		return runClaims(cmd.OutOrStdout(), claimsFlags.in, out, docs, args)
 	},
@@ -181,7 +187,7 @@ func refreshFromTree(w io.Writer, cs []claims.Claim, dir string) error {
 		prov = "run tree " + dir
 	}
 	var m report.Manifest
-	if b, err := os.ReadFile(filepath.Join(dir, report.ManifestFile)); err == nil {
+	if b, err := bounded.ReadFile(filepath.Join(dir, report.ManifestFile), bounded.Summary); err == nil {
 		if err := json.Unmarshal(b, &m); err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
@@ -244,6 +250,27 @@ func writeClaimsDocs(docs string, cs []claims.Claim) error {
 		}
 	}
 	return nil
+}
+
+// checkDocsDir refuses a --docs that is not a directory holding at least one page lab claims writes.
+func checkDocsDir(docs string) error {
+	fi, err := os.Stat(docs)
+	if err != nil {
+		return fmt.Errorf("--docs: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("--docs %s: not a directory", docs)
+	}
+	pages := []string{"claims.md"}
+	for _, p := range claims.Papers {
+		pages = append(pages, claims.DocFor[p])
+	}
+	for _, p := range pages {
+		if _, err := os.Stat(filepath.Join(docs, p)); err == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("--docs %s: holds none of the pages lab claims writes (%s); \"-\" writes none", docs, strings.Join(pages, ", "))
 }
 
 func spliceIfThere(path, name, block string) error {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -116,6 +115,11 @@ another failure; 2 bad usage (arguments, flags, a --pair naming no group).`,
 // runCompare loads both trees, compares them, writes the table (or JSON) and the plots, and returns an
 // exit status error: exitVerdict when something changed, exitFailure when it cannot decide.
 func runCompare(w io.Writer, baseDir, newDir, out string, opts report.RegressOptions, pairs []string, asJSON, noPlots bool) error {
+	if !noPlots {
+		if err := checkOutDir("-o", out); err != nil { // before any work
+			return err
+		}
+	}
 	base, err := report.LoadTrees([]string{baseDir})
 	if err != nil {
 		return fmt.Errorf("compare: cannot decide: BASE: %w", err)
@@ -151,10 +155,10 @@ func runCompare(w io.Writer, baseDir, newDir, out string, opts report.RegressOpt
 		fmt.Fprintf(w, "\n%s", report.RegressSummary(rg))
 	}
 	if !noPlots {
-		if err := os.MkdirAll(out, 0o755); err != nil {
+		if err := makeOutDir("-o", out); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(out, "compare.json"), append(b, '\n'), 0o644); err != nil {
+		if err := report.WriteBytesAtomic(filepath.Join(out, "compare.json"), append(b, '\n')); err != nil {
 			return err
 		}
 		files, err := report.WriteRegressPlots(out, rg)

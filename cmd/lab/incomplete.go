@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/fabriclab/fabriclab/bounded"
 )
 
 // A run is written into a hidden directory .NAME.incomplete-XXXX next to its -o and renamed into place
@@ -62,7 +66,7 @@ func procStart(pid int) (string, error) {
 // removed), or unknown ("unmarked": no readable owner file, e.g. written by an older lab or in the
 // instant between its creation and its marking; never removed).
 func incompleteState(dir string) string {
-	b, err := os.ReadFile(filepath.Join(dir, incompleteOwner))
+	b, err := bounded.ReadFile(filepath.Join(dir, incompleteOwner), 4096)
 	if err != nil {
 		return "unmarked"
 	}
@@ -132,8 +136,22 @@ when complete; killed with SIGKILL it leaves that directory behind. lab clean re
 longer running; the next lab run into the same directory does the same for its own. Unfinished
 directories of a run still going, and unmarked ones, are left alone.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 0 {
+			dflt := len(args) == 0
+			if dflt {
 				args = []string{"results"}
+			}
+			for _, d := range args {
+				fi, err := os.Stat(d)
+				switch {
+				case dflt && errors.Is(err, fs.ErrNotExist):
+					// No results directory: no run ever wrote here, so nothing to clean.
+					fmt.Fprintln(cmd.OutOrStdout(), "lab clean: no results directory here: nothing to clean")
+					return nil
+				case err != nil:
+					return err
+				case !fi.IsDir():
+					return usage(fmt.Errorf("%s: not a directory: lab clean takes the directories runs were written into (default results)", d))
+				}
 			}
 			n := 0
 			for _, d := range args {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -35,6 +36,10 @@ type liveUpOpts struct {
 
 func liveUp(cmd *cobra.Command, args []string, o liveUpOpts) error {
 	name, dilation, quiet := o.name, o.dilation, o.quiet
+	if cmd.Flags().Changed("name") && name == "" {
+		// Left out, the family or spec names the lab; an empty one given would do the same, unsaid.
+		return usage(errors.New(`--name "": give the lab a name (1-16 of a-z, 0-9, '-'), or leave the flag out for the family's or spec's`))
+	}
 	cfg := live.Config{Name: name, Dilation: dilation, Cluster: o.cluster}
 	if cmd.Flags().Changed("mtu") {
 		cfg.MTU = o.mtu
@@ -52,7 +57,7 @@ func liveUp(cmd *cobra.Command, args []string, o liveUpOpts) error {
 		if err != nil {
 			return err
 		}
-		if _, err := topo.Build(args[0], params); err != nil {
+		if _, err := buildTopo(args[0], params); err != nil {
 			return err
 		}
 		cfg.Family, cfg.Params = args[0], params

@@ -286,18 +286,16 @@ func captureOnMachine(w io.Writer, name, spec, path string, dur time.Duration, s
 		return err
 	}
 	defer r.Close()
-	// Not truncated before the machine captures: a refused capture leaves an existing file as it was.
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	// A new file only (lab capture checked it with outfile.Check): a capture never replaces a file it
+	// did not create nor writes through a link; a refused capture removes the file it made.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	c, err := r.StartCapture(ctx, name, at.Device, at.Port, &truncFirst{f: f})
 	if err != nil {
-		if os.IsNotExist(statErr) {
-			os.Remove(path)
-		}
+		os.Remove(path)
 		return err
 	}
 	captureWait(w, name, spec, path, dur, sig, c.Done())
@@ -310,6 +308,9 @@ func captureOnMachine(w io.Writer, name, spec, path string, dur time.Duration, s
 	}
 	if err := c.Stop(); err != nil {
 		return fmt.Errorf("capture %s: %w (%s holds what arrived)", spec, err, path)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("capture %s: %w", spec, err)
 	}
 	if err := f.Close(); err != nil {
 		return err

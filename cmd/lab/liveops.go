@@ -24,6 +24,7 @@ import (
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/egress"
 	"github.com/fabriclab/fabriclab/harness/live"
+	"github.com/fabriclab/fabriclab/outfile"
 	"github.com/fabriclab/fabriclab/units"
 )
 
@@ -160,14 +161,19 @@ func linkCommand() *cobra.Command {
 		Args: cobra.MinimumNArgs(4),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			req := live.Request{Op: "link", A: args[1], B: args[2], State: args[3]}
-			if req.State == "set" {
+			switch req.State {
+			case "set":
 				f, err := parseFault(args[4:])
 				if err != nil {
-					return err
+					return usage(err)
 				}
 				req.Fault = &f
-			} else if len(args) > 4 {
-				return fmt.Errorf("link %s takes no more arguments", req.State)
+			case "up", "down":
+				if len(args) > 4 {
+					return usage(fmt.Errorf("link %s takes no more arguments", req.State))
+				}
+			default:
+				return usage(fmt.Errorf("link %q: want down, up or set", req.State))
 			}
 			rep, err := live.Do(args[0], req)
 			if err != nil {
@@ -199,9 +205,17 @@ func captureCommand() *cobra.Command {
 			if out == "" {
 				out = fmt.Sprintf("%s-%s.pcap", args[0], strings.ReplaceAll(args[1], ":", "-"))
 			}
+			if dur < 0 {
+				return usage(fmt.Errorf("--for %v: want a duration to capture for (0: until Ctrl-C)", dur))
+			}
 			abs, err := filepath.Abs(out)
 			if err != nil {
 				return err
+			}
+			// Never over a file the capture did not create, nor through a link or into a device
+			// (-w /dev/full): checked here for a clear message; the file is created exclusively.
+			if err := outfile.Check(abs, outfile.New); err != nil {
+				return fmt.Errorf("-w %w", err)
 			}
 			sig := make(chan os.Signal, 1)
 			signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
@@ -213,11 +227,13 @@ func captureCommand() *cobra.Command {
 				return err
 			}
 			captureWait(cmd.ErrOrStderr(), args[0], args[1], abs, dur, sig, nil)
-			_, err = live.Do(args[0], live.Request{Op: "capture", Port: args[1]})
-			return err
+			if _, err = live.Do(args[0], live.Request{Op: "capture", Port: args[1]}); err != nil {
+				return fmt.Errorf("%w (%s holds what was written before)", err, abs)
+			}
+			return nil
 		},
 	}
-	capture.Flags().StringVarP(&out, "write", "w", "", "pcap file")
+	capture.Flags().StringVarP(&out, "write", "w", "", "pcap file to create (an existing file, a link or a device is refused: a capture never replaces a file it did not create)")
 	capture.Flags().DurationVar(&dur, "for", 0, "stop after this long (wall time; 0: until Ctrl-C)")
 	return capture
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
+	"github.com/fabriclab/fabriclab/lab/topo"
 )
 
 var root = &cobra.Command{
@@ -31,8 +32,22 @@ func init() {
 			"(defaults: flows=5e6, devices=1e5, entries=1e8 routing table entries, draws=1e8, memory=8GB, samples=1e8 queue samples, runs=1e4 runs in a tree)")
 }
 
-// workBudget is the work budget --budget sets.
-func workBudget() (lab.Budget, error) { return lab.ParseBudget(budgetFlag, lab.DefaultBudget) }
+// workBudget is the work budget --budget sets; a bad --budget is a usage error.
+func workBudget() (lab.Budget, error) {
+	b, err := lab.ParseBudget(budgetFlag, lab.DefaultBudget)
+	if err != nil {
+		return b, usage(err)
+	}
+	return b, nil
+}
+
+func init() {
+	// Every command refuses a bad --budget before it does anything, whether or not it builds a lab.
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		_, err := workBudget()
+		return err
+	}
+}
 
 // buildLab builds s within the budget --budget sets.
 func buildLab(s *spec.Spec) (*lab.Lab, error) {
@@ -124,8 +139,19 @@ func main() {
 // exitStatus is the exit status for what root.Execute returned.
 func exitStatus(err error) int {
 	code := exitCode(err)
-	if code == exitFailure && strings.HasPrefix(err.Error(), "unknown command ") {
-		code = exitUsage // cobra's, from finding the command: no hook turns it into a usage error
+	if code == exitFailure && (strings.HasPrefix(err.Error(), "unknown command ") || strings.HasPrefix(err.Error(), "required flag(s) ")) {
+		// cobra's, from finding the command or checking required flags: no hook turns them into usage errors
+		code = exitUsage
 	}
 	return code
+}
+
+// buildTopo builds a topology within the devices of the budget --budget sets: refused from its
+// parameters before it is built (lab.BuildTopology).
+func buildTopo(family string, params map[string]string) (*topo.Graph, error) {
+	b, err := workBudget()
+	if err != nil {
+		return nil, err
+	}
+	return lab.BuildTopology(family, params, b)
 }

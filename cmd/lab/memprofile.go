@@ -7,6 +7,8 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"time"
+
+	"github.com/fabriclab/fabriclab/outfile"
 )
 
 // startPeakHeapProfile writes, when the returned stop is called, the heap profile as of the garbage
@@ -15,8 +17,8 @@ import (
 // decides its peak memory. Go records the in-use profile at each collection, so polling the live-heap
 // metric and copying the profile whenever it grows catches the peak to within one poll.
 func startPeakHeapProfile(path string) (stop func() error, err error) {
-	f, err := os.Create(path)
-	if err != nil {
+	// Checked now, before the run; written at the end (outfile: a new file only, never a user's).
+	if err := outfile.Check(path, outfile.New); err != nil {
 		return nil, fmt.Errorf("--memprofile: %w", err)
 	}
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
@@ -49,8 +51,7 @@ func startPeakHeapProfile(path string) (stop func() error, err error) {
 		close(done)
 		<-finished
 		snapshot()
-		defer f.Close()
-		if _, err := f.Write(best.Bytes()); err != nil {
+		if err := outfile.WriteBytes(path, outfile.New, best.Bytes()); err != nil {
 			return fmt.Errorf("--memprofile: %w", err)
 		}
 		fmt.Fprintf(os.Stderr, "memprofile: peak live heap %.1f MB, profile of that collection in %s\n", float64(peak)/1e6, path)

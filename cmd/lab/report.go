@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -55,7 +54,7 @@ process that ran it, e.g. one of many lab run --index processes) says done; the 
 					out = filepath.Join(filepath.Dir(filepath.Clean(args[0])), "comparison")
 				}
 			}
-			if err := os.MkdirAll(out, 0o755); err != nil {
+			if err := makeOutDir("-o", out); err != nil {
 				return err
 			}
 			var text bytes.Buffer

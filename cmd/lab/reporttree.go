@@ -47,7 +47,7 @@ func reportTree(w io.Writer, dirs []string, out string, noPlots bool) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(out, 0o755); err != nil {
+	if err := makeOutDir("-o", out); err != nil {
 		return err
 	}
 	es := report.AggregateExpectations(t)

@@ -22,6 +22,7 @@ import (
 	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
+	"github.com/fabriclab/fabriclab/outfile"
 	"github.com/fabriclab/fabriclab/records"
 	"github.com/fabriclab/fabriclab/report"
 )
@@ -86,8 +87,8 @@ can fill at once; each run leaves DIR.status.json, and lab report aggregates wha
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "run directory (default results/<spec name>)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing on success (and no progress bar)")
-	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write the run's CPU profile to this file (go tool pprof; a run tree's: all its runs); the netns backend's agents: FABRICLAB_AGENT_CPUPROFILE")
-	cmd.Flags().StringVar(&memprofile, "memprofile", "", "write the heap profile of the collection that found the run's largest live heap to this file (go tool pprof)")
+	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write the run's CPU profile to this new file (never over an existing one; go tool pprof; a run tree's: all its runs); the netns backend's agents: FABRICLAB_AGENT_CPUPROFILE")
+	cmd.Flags().StringVar(&memprofile, "memprofile", "", "write the heap profile of the collection that found the run's largest live heap to this new file (never over an existing one; go tool pprof)")
 	cmd.Flags().Var(&sampleEvery, "sample-every", "record every switch port's queue depth at this period (e.g. 10us) into queues.csv, for the queue-depth plot")
 	cmd.Flags().IntVar(&sweepFlags.seeds, "seeds", 0, "run each spec with this many seeds: its seed, seed+1, ... (replaces the spec's seeds:)")
 	cmd.Flags().StringArrayVar(&sweepFlags.sets, "set", nil, "sweep a spec field by path: --set workload.0.load=0.3,0.5,0.7 (repeat for more axes; one value just sets it)")
@@ -129,17 +130,19 @@ func startProfiles(cpuprofile, memprofile string) (stop func(), err error) {
 
 // startCPUProfile writes this process's CPU profile to path until the returned stop is called.
 func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
+	f, err := outfile.Create(path, outfile.New) // a new file only, never a user's
 	if err != nil {
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
+		f.Abort()
 		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	return func() {
 		pprof.StopCPUProfile()
-		f.Close()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "--cpuprofile:", err)
+		}
 	}, nil
 }
 
@@ -220,6 +223,9 @@ var checkFrames = true
 // directory next to out, renamed to out once complete, so out is never a half-written run (a crash
 // leaves the temporary one, marked by its name).
 func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *backendResult, error) {
+	if err := checkBackendFlags(s); err != nil {
+		return nil, nil, err
+	}
 	l, err := buildLab(s)
 	if err != nil {
 		return nil, nil, err
@@ -327,6 +333,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 var runDirFiles = []string{"run.json", "summary.json", "spec.yaml"}
 
 func checkRunDir(out string) error {
+	if err := outfile.CheckDir(out); err != nil {
+		return fmt.Errorf("-o %w", err)
+	}
 	fi, err := os.Lstat(out)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil // absent: made at the end
@@ -357,16 +366,6 @@ func checkRunDir(out string) error {
 		}
 	}
 	return fmt.Errorf("-o %s: a non-empty directory that is not a run directory (no %v): refusing to replace it", out, runDirFiles)
-}
-
-// checkTreeDir refuses a run tree's -o that exists and is not a directory (the runs would fail one by
-// one after planning; nothing of the user's is replaced either way).
-func checkTreeDir(out string) error {
-	fi, err := os.Lstat(out)
-	if err == nil && !fi.IsDir() {
-		return fmt.Errorf("-o %s: exists and is not a directory: refusing to write a run tree there", out)
-	}
-	return nil
 }
 
 // cleanedParents are the directories tempRunDir has cleaned of stale incomplete runs.

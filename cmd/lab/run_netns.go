@@ -20,6 +20,9 @@ var netnsFlags struct {
 	agents  int
 	name    string
 	cluster string
+	// given are the backend-specific flags set on the command line (checkRunFlags), refused for a
+	// spec whose backend would ignore them (checkBackendFlags).
+	given []string
 }
 
 func init() {

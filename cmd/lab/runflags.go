@@ -3,10 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
 // checkRunFlags refuses lab run's flag values that would otherwise silently mean something else
@@ -20,8 +22,36 @@ func checkRunFlags(cmd *cobra.Command) error {
 	if sweepFlags.jobs < 0 {
 		return usage(fmt.Errorf("-j %d: want how many runs at once (1 or more; leave the flag out for one per core)", sweepFlags.jobs))
 	}
-	if netnsFlags.agents < 0 {
+	if netnsFlags.agents < 0 || (f.Changed("agents") && netnsFlags.agents < 1) {
 		return usage(fmt.Errorf("--agents %d: want how many agent processes (1 or more; leave the flag out for the default)", netnsFlags.agents))
+	}
+	netnsFlags.given = nil
+	for _, n := range []string{"agents", "name", "pcap", "cluster", "keep-running-on-deadlock"} {
+		if f.Lookup(n) != nil && f.Changed(n) {
+			netnsFlags.given = append(netnsFlags.given, n)
+		}
+	}
+	return nil
+}
+
+// backendFlags are the flags only one backend acts on; given for a spec of the other backend, they
+// would be ignored without a word.
+var backendFlags = map[string][]string{
+	"virtual": {"agents", "name", "cluster"},
+	"netns":   {"keep-running-on-deadlock"},
+}
+
+// checkBackendFlags refuses a flag given on the command line that the spec's backend would ignore
+// (--agents 1000 on a virtual spec, --keep-running-on-deadlock on netns): before the run is built.
+func checkBackendFlags(s *spec.Spec) error {
+	for _, n := range backendFlags[s.Backend] {
+		if slices.Contains(netnsFlags.given, n) {
+			other := "netns"
+			if s.Backend == "netns" {
+				other = "virtual"
+			}
+			return usage(fmt.Errorf("--%s: only the %s backend acts on it, and %s runs on backend %s: leave the flag out", n, other, s.Name, s.Backend))
+		}
 	}
 	return nil
 }

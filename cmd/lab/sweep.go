@@ -238,6 +238,9 @@ func checkRun(s *spec.Spec) error {
 	if _, ok := backends[s.Backend]; !ok {
 		return fmt.Errorf("backend: %q runs are not available in this build", s.Backend)
 	}
+	if err := checkBackendFlags(s); err != nil {
+		return err
+	}
 	l, err := buildLab(s)
 	if err != nil {
 		return err
@@ -275,6 +278,13 @@ func runTree(ctx context.Context, w io.Writer, p *treePlan, out string, jobs int
 		return err
 	}
 	m := treeManifest(p, jobs)
+	// A tree already here is replaced only by the same tree (a re-run): another tree's runs would be
+	// mixed with this one's, or its manifest silently replaced.
+	if _, err := os.Stat(filepath.Join(out, report.ManifestFile)); err == nil {
+		if err := sameTree(out, m); err != nil {
+			return err
+		}
+	}
 	// Status files of an earlier tree in out would speak for runs this one has not run yet.
 	for _, r := range m.Runs {
 		if err := os.Remove(report.StatusPath(out, r.Dir)); err != nil && !os.IsNotExist(err) {

@@ -104,7 +104,7 @@ func topoArg(args []string) (*topo.Graph, error) {
 			return nil, fmt.Errorf("lab topo %s takes no key=value arguments", args[0])
 		}
 		if ext == ".json" {
-			return topo.Build("file", map[string]string{"path": args[0], "format": "json"})
+			return buildTopo("file", map[string]string{"path": args[0], "format": "json"})
 		}
 		g, _, err := loadSpecGraph(args[0])
 		return g, err
@@ -113,5 +113,5 @@ func topoArg(args []string) (*topo.Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	return topo.Build(args[0], params)
+	return buildTopo(args[0], params)
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -232,22 +233,44 @@ func ensureManifest(out string, m *report.Manifest) error {
 	if !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("creating %s: %w", path, err)
 	}
-	old, err := os.ReadFile(path)
+	return sameTree(out, m)
+}
+
+// sameTree refuses out when the manifest it holds describes another tree than m: other runs (directories,
+// spec names, seeds, settings) or another order, so indices or run directories would mean other runs.
+// A manifest that cannot be read is refused too (nothing of it is replaced).
+func sameTree(out string, m *report.Manifest) error {
+	path := filepath.Join(out, report.ManifestFile)
+	old, err := bounded.ReadFile(path, bounded.Summary)
 	if err != nil {
 		return err
 	}
 	var have report.Manifest
-	if err := json.Unmarshal(old, &have); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	if err := json.Unmarshal(old, &have); err != nil || len(have.Runs) == 0 {
+		if err == nil {
+			err = errors.New("no runs")
+		}
+		return fmt.Errorf("-o %s: its manifest.json is not a run tree's (%v): refusing to replace it; give each tree its own directory", out, err)
 	}
 	if len(have.Runs) != len(m.Runs) {
 		return fmt.Errorf("-o %s holds a tree of %d runs, this one has %d: give each tree its own directory", out, len(have.Runs), len(m.Runs))
 	}
 	for i := range m.Runs {
 		a, b := have.Runs[i], m.Runs[i]
-		if a.Dir != b.Dir || a.Name != b.Name || a.Seed != b.Seed || report.SetLabel(a.Set) != report.SetLabel(b.Set) {
-			return fmt.Errorf("-o %s holds a different tree: its run %d is %s, this tree's is %s; give each tree its own directory", out, i, a.Dir, b.Dir)
+		var what string
+		switch {
+		case a.Dir != b.Dir:
+			what = fmt.Sprintf("its run %d is %s, this tree's is %s", i, a.Dir, b.Dir)
+		case a.Name != b.Name:
+			what = fmt.Sprintf("its run %d (%s) is of spec %q, this tree's of spec %q", i, a.Dir, a.Name, b.Name)
+		case a.Seed != b.Seed:
+			what = fmt.Sprintf("its run %d (%s) has seed %d, this tree's seed %d", i, a.Dir, a.Seed, b.Seed)
+		case report.SetLabel(a.Set) != report.SetLabel(b.Set):
+			what = fmt.Sprintf("its run %d (%s) sets %q, this tree's %q", i, a.Dir, report.SetLabel(a.Set), report.SetLabel(b.Set))
+		default:
+			continue
 		}
+		return fmt.Errorf("-o %s holds a different tree: %s; give each tree its own directory", out, what)
 	}
 	return nil
 }

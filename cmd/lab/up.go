@@ -64,7 +64,7 @@ func init() {
 				if err != nil {
 					return err
 				}
-				if g, err = topo.Build(args[0], params); err != nil {
+				if g, err = buildTopo(args[0], params); err != nil {
 					return err
 				}
 				if labName == "" {

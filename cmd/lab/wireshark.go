@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fabriclab/fabriclab/outfile"
 	"github.com/fabriclab/fabriclab/tools/wireshark"
 )
 
@@ -37,7 +38,7 @@ tshark -X lua_script:tools/wireshark/fabriclab.lua -r FILE.pcap.`,
 				return err
 			}
 			path := filepath.Join(dir, wireshark.FileName)
-			if err := os.WriteFile(path, wireshark.Dissector, 0o644); err != nil {
+			if err := outfile.WriteBytes(path, outfile.Replace, wireshark.Dissector); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "installed %s (tshark -G plugins lists it)\n", path)

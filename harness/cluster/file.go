@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -162,14 +161,24 @@ const MinSecret = 16
 // ReadSecret reads a secret file (surrounding whitespace dropped). A short secret is refused, and so is
 // one that others can read: whoever holds it can make namespaces as root on every machine.
 func ReadSecret(path string) ([]byte, error) {
-	st, err := os.Stat(path)
+	// Opened first (non-blocking: a FIFO never hangs the agent before its signals are handled), then
+	// judged on what was opened: a directory or FIFO is no secret, whatever its mode says.
+	f, err := bounded.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("secret: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("secret: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("secret %s: not a regular file (%s): give the file holding the secret", path, st.Mode().Type())
 	}
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("secret %s: mode %o lets others read it: chmod 600 it", path, st.Mode().Perm())
 	}
-	b, err := bounded.ReadFile(path, bounded.Spec)
+	b, err := bounded.ReadAll(f, path, bounded.Secret)
 	if err != nil {
 		return nil, fmt.Errorf("secret: %w", err)
 	}

@@ -20,11 +20,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fabriclab/fabriclab/harness/lockstep"
-	"github.com/fabriclab/fabriclab/harness/nslink"
-
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
+	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/lab/topo"
@@ -314,7 +314,9 @@ func startSupervisor(ctx context.Context, cfg Config, dir string, record func(pi
 		cmd.Wait()
 		return err
 	}
-	go cmd.Wait() // reaped if it dies before we return; once we exit, init adopts it
+	// Reaped if it dies before we return (its status says how); once we exit, init adopts it.
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	json.NewEncoder(in).Encode(cfg)
 	in.Close()
 	line := make(chan string, 1)
@@ -328,8 +330,23 @@ func startSupervisor(ctx context.Context, cfg Config, dir string, record func(pi
 			return nil
 		}
 		if s == "" {
-			b, _ := os.ReadFile(logf.Name())
-			s = "exited: " + strings.TrimSpace(string(b))
+			s = "exited before it was ready"
+			var status error
+			select {
+			case status = <-exited:
+			case <-time.After(2 * time.Second):
+			}
+			if status != nil {
+				s += " (" + status.Error() + ")"
+			}
+			b, _ := bounded.ReadFile(logf.Name(), bounded.State)
+			if log := strings.TrimSpace(string(b)); log != "" {
+				s += ": " + log
+			} else {
+				// Nothing logged: it was ended from outside, most likely by a lab down of the same
+				// name while it came up (lab status shows what is left).
+				s += ", without a word in its log: was it ended from outside (a lab down " + cfg.Name + " at the same time)?"
+			}
 		}
 		return fmt.Errorf("supervisor: %s", s)
 	case <-time.After(3 * time.Minute):

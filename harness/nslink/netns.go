@@ -718,6 +718,9 @@ type LabStatus struct {
 	// run's agents), each verified as the lab's (KillAgents' check). A live lab whose list is empty has
 	// lost its supervisor: nothing forwards.
 	Processes []int `json:"processes"`
+	// Recorded is how many processes the lab recorded (running or not): a lab that recorded some and
+	// has none running (its agent killed, its supervisor gone with it) forwards nothing.
+	Recorded int `json:"recorded_processes"`
 }
 
 // Status reports every lab with a valid state file and how much of it exists; bad state files come back
@@ -740,7 +743,7 @@ func labStatus(st *State) LabStatus {
 	if st.PID > 0 && unix.Kill(st.PID, 0) == nil {
 		s.PIDAlive = true
 	}
-	s.Processes = LabProcesses(st.Lab)
+	s.Processes, s.Recorded = labProcesses(st.Lab)
 	l := newLab(st, nil)
 	handles := map[string]*netlink.Handle{}
 	defer func() {

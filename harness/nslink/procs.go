@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fabriclab/fabriclab/bounded"
 )
 
 // Agent processes are recorded in the lab's state directory (agents file: one "pid starttime token exe"
@@ -148,17 +150,29 @@ func ourProcess(fs []string) (pid int, foreign string) {
 // LabProcesses are the PIDs of the lab's recorded processes that are running now and verifiably the
 // lab's (ourProcess), in the order recorded (a live lab: its supervisor first).
 func LabProcesses(lab string) []int {
-	b, err := os.ReadFile(agentsPath(lab))
+	pids, _ := labProcesses(lab)
+	return pids
+}
+
+// labProcesses is LabProcesses and how many processes the agents file records, running or not: a lab
+// that recorded some and has none running has lost them (a bare lab records none).
+func labProcesses(lab string) (pids []int, recorded int) {
+	pids = []int{}
+	b, err := bounded.ReadFile(agentsPath(lab), bounded.State)
 	if err != nil {
-		return []int{}
+		return pids, 0
 	}
-	pids := []int{}
 	for _, l := range strings.Split(string(b), "\n") {
-		if pid, _ := ourProcess(strings.Fields(l)); pid != 0 && !procZombie(pid) {
+		fs := strings.Fields(l)
+		if len(fs) == 0 {
+			continue
+		}
+		recorded++
+		if pid, _ := ourProcess(fs); pid != 0 && !procZombie(pid) {
 			pids = append(pids, pid)
 		}
 	}
-	return pids
+	return pids, recorded
 }
 
 func procZombie(pid int) bool {

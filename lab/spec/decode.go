@@ -120,17 +120,22 @@ func resolvePaths(s *Spec, dir string) {
 // that it can name the full path of a bad key, suggest the key meant, apply workload kind rules, and
 // report every problem rather than the first.
 type decoder struct {
-	errs   Errors
-	lines  map[string]int
-	values int // YAML values walked: aliases make a small file expand without bound
+	errs  Errors
+	lines map[string]int
+	// aliased counts values walked through YAML aliases (inside an alias's expansion): they make a
+	// small file expand without bound. Values written out in the file are bounded by its size instead
+	// (MaxSpecBytes), so a long list of explicit flows is not mistaken for an alias bomb.
+	aliased int
+	inAlias int // depth of alias expansions around the value being walked
 	// zeros are the fields the file sets to zero (0, 0s, 0B, "") or to an empty list, where they are:
 	// ApplyDefaults fills zero fields, so finish checks these before and after it (explicit.go).
 	zeros []explicitZero
 }
 
 // Limits on what a spec may be: far above any real one (the largest in the repo is a few KB and a
-// few hundred values; a list of more than about 10 000 explicit flows belongs in a trace), low enough
-// that a file whose YAML aliases expand without bound is refused in a fraction of a second.
+// few hundred values). MaxSpecValues bounds the values YAML aliases expand to, low enough that a file
+// whose aliases expand without bound is refused in a fraction of a second; written-out values are
+// bounded by the file's size and the work budget (flows).
 const (
 	MaxSpecBytes  = bounded.Spec
 	MaxSpecValues = 1 << 16
@@ -168,7 +173,7 @@ func decode(data []byte) (*Spec, Errors) {
 	d := &decoder{lines: map[string]int{}}
 	s := &Spec{}
 	d.value(root, reflect.ValueOf(s).Elem(), "")
-	if d.values > MaxSpecValues {
+	if d.aliased > MaxSpecValues {
 		// What was decoded is a fraction of the file: validating it would only bury the reason.
 		for _, e := range d.errs {
 			if strings.HasPrefix(e.Msg, "the spec expands") {
@@ -190,14 +195,18 @@ func (d *decoder) errf(n *yaml.Node, path, format string, a ...any) {
 var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
 
 func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) {
-	if d.values++; d.values > MaxSpecValues {
-		if d.values == MaxSpecValues+1 {
-			d.errf(n, path, "the spec expands to more than %d values (YAML aliases?)", MaxSpecValues)
-		}
-		return
-	}
 	if n.Kind == yaml.AliasNode {
+		d.inAlias++
+		defer func() { d.inAlias-- }()
 		n = n.Alias
+	}
+	if d.inAlias > 0 {
+		if d.aliased++; d.aliased > MaxSpecValues {
+			if d.aliased == MaxSpecValues+1 {
+				d.errf(n, path, "the spec expands to more than %d values through YAML aliases", MaxSpecValues)
+			}
+			return
+		}
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // "ecn:" with nothing after it: not given

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fabriclab/fabriclab/bounded"
 )
 
 // A Setting gives the spec field at Path (dotted: workload.0.load, switch.ecn.kmin; workload[0].load
@@ -49,6 +50,11 @@ func ParseSet(arg string) (Axis, error) {
 	path = strings.TrimSpace(path)
 	if !ok || path == "" {
 		return Axis{}, fmt.Errorf("--set %q: want path=value[,value...], e.g. workload.0.load=0.3,0.5", arg)
+	}
+	if path == "name" {
+		// A run tree's runs are named by the tree (its spec's name and sweep point); a swept name
+		// would be ignored by every run.
+		return Axis{}, fmt.Errorf("--set %q: the name is not swept: a tree's runs keep their spec's name (give each tree its own -o, or edit name: in the spec)", arg)
 	}
 	a := Axis{Path: path}
 	depth, start := 0, 0
@@ -145,7 +151,7 @@ func Plan(path string, axes []Axis, seeds int) (*Expansion, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, bounded.Spec)
 	if err != nil {
 		return nil, err
 	}

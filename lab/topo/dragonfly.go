@@ -1,5 +1,7 @@
 package topo
 
+import "fmt"
+
 func init() {
 	register("dragonfly", []paramSpec{
 		{name: "p", required: true}, {name: "a", required: true}, {name: "h", required: true},
@@ -36,8 +38,11 @@ func buildDragonfly(p *params) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a*h > maxNodes || (a*h+1)*a*(hp+1) > maxNodes {
-		return nil, p.errf("a", "Dragonfly with more than %d nodes", maxNodes)
+	// Named by the product, not one key: p=100000 a=4 is too large for its p, not its a.
+	if float64(a)*float64(h) > maxNodes || (float64(a)*float64(h)+1)*float64(a)*float64(hp+1) > maxNodes {
+		return nil, &ParamError{Family: p.family, Param: "p, a, h", Reason: fmt.Sprintf(
+			"Dragonfly(p=%d, a=%d, h=%d) has (a·h+1)·a·(p+1) = %.4g nodes, more than %d", hp, a, h,
+			(float64(a)*float64(h)+1)*float64(a)*float64(hp+1), maxNodes)}
 	}
 	g := a*h + 1
 	if p.has("groups") {

@@ -91,6 +91,7 @@ type Builder struct {
 	G       *Graph
 	RateBps float64
 	Delay   clock.Time
+	limit   int // more nodes panic with tooMany (BuildWithin recovers it); 0: none
 }
 
 // NewBuilder starts a graph for a family with default link rate and delay.
@@ -101,6 +102,9 @@ func NewBuilder(family string, params map[string]string, rateBps float64, delay 
 // AddHost appends host h<len(Hosts)> and returns its node index.
 func (b *Builder) AddHost() int {
 	g := b.G
+	if b.limit > 0 && len(g.Nodes) >= b.limit {
+		panic(tooMany{b.limit})
+	}
 	i := len(g.Nodes)
 	g.Nodes = append(g.Nodes, Node{Name: fmt.Sprintf("h%d", len(g.Hosts)), Kind: Host, Index: len(g.Hosts)})
 	g.Hosts = append(g.Hosts, i)
@@ -110,6 +114,9 @@ func (b *Builder) AddHost() int {
 // AddSwitch appends switch s<len(Switches)> and returns its node index.
 func (b *Builder) AddSwitch() int {
 	g := b.G
+	if b.limit > 0 && len(g.Nodes) >= b.limit {
+		panic(tooMany{b.limit})
+	}
 	i := len(g.Nodes)
 	g.Nodes = append(g.Nodes, Node{Name: fmt.Sprintf("s%d", len(g.Switches)), Kind: Switch, Index: len(g.Switches)})
 	g.Switches = append(g.Switches, i)

@@ -82,7 +82,13 @@ func FamilyKeys(name string) []string {
 // ({"n":"4","k":"1"}). Every family accepts rate (default 100Gbps) and delay (default 1us). Unknown
 // keys, missing required keys and impossible values are *ParamError naming the key. The returned graph's
 // Params hold every resolved parameter, defaults included, so a graph describes itself.
-func Build(name string, in map[string]string) (*Graph, error) {
+func Build(name string, in map[string]string) (*Graph, error) { return BuildWithin(name, in, 0) }
+
+// BuildWithin is Build refusing a topology of more than maxDevices hosts and switches: by its
+// parameters before it is built when the family has an estimator (budget.go), else when the builder
+// reaches the limit (never more than maxDevices nodes allocated). maxDevices <= 0: no limit beyond the
+// builders' own.
+func BuildWithin(name string, in map[string]string, maxDevices int) (g *Graph, err error) {
 	f, ok := families[name]
 	if !ok {
 		return nil, fmt.Errorf("unknown topology family %q (families: %s)", name, strings.Join(Families(), ", "))
@@ -130,7 +136,12 @@ func Build(name string, in map[string]string) (*Graph, error) {
 		return nil, err
 	}
 	p.rateBps, p.delay = rate, delay
-	g, err := f.build(p)
+	if err := checkDevices(p, maxDevices); err != nil {
+		return nil, err
+	}
+	p.maxDevices = maxDevices
+	defer recoverTooMany(name, &err)
+	g, err = f.build(p)
 	if err != nil {
 		return nil, err
 	}
@@ -217,6 +228,8 @@ type params struct {
 	given   map[string]bool // keys the caller set, as opposed to defaults
 	rateBps float64
 	delay   clock.Time
+	// maxDevices stops the builder past this many nodes (0: no limit), BuildWithin's backstop.
+	maxDevices int
 }
 
 func (p *params) errf(key, format string, a ...any) error {
@@ -281,7 +294,9 @@ func (p *params) seed(key string) (uint64, error) {
 }
 
 func (p *params) builder() *Builder {
-	return NewBuilder(p.family, p.m, p.rateBps, p.delay)
+	b := NewBuilder(p.family, p.m, p.rateBps, p.delay)
+	b.limit = p.maxDevices
+	return b
 }
 
 // maxNodes bounds what a builder will allocate: far beyond anything a namespace lab or the virtual

@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -115,14 +117,27 @@ func (a *agent) liveDo(r *lockstep.LiveMsg) *lockstep.LiveMsg {
 	case "capture":
 		p := d.ports[r.Port]
 		if p.pcap != nil {
-			p.pcap.Flush()
-			p.pfile.Close()
+			// The pcap writer's error is sticky: a write that failed at any time (a full disk,
+			// /dev/full) fails the flush, and the capture's stop says so (lab capture exits 1).
+			err := p.pcap.Flush()
+			if serr := p.pfile.Sync(); err == nil && serr != nil && !errors.Is(serr, syscall.EINVAL) {
+				err = serr
+			}
+			if cerr := p.pfile.Close(); err == nil {
+				err = cerr
+			}
+			path := p.capPath
 			p.pcap, p.pfile, p.capPath = nil, nil, ""
+			if err != nil {
+				return fail(fmt.Errorf("capture %s: %w", path, err))
+			}
 		}
 		if r.Path == "" {
 			return &lockstep.LiveMsg{}
 		}
-		f, err := os.Create(r.Path)
+		// A new file only: a capture never replaces a file it did not create, nor writes through a
+		// symbolic link (lab capture checks first, for a clear message; this holds if one appears since).
+		f, err := os.OpenFile(r.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
 		if err != nil {
 			return fail(err)
 		}

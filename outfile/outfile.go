@@ -1,0 +1,235 @@
+// Package outfile is the one way fabriclab's commands write an output file a user named or a file into
+// an output directory: into a temporary file in the same directory, synced, then renamed over the
+// target, so a reader (or a full disk, or a SIGKILL) never leaves a half-written file. It refuses what
+// would replace something that is not the lab's: a symbolic link (which would redirect the write), a
+// directory, a device, and the root and system directories. A test in cmd/lab greps the commands for
+// writes around it.
+package outfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Policy says what to do when the target exists as a regular file.
+type Policy int
+
+const (
+	// Replace: an existing regular file is replaced; the caller knows it is the lab's (a file in a
+	// directory the lab made, or the input it rewrites).
+	Replace Policy = iota
+	// New: an existing file is refused, never replaced (lab capture -w: the user's file, as far as the
+	// lab can tell). The target is created by link(2), which fails if it appeared meanwhile.
+	New
+)
+
+// systemDirs are never written into, nor is anything under them.
+var systemDirs = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
+	"/sbin", "/sys", "/usr", "/var/lib", "/var/log", "/var/cache", "/var/spool"}
+
+// CheckDir refuses dir as a directory to write outputs into when it is the root, a system directory or
+// under one, or a symbolic link. It says nothing of what dir holds: CheckOwnDir does.
+func CheckDir(dir string) error { return checkDir(dir, dir) }
+
+// checkDir is CheckDir naming what in its errors (the file to be written in dir, or dir).
+func checkDir(what, dir string) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	if abs == "/" {
+		return fmt.Errorf("%s: the root directory: refusing to write there", what)
+	}
+	// Judge where the writes land: a link to /etc is /etc.
+	real := abs
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		real = r
+	}
+	for _, p := range []string{abs, real} {
+		if p == "/" {
+			return fmt.Errorf("%s: the root directory: refusing to write there", what)
+		}
+		for _, s := range systemDirs {
+			if p == s || strings.HasPrefix(p, s+"/") {
+				return fmt.Errorf("%s: in the system directory %s: refusing to write there", what, s)
+			}
+		}
+	}
+	if fi, err := os.Lstat(abs); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return fmt.Errorf("%s: %s is a symbolic link: refusing to write through it (give the directory it points at)", what, dir)
+	}
+	return nil
+}
+
+// CheckOwnDir refuses dir as an output directory unless it is absent, empty, or ours says its entries
+// are the lab's (a run directory, a report directory); it also refuses what CheckDir refuses, and a
+// dir that exists and is not a directory. what names the flag for errors ("-o").
+func CheckOwnDir(what, dir string, ours func(names []string) bool) error {
+	if err := CheckDir(dir); err != nil {
+		return fmt.Errorf("%s %w", what, err)
+	}
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s %s: exists and is not a directory: refusing to replace it", what, dir)
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	if len(ents) == 0 {
+		return nil
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	if ours != nil && ours(names) {
+		return nil
+	}
+	return fmt.Errorf("%s %s: a directory with other content (%s...), not one the lab wrote: refusing to write into it; give a new or empty directory", what, dir, names[0])
+}
+
+// Check refuses path as an output file: a symbolic link, a directory or anything not a regular file,
+// in the root or a system directory, or (policy New) any existing file.
+func Check(path string, policy Policy) error {
+	if err := checkDir(path, filepath.Dir(path)); err != nil {
+		return err
+	}
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	switch m := fi.Mode(); {
+	case m&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s: a symbolic link: refusing to write through it (it would replace the file it points at)", path)
+	case m.IsDir():
+		return fmt.Errorf("%s: a directory: refusing to replace it with a file", path)
+	case !m.IsRegular():
+		return fmt.Errorf("%s: not a regular file (%s): refusing to write there", path, m.Type())
+	case policy == New:
+		return fmt.Errorf("%s: exists, and this command never replaces a file it did not create: remove it or give a new name", path)
+	}
+	return nil
+}
+
+// Write writes path through write: checked (Check), into a temporary .NAME.tmp-* in the same directory,
+// synced, then renamed over path (policy Replace) or linked to it (policy New: fails if path appeared
+// meanwhile). On any error, the temporary is removed and path is as it was.
+func Write(path string, policy Policy, write func(io.Writer) error) (err error) {
+	f, err := Create(path, policy)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Abort()
+		}
+	}()
+	w := bufio.NewWriterSize(f, 64<<10)
+	if err = write(w); err != nil {
+		return err
+	}
+	if err = w.Flush(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// WriteBytes is Write for a file held in memory.
+func WriteBytes(path string, policy Policy, b []byte) error {
+	return Write(path, policy, func(w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}
+
+// File is an output being written: a temporary file that Close commits to its path and Abort removes.
+// For outputs streamed over a long time (a capture's pcap, a CPU profile).
+type File struct {
+	*os.File
+	path   string
+	policy Policy
+	done   bool
+}
+
+// Create checks path (Check) and opens a temporary file next to it; Close commits it.
+func Create(path string, policy Policy) (*File, error) {
+	if err := Check(path, policy); err != nil {
+		return nil, err
+	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp-")
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &File{File: f, path: path, policy: policy}, nil
+}
+
+// Close syncs and closes the temporary and puts it at its path; on an error (a full disk's ENOSPC from
+// the sync, a path that appeared meanwhile) the temporary is removed and the error returned.
+func (f *File) Close() (err error) {
+	if f.done {
+		return nil
+	}
+	f.done = true
+	tmp := f.File.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if err = f.File.Sync(); err != nil {
+		f.File.Close()
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	if err = f.File.Close(); err != nil {
+		return fmt.Errorf("%s: %w", f.path, err)
+	}
+	// Checked again: a link or directory made at the path while we wrote is not replaced.
+	if err = Check(f.path, f.policy); err != nil {
+		return err
+	}
+	if f.policy == New {
+		if err = os.Link(tmp, f.path); err != nil {
+			return fmt.Errorf("%s: %w", f.path, err)
+		}
+		return os.Remove(tmp)
+	}
+	return os.Rename(tmp, f.path)
+}
+
+// Abort removes the temporary; the path is left as it was.
+func (f *File) Abort() {
+	if f.done {
+		return
+	}
+	f.done = true
+	f.File.Close()
+	os.Remove(f.File.Name())
+}
+
+// Name is the path the file will have once closed.
+func (f *File) Name() string { return f.path }

@@ -1,0 +1,116 @@
+package outfile
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func read(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestNeverReplacesWhatIsNotOurs: a symbolic link (to a user's file), a directory, a device, the root
+// and system directories are refused and left as they were; policy New refuses any existing file.
+func TestNeverReplacesWhatIsNotOurs(t *testing.T) {
+	dir := t.TempDir()
+	user := filepath.Join(dir, "user.txt")
+	if err := os.WriteFile(user, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "compare.json")
+	if err := os.Symlink(user, link); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path   string
+		policy Policy
+		want   string
+	}{
+		{link, Replace, "symbolic link"},
+		{sub, Replace, "a directory"},
+		{"/dev/full", New, "system directory /dev"},
+		{"/compare.json", Replace, "root directory"},
+		{"/etc/fabriclab.json", Replace, "system directory /etc"},
+		{user, New, "never replaces a file it did not create"},
+	} {
+		err := WriteBytes(tc.path, tc.policy, []byte("new"))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.path, err, tc.want)
+		}
+	}
+	if read(t, user) != "mine" {
+		t.Error("the user's file was changed")
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Error("the link was replaced")
+	}
+	if fi, err := os.Stat(sub); err != nil || !fi.IsDir() {
+		t.Error("the directory was replaced")
+	}
+	// A link to a directory is not written through either.
+	if err := os.Symlink(sub, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDir(filepath.Join(dir, "out")); err == nil {
+		t.Error("a directory that is a link was accepted")
+	}
+}
+
+// TestAtomic: Replace replaces a regular file whole; a write that fails leaves the old file and no
+// temporary; New creates a file that did not exist.
+func TestAtomic(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "claims.json")
+	if err := WriteBytes(p, New, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(p, Replace, []byte("two")); err != nil || read(t, p) != "two" {
+		t.Fatalf("replace: %v", err)
+	}
+	err := Write(p, Replace, func(w io.Writer) error {
+		w.Write([]byte("half"))
+		return io.ErrUnexpectedEOF
+	})
+	if err == nil || read(t, p) != "two" {
+		t.Errorf("a failed write: %v, file %q", err, read(t, p))
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("left %d entries (a temporary?)", len(ents))
+	}
+}
+
+// TestCheckOwnDir: an output directory is absent, empty, or the lab's.
+func TestCheckOwnDir(t *testing.T) {
+	dir := t.TempDir()
+	ours := func(names []string) bool { return len(names) == 1 && names[0] == "report.txt" }
+	if err := CheckOwnDir("-o", filepath.Join(dir, "new"), ours); err != nil {
+		t.Error(err)
+	}
+	if err := CheckOwnDir("-o", dir, ours); err != nil {
+		t.Error("empty:", err)
+	}
+	os.WriteFile(filepath.Join(dir, "report.txt"), nil, 0o644)
+	if err := CheckOwnDir("-o", dir, ours); err != nil {
+		t.Error("ours:", err)
+	}
+	os.WriteFile(filepath.Join(dir, "thesis.tex"), nil, 0o644)
+	if err := CheckOwnDir("-o", dir, ours); err == nil || !strings.Contains(err.Error(), "other content") {
+		t.Error("a user's directory:", err)
+	}
+	if err := CheckOwnDir("-o", "/", ours); err == nil {
+		t.Error("/ accepted")
+	}
+}
