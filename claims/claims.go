@@ -40,10 +40,14 @@ type Claim struct {
 	Claim string `json:"claim"` // one line, our words
 	// Published is the paper's number as it prints it, with units; Kind and Band are how the rule reads
 	// it (Band in Unit; a point value is [v, v]).
-	Published string     `json:"published"`
-	Kind      string     `json:"kind"`
-	Band      []*float64 `json:"band,omitempty"`
-	Unit      string     `json:"unit,omitempty"`
+	Published string `json:"published"`
+	// Where is where in the paper the published value stands (section, table, figure, page), and, when
+	// the value is derived rather than quoted, the derivation. Every judged row has one
+	// (TestEveryJudgedRowSaysWhere).
+	Where string     `json:"where,omitempty"`
+	Kind  string     `json:"kind"`
+	Band  []*float64 `json:"band,omitempty"`
+	Unit  string     `json:"unit,omitempty"`
 	// Direction is the ordering the claim asserts, as "<op><ref>" on the measured value (">0" a
 	// reduction, ">1" a ratio above one): O needs the whole interval on that side.
 	Direction string `json:"direction,omitempty"`
@@ -65,9 +69,12 @@ type Claim struct {
 	Command    string  `json:"command"`
 	Source     *Source `json:"source,omitempty"`
 	Provenance string  `json:"provenance,omitempty"` // "stored: ..." or "re-run: ..."
-	Verdict    string  `json:"verdict"`              // R, O, N or -, from Judge
-	Rule       string  `json:"rule"`                 // why Judge gave it, mechanically
-	Why        string  `json:"why"`                  // where it differs; for non-R, what was tried
+	// Commit is the build the numbers were measured at (lab claims --commit); a refresh from another
+	// build, or from fewer seeds, is refused unless lab claims is told --replace.
+	Commit  string `json:"commit,omitempty"`
+	Verdict string `json:"verdict"` // R, O, N or -, from Judge
+	Rule    string `json:"rule"`    // why Judge gave it, mechanically
+	Why     string `json:"why"`     // where it differs; for non-R, what was tried
 }
 
 // Source says where `lab claims DIR...` reads a row's number, in one of four kinds. From a run tree:

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ func TestClaimsFromTree(t *testing.T) {
 	exp := filepath.Base(dir)
 	table := `[
  {"id": "portfc-6.1", "paper": "portfc", "claim": "same fabric, same flows", "published": "0%", "kind": "band", "band": [-1, 1], "unit": "%",
-  "metric": "avg FCT reduction", "definition": "paired by seed", "measured_mean": 42, "ci95": [40, 44], "seeds": 5, "topology_seeds": 1,
+  "metric": "avg FCT reduction", "definition": "paired by seed", "measured_mean": 42, "ci95": [40, 44], "seeds": 2, "topology_seeds": 1,
   "command": "lab run", "source": {"experiment": "` + exp + `", "group": "a", "metric": "reduction:fct_avg_s:b"}, "verdict": "", "rule": "", "why": ""},
  {"id": "portfc-6.2", "paper": "portfc", "claim": "stored elsewhere", "published": "1x", "kind": "point", "band": [1, 1], "unit": "x", "direction": ">0",
   "metric": "m", "definition": "d", "measured_mean": 3, "ci95": [2, 4], "seeds": 5, "topology_seeds": 1,
@@ -132,10 +133,10 @@ func TestClaimsFromSeedFile(t *testing.T) {
 	seeds := `"seeds": "runs/t.json", "group": "a", "over": "b", "metric": "fct_avg_s"`
 	table := `[
  {"id": "expander-1", "paper": "expander", "claim": "c", "published": "1", "kind": "point", "band": [1, 1], "unit": "x",
-  "metric": "m", "definition": "d", "measured_mean": 5, "ci95": null, "seeds": 9, "topology_seeds": 1, "command": "lab run",
+  "metric": "m", "definition": "d", "measured_mean": 5, "ci95": null, "seeds": 2, "topology_seeds": 1, "command": "lab run",
   "source": {` + seeds + `}, "verdict": "", "rule": "", "why": ""},
  {"id": "expander-2", "paper": "expander", "claim": "c", "published": "order", "kind": "count",
-  "metric": "m", "definition": "d", "measured_mean": 0, "ci95": null, "seeds": 9, "topology_seeds": 1, "command": "lab run",
+  "metric": "m", "definition": "d", "measured_mean": 0, "ci95": null, "seeds": 1, "topology_seeds": 1, "command": "lab run",
   "source": {"count": [{` + seeds + `, "holds": "[0.9, 1.1]"}, {` + seeds + `, "holds": "<1"},
    {"seeds": "runs/t.json", "group": "a", "metric": "link_util.hbd", "holds": ">0"}]}, "verdict": "", "rule": "", "why": ""}
 ]`
@@ -207,7 +208,7 @@ func TestStoredAnalyzeOutputsGiveTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prov := ""
+	prov, commit := "", ""
 	var stored []string // rows read from docs/claims-data
 	for _, c := range cs {
 		if c.Source == nil {
@@ -216,16 +217,19 @@ func TestStoredAnalyzeOutputsGiveTheTable(t *testing.T) {
 		if c.Source.Seeds != "" || len(c.Source.Count) > 0 {
 			stored = append(stored, c.ID)
 		}
-		if c.Source.Analyze != "" || readsOnlyAnalyze(c.Source) {
+		if c.Source.Analyze != "" || countReadsAnalyzeOnly(c.Source) {
 			if prov != "" && c.Provenance != prov {
 				t.Fatalf("%s: provenance %q differs from the other analyze rows' %q", c.ID, c.Provenance, prov)
 			}
-			prov = c.Provenance
+			prov, commit = c.Provenance, c.Commit
 		}
 	}
 	if prov == "" {
 		t.Fatal("no row reads analyze outputs")
 	}
+	oldCommit := claimsFlags.commit
+	claimsFlags.commit = commit
+	defer func() { claimsFlags.commit = oldCommit }()
 	got, out := claimsOver(t, want, prov, "../../docs/claims-data")
 	if got != string(want) {
 		t.Errorf("lab claims docs/claims-data does not reproduce docs/claims.json (%s)", out)
@@ -239,21 +243,6 @@ func TestStoredAnalyzeOutputsGiveTheTable(t *testing.T) {
 			t.Errorf("%s was not refreshed from docs/claims-data (%s)", id, out)
 		}
 	}
-}
-
-// readsOnlyAnalyze says whether a count source reads lab analyze outputs and nothing else with a
-// provenance of its own (per-seed files carry theirs; rows terms keep the row's).
-func readsOnlyAnalyze(s *claims.Source) bool {
-	any := false
-	for _, t := range s.Count {
-		switch {
-		case t.Seeds != "":
-			return false
-		case t.Analyze != "":
-			any = true
-		}
-	}
-	return any
 }
 
 // claimsOver runs lab claims over data on a copy of table with --provenance prov, and returns the table
@@ -373,5 +362,54 @@ func setField(t *testing.T, path, key string, v any) {
 	}
 	if err := os.WriteFile(path, bs, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lab claims TREE refuses to replace a row's numbers with ones from fewer seeds (the main job's 5-seed
+// tree over rows measured on 30) or from another build, and writes nothing; --replace lets it. The
+// provenance it writes names the tree without an absolute path.
+func TestClaimsRefusesDowngrade(t *testing.T) {
+	dir := t.TempDir()
+	tree := runSmallTree(t, dir, false) // two seeds
+	exp := filepath.Base(dir)
+	row := func(id string, seeds int, commit string) string {
+		return `{"id": "` + id + `", "paper": "portfc", "claim": "c", "published": "0%", "kind": "band", "band": [-1, 1], "unit": "%",
+  "metric": "m", "definition": "d", "measured_mean": 42, "ci95": [40, 44], "seeds": ` + fmt.Sprint(seeds) + `, "topology_seeds": 1,
+  "command": "lab run", "source": {"experiment": "` + exp + `", "group": "a", "metric": "reduction:fct_avg_s:b"}, "commit": "` + commit + `", "verdict": "", "rule": "", "why": ""}`
+	}
+	old := claimsFlags.commit
+	defer func() { claimsFlags.commit, claimsFlags.replace = old, false }()
+	claimsFlags.commit = "abc"
+	cases := []struct {
+		name, table, refused string
+	}{
+		{"fewer seeds", "[" + row("portfc-6.1", 30, "abc") + "]", "2 samples (seeds x topology seeds), the table has 30"},
+		{"another commit", "[" + row("portfc-6.1", 2, "0ld") + "]", `measured at "abc", the table's numbers at "0ld"`},
+	}
+	for _, tc := range cases {
+		in := filepath.Join(dir, "claims.json")
+		if err := os.WriteFile(in, []byte(tc.table), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		claimsFlags.replace = false
+		err := runClaims(&out, in, in, "-", []string{tree})
+		if err == nil || !strings.Contains(err.Error(), tc.refused) {
+			t.Errorf("%s: %v, want refused: %s", tc.name, err, tc.refused)
+		}
+		if b, _ := os.ReadFile(in); string(b) != tc.table {
+			t.Errorf("%s: the table was written though refused", tc.name)
+		}
+		claimsFlags.replace = true
+		if err := runClaims(&out, in, in, "-", []string{tree}); err != nil {
+			t.Fatalf("%s with --replace: %v", tc.name, err)
+		}
+		cs, err := claims.Load(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := cs[0]; c.Seeds != 2 || c.Commit != "abc" || *c.MeasuredMean != 0 || strings.Contains(c.Provenance, dir) || !strings.Contains(c.Provenance, "tree at abc") {
+			t.Errorf("%s with --replace: seeds %d commit %q mean %v provenance %q", tc.name, c.Seeds, c.Commit, *c.MeasuredMean, c.Provenance)
+		}
 	}
 }
