@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -20,6 +21,7 @@ var claimsFlags struct {
 	in, out, docs, provenance string
 	commit                    string
 	replace                   bool
+	rows                      []string
 	saveSeeds                 string
 	seedMetrics               []string
 }
@@ -69,6 +71,7 @@ func init() {
 	claimsCmd.Flags().StringVar(&claimsFlags.docs, "docs", "", "the docs directory whose pages get the generated tables (default: the directory of -o; \"-\": none)")
 	claimsCmd.Flags().StringVar(&claimsFlags.provenance, "provenance", "", "what refreshed rows say about where their numbers come from (default: the trees' paths)")
 	claimsCmd.Flags().StringVar(&claimsFlags.commit, "commit", "", "the build the trees and outputs were made with (default: this binary's revision)")
+	claimsCmd.Flags().StringSliceVar(&claimsFlags.rows, "rows", nil, "refresh only the rows whose id matches one of these patterns (path.Match: portfc-6.*); the others keep their numbers")
 	claimsCmd.Flags().BoolVar(&claimsFlags.replace, "replace", false, "replace rows even with numbers from fewer seeds or another commit")
 	claimsCmd.Flags().StringVar(&claimsFlags.saveSeeds, "save-seeds", "", "write a per-seed file (docs/claims-data/runs/...) from the run trees given, and nothing else")
 	claimsCmd.Flags().StringSliceVar(&claimsFlags.seedMetrics, "seed-metric", nil, "--save-seeds: the metrics to keep per run (summary metrics, or link_util.<link class>)")
@@ -109,6 +112,9 @@ func runClaims(w io.Writer, in, out, docs string, trees []string) error {
 	before := counts(cs)
 	old := append([]claims.Claim(nil), cs...)
 	if err := refreshClaims(w, cs, trees); err != nil {
+		return err
+	}
+	if err := keepRowsNotAsked(old, cs, claimsFlags.rows); err != nil {
 		return err
 	}
 	if err := refusedReplacements(old, cs, claimsFlags.replace); err != nil {
@@ -329,6 +335,31 @@ func countReadsAnalyzeOnly(s *claims.Source) bool {
 		}
 	}
 	return any
+}
+
+// keepRowsNotAsked puts back the rows before the refresh of every row whose id matches none of
+// patterns (none given: every row keeps its refresh).
+func keepRowsNotAsked(old, cs []claims.Claim, patterns []string) error {
+	if len(patterns) == 0 {
+		return nil
+	}
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("--rows %q: %w", p, err)
+		}
+	}
+	for i := range cs {
+		asked := false
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, cs[i].ID); ok {
+				asked = true
+			}
+		}
+		if !asked {
+			cs[i] = old[i]
+		}
+	}
+	return nil
 }
 
 // refusedReplacements compares every row after a refresh with the row before: numbers from fewer

@@ -412,4 +412,24 @@ func TestClaimsRefusesDowngrade(t *testing.T) {
 			t.Errorf("%s with --replace: seeds %d commit %q mean %v provenance %q", tc.name, c.Seeds, c.Commit, *c.MeasuredMean, c.Provenance)
 		}
 	}
+	// --rows leaves the rows it does not name as they were: the 30-seed row is neither refused nor
+	// replaced when only other rows are asked for.
+	in := filepath.Join(dir, "claims.json")
+	table := "[" + row("portfc-6.1", 30, "abc") + "]"
+	if err := os.WriteFile(in, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	claimsFlags.replace, claimsFlags.rows = false, []string{"portfc-7.*"}
+	defer func() { claimsFlags.rows = nil }()
+	var out strings.Builder
+	if err := runClaims(&out, in, in, "-", []string{tree}); err != nil {
+		t.Fatalf("--rows portfc-7.*: %v", err)
+	}
+	cs, err := claims.Load(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cs[0]; c.Seeds != 30 || *c.MeasuredMean != 42 {
+		t.Errorf("--rows portfc-7.*: the unnamed row changed: seeds %d mean %v", c.Seeds, *c.MeasuredMean)
+	}
 }
