@@ -90,17 +90,20 @@ type Claim struct {
 // fraction as %, 1e-9 for bit/s as Gb/s; offset -1 and scale 100 for a ratio as a % gain). Or Count:
 // a count row's violations, summed over its terms (count.go).
 type Source struct {
-	Experiment string  `json:"experiment,omitempty"` // lab/experiments/<this>/ (spec names repeat across experiments)
-	Group      string  `json:"group,omitempty"`
-	Metric     string  `json:"metric,omitempty"`
-	Seeds      string  `json:"seeds,omitempty"`   // e.g. runs/expander-uniform.json
-	Analyze    string  `json:"analyze,omitempty"` // e.g. fcplus-paths/fc-n400-k4-t*.json
-	Field      string  `json:"field,omitempty"`   // e.g. updown_paths.4
-	Over       string  `json:"over,omitempty"`    // e.g. fcplus-lp-t8/table8-fc-t*.json; with Seeds a group
-	OverField  string  `json:"over_field,omitempty"`
-	Offset     float64 `json:"offset,omitempty"`
-	Scale      float64 `json:"scale,omitempty"`
-	Count      []Term  `json:"count,omitempty"`
+	Experiment string `json:"experiment,omitempty"` // lab/experiments/<this>/ (spec names repeat across experiments)
+	Group      string `json:"group,omitempty"`
+	Metric     string `json:"metric,omitempty"`
+	Seeds      string `json:"seeds,omitempty"`   // e.g. runs/expander-uniform.json
+	Analyze    string `json:"analyze,omitempty"` // e.g. fcplus-paths/fc-n400-k4-t*.json
+	Field      string `json:"field,omitempty"`   // e.g. updown_paths.4
+	Over       string `json:"over,omitempty"`    // e.g. fcplus-lp-t8/table8-fc-t*.json; with Seeds a group
+	OverField  string `json:"over_field,omitempty"`
+	// Share, with Analyze: the row's value is the percentage of files whose value (through Offset and
+	// Scale) satisfies this condition (a Holds form: "<0.9"), with its 95% Wilson interval.
+	Share  string  `json:"share,omitempty"`
+	Offset float64 `json:"offset,omitempty"`
+	Scale  float64 `json:"scale,omitempty"`
+	Count  []Term  `json:"count,omitempty"`
 }
 
 // check refuses a source that is no kind, or more than one.
@@ -132,7 +135,14 @@ func (s *Source) check() error {
 		return fmt.Errorf("source analyze %q has no field", s.Analyze)
 	case s.Analyze == "" && (s.Field != "" || s.Over != "" || s.OverField != ""):
 		return fmt.Errorf("source field %q or over %q has no analyze glob", s.Field, s.Over)
+	case s.Share != "" && s.Analyze == "":
+		return fmt.Errorf("source share %q needs an analyze glob", s.Share)
 	case s.Analyze != "":
+		if s.Share != "" {
+			if _, err := parseHolds(s.Share); err != nil {
+				return fmt.Errorf("source share: %w", err)
+			}
+		}
 		for _, g := range []string{s.Analyze, s.Over} {
 			if _, err := filepath.Match(g, ""); err != nil {
 				return fmt.Errorf("source glob %q: %w", g, err)
