@@ -495,7 +495,13 @@ func AggregateExpectations(t *Tree) []AggExpectation {
 // before the deadlock, so a scheme that deadlocked can look best on them. "" when none did, or when the
 // metric does not average over finished flows only.
 func deadlockNote(all, runs []*Run, metric string) string {
-	base := baseMetric(metric)
+	base := metric
+	if kind, rest, ok := strings.Cut(metric, ":"); ok && (kind == "reduction" || kind == "ratio") {
+		if i := strings.LastIndex(rest, ":"); i >= 0 {
+			base = rest[:i]
+		}
+	}
+	base = baseMetric(base)
 	if !strings.HasPrefix(base, "fct_") && !strings.HasPrefix(base, "slowdown") && !strings.Contains(base, "per_flow_completed") {
 		return ""
 	}
