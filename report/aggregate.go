@@ -642,6 +642,25 @@ func AggregateTable(t *Tree) Table {
 		seeds = append(seeds, strconv.Itoa(len(g.Runs)))
 	}
 	tb.Rows = append(tb.Rows, seeds)
+	// A group that deadlocked has FCTs of the flows finished before the deadlock only: it can look best
+	// on them, so the table says which groups did, next to their seed counts.
+	dead, anyDead := []string{"DEADLOCKED seeds (FCTs: finished flows only)"}, false
+	for _, g := range t.Groups {
+		n := 0
+		for _, r := range g.Runs {
+			if r.Summary != nil && r.Summary.Deadlock.Detected {
+				n++
+			}
+		}
+		cell := "-"
+		if n > 0 {
+			cell, anyDead = fmt.Sprintf("DEADLOCK %d/%d", n, len(g.Runs)), true
+		}
+		dead = append(dead, cell)
+	}
+	if anyDead {
+		tb.Rows = append(tb.Rows, dead)
+	}
 	for _, m := range aggregateRows(t) {
 		scale, _ := scaleFor(m)
 		row := []string{m}

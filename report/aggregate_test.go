@@ -230,3 +230,21 @@ func TestExpectationsFlagDeadlockedFCT(t *testing.T) {
 		}
 	}
 }
+
+// The per-group table names the groups that deadlocked, right under the seed counts; a tree where none
+// did has no such row.
+func TestAggregateTableFlagsDeadlock(t *testing.T) {
+	a, p := seedRun("portfc", 1, 10), seedRun("pfc", 1, 5)
+	p.Summary.Deadlock.Detected = true
+	tb := AggregateTable(&Tree{Groups: []*Group{{Name: "portfc", Runs: []*Run{a}}, {Name: "pfc", Runs: []*Run{p}}}})
+	if len(tb.Rows) < 2 || tb.Rows[1][0] != "DEADLOCKED seeds (FCTs: finished flows only)" || tb.Rows[1][1] != "-" || tb.Rows[1][2] != "DEADLOCK 1/1" {
+		t.Fatalf("rows %v", tb.Rows[:min(2, len(tb.Rows))])
+	}
+	p.Summary.Deadlock.Detected = false
+	tb = AggregateTable(&Tree{Groups: []*Group{{Name: "portfc", Runs: []*Run{a}}, {Name: "pfc", Runs: []*Run{p}}}})
+	for _, r := range tb.Rows {
+		if strings.HasPrefix(r[0], "DEADLOCKED") {
+			t.Errorf("a deadlock row without a deadlock: %v", r)
+		}
+	}
+}
