@@ -42,8 +42,13 @@ func MeasuredText(c Claim) string {
 		s += " " + c.Unit
 	}
 	s += fmt.Sprintf("; %d seed(s) x %d topology(ies)", c.Seeds, max(c.TopologySeeds, 1))
-	if strings.HasPrefix(c.Provenance, "re-run") {
-		s += "; re-run"
+	switch {
+	case c.Commit != "":
+		s += "; at " + c.Commit
+	case strings.HasPrefix(c.Provenance, "re-run"):
+		s += "; re-run on an earlier build"
+	case c.Provenance != "":
+		s += "; stored"
 	}
 	return s
 }
