@@ -3,6 +3,7 @@ package claims
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -39,7 +40,11 @@ func UpdateAnalyze(cs []Claim, dirs []string, provenance string) (ids, read []st
 				read = append(read, f)
 			}
 		}
-		c.setMeasured(report.MeanCI(xs, report.Level), provenance)
+		if c.Source.Share != "" {
+			c.setShare(xs, provenance)
+		} else {
+			c.setMeasured(report.MeanCI(xs, report.Level), provenance)
+		}
 		// An LP or a path count has no traffic randomness: one run per topology instance.
 		c.Seeds, c.TopologySeeds = 1, len(xs)
 		ids = append(ids, c.ID)
@@ -191,4 +196,35 @@ func sumOf(file, field string, obj map[string]any) (float64, error) {
 		sum += x
 	}
 	return sum, nil
+}
+
+// setShare stores the percentage of xs (through the source's offset and scale) that satisfy its Share
+// condition, with the 95% Wilson score interval of that proportion (none from one file).
+func (c *Claim) setShare(xs []float64, provenance string) {
+	h, _ := parseHolds(c.Source.Share) // Check parsed it
+	k := 0
+	for _, x := range xs {
+		x = scaled(x, c.Source)
+		if h.within(x, x) {
+			k++
+		}
+	}
+	n := float64(len(xs))
+	p := float64(k) / n
+	m := 100 * p
+	c.MeasuredMean, c.CI95, c.Provenance = &m, nil, provenance
+	if len(xs) >= 2 {
+		lo, hi := wilson(p, n)
+		c.CI95 = []float64{100 * lo, 100 * hi}
+	}
+}
+
+// wilson is the 95% Wilson score interval of a proportion p observed over n trials (Wilson 1927): unlike
+// the normal approximation it stays inside [0, 1] and is not empty at p = 0 or 1.
+func wilson(p, n float64) (lo, hi float64) {
+	const z = 1.959963984540054
+	d := 1 + z*z/n
+	mid := (p + z*z/(2*n)) / d
+	half := z * math.Sqrt(p*(1-p)/n+z*z/(4*n*n)) / d
+	return math.Max(0, mid-half), math.Min(1, mid+half)
 }

@@ -114,3 +114,27 @@ func TestSourceCheck(t *testing.T) {
 		}
 	}
 }
+
+// A share source counts the files whose value satisfies its condition: two of four efficiencies below
+// 0.9 is 50%, with the Wilson interval of 2 in 4 (15.0% to 85.0%); a share without analyze is refused.
+func TestUpdateAnalyzeShare(t *testing.T) {
+	d := t.TempDir()
+	for i, x := range []string{"0.85", "0.95", "0.8", "0.99"} {
+		writeFile(t, filepath.Join(d, "eff", "u-t"+string(rune('1'+i))+".json"), `{"lp_throughput": `+x+`}`)
+	}
+	cs := []Claim{{ID: "fibre-channel-9.3", Paper: "fibre-channel", Kind: KindBand, Band: []*float64{f(40), f(60)},
+		Source: &Source{Analyze: "eff/u-t*.json", Field: "lp_throughput", Share: "<0.9"}}}
+	if err := Check(cs); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := UpdateAnalyze(cs, []string{d}, ""); err != nil {
+		t.Fatal(err)
+	}
+	c := cs[0]
+	if *c.MeasuredMean != 50 || len(c.CI95) != 2 || math.Abs(c.CI95[0]-15.00) > 0.01 || math.Abs(c.CI95[1]-85.00) > 0.01 {
+		t.Errorf("share: %v %v, want 50 [15.00, 85.00]", *c.MeasuredMean, c.CI95)
+	}
+	if err := Check([]Claim{{ID: "fibre-channel-9.4", Paper: "fibre-channel", Kind: KindNone, Source: &Source{Group: "g", Metric: "m", Share: "<1"}}}); err == nil {
+		t.Error("a share without analyze was accepted")
+	}
+}

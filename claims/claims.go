@@ -43,10 +43,14 @@ type Claim struct {
 	Claim string `json:"claim"` // one line, our words
 	// Published is the paper's number as it prints it, with units; Kind and Band are how the rule reads
 	// it (Band in Unit; a point value is [v, v]).
-	Published string     `json:"published"`
-	Kind      string     `json:"kind"`
-	Band      []*float64 `json:"band,omitempty"`
-	Unit      string     `json:"unit,omitempty"`
+	Published string `json:"published"`
+	// Where is where in the paper the published value stands (section, table, figure, page), and, when
+	// the value is derived rather than quoted, the derivation. Every judged row has one
+	// (TestEveryJudgedRowSaysWhere).
+	Where string     `json:"where,omitempty"`
+	Kind  string     `json:"kind"`
+	Band  []*float64 `json:"band,omitempty"`
+	Unit  string     `json:"unit,omitempty"`
 	// Direction is the ordering the claim asserts, as "<op><ref>" on the measured value (">0" a
 	// reduction, ">1" a ratio above one): O needs the whole interval on that side.
 	Direction string `json:"direction,omitempty"`
@@ -68,9 +72,12 @@ type Claim struct {
 	Command    string  `json:"command"`
 	Source     *Source `json:"source,omitempty"`
 	Provenance string  `json:"provenance,omitempty"` // "stored: ..." or "re-run: ..."
-	Verdict    string  `json:"verdict"`              // R, O, N or -, from Judge
-	Rule       string  `json:"rule"`                 // why Judge gave it, mechanically
-	Why        string  `json:"why"`                  // where it differs; for non-R, what was tried
+	// Commit is the build the numbers were measured at (lab claims --commit); a refresh from another
+	// build, or from fewer seeds, is refused unless lab claims is told --replace.
+	Commit  string `json:"commit,omitempty"`
+	Verdict string `json:"verdict"` // R, O, N or -, from Judge
+	Rule    string `json:"rule"`    // why Judge gave it, mechanically
+	Why     string `json:"why"`     // where it differs; for non-R, what was tried
 }
 
 // Source says where `lab claims DIR...` reads a row's number, in one of four kinds. From a run tree:
@@ -86,17 +93,20 @@ type Claim struct {
 // fraction as %, 1e-9 for bit/s as Gb/s; offset -1 and scale 100 for a ratio as a % gain). Or Count:
 // a count row's violations, summed over its terms (count.go).
 type Source struct {
-	Experiment string  `json:"experiment,omitempty"` // lab/experiments/<this>/ (spec names repeat across experiments)
-	Group      string  `json:"group,omitempty"`
-	Metric     string  `json:"metric,omitempty"`
-	Seeds      string  `json:"seeds,omitempty"`   // e.g. runs/expander-uniform.json
-	Analyze    string  `json:"analyze,omitempty"` // e.g. fcplus-paths/fc-n400-k4-t*.json
-	Field      string  `json:"field,omitempty"`   // e.g. updown_paths.4
-	Over       string  `json:"over,omitempty"`    // e.g. fcplus-lp-t8/table8-fc-t*.json; with Seeds a group
-	OverField  string  `json:"over_field,omitempty"`
-	Offset     float64 `json:"offset,omitempty"`
-	Scale      float64 `json:"scale,omitempty"`
-	Count      []Term  `json:"count,omitempty"`
+	Experiment string `json:"experiment,omitempty"` // lab/experiments/<this>/ (spec names repeat across experiments)
+	Group      string `json:"group,omitempty"`
+	Metric     string `json:"metric,omitempty"`
+	Seeds      string `json:"seeds,omitempty"`   // e.g. runs/expander-uniform.json
+	Analyze    string `json:"analyze,omitempty"` // e.g. fcplus-paths/fc-n400-k4-t*.json
+	Field      string `json:"field,omitempty"`   // e.g. updown_paths.4
+	Over       string `json:"over,omitempty"`    // e.g. fcplus-lp-t8/table8-fc-t*.json; with Seeds a group
+	OverField  string `json:"over_field,omitempty"`
+	// Share, with Analyze: the row's value is the percentage of files whose value (through Offset and
+	// Scale) satisfies this condition (a Holds form: "<0.9"), with its 95% Wilson interval.
+	Share  string  `json:"share,omitempty"`
+	Offset float64 `json:"offset,omitempty"`
+	Scale  float64 `json:"scale,omitempty"`
+	Count  []Term  `json:"count,omitempty"`
 }
 
 // check refuses a source that is no kind, or more than one.
@@ -128,7 +138,14 @@ func (s *Source) check() error {
 		return fmt.Errorf("source analyze %q has no field", s.Analyze)
 	case s.Analyze == "" && (s.Field != "" || s.Over != "" || s.OverField != ""):
 		return fmt.Errorf("source field %q or over %q has no analyze glob", s.Field, s.Over)
+	case s.Share != "" && s.Analyze == "":
+		return fmt.Errorf("source share %q needs an analyze glob", s.Share)
 	case s.Analyze != "":
+		if s.Share != "" {
+			if _, err := parseHolds(s.Share); err != nil {
+				return fmt.Errorf("source share: %w", err)
+			}
+		}
 		for _, g := range []string{s.Analyze, s.Over} {
 			if _, err := filepath.Match(g, ""); err != nil {
 				return fmt.Errorf("source glob %q: %w", g, err)

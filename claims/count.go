@@ -99,13 +99,14 @@ type termResult struct {
 	seeds      int      // seeds terms: the seeds paired
 	files      []string // analyze terms: the files read
 	provenance string   // seeds terms: the file's
+	commit     string   // seeds terms: the file's
 }
 
 // UpdateCounts recomputes every count row (a source with terms): the measured value is the sum of
 // the terms' violations, Counted says term by term what was found. Rows terms read the table as it
 // stands, so call this after the other refreshes. A row whose file terms (seeds, analyze) find no input
 // under dirs keeps its numbers, unless it has none (a row of rows terms is always recomputed); some
-// found and some not is an error (a directory left out). Provenance: a seeds file's, else provenance
+// found and some not is an error (a directory left out). Provenance and commit: a seeds file's, else provenance
 // for analyze outputs, else unchanged. It returns the ids it refreshed and the files it read.
 func UpdateCounts(cs []Claim, dirs []string, provenance string) (ids, read []string, err error) {
 	byID := map[string]*Claim{}
@@ -148,7 +149,7 @@ func UpdateCounts(cs []Claim, dirs []string, provenance string) (ids, read []str
 func setCounted(c *Claim, rs []termResult, provenance string) (files []string) {
 	total, seeds := 0, 0
 	var texts []string
-	prov := ""
+	prov, commit := "", ""
 	for _, r := range rs {
 		total += r.violations
 		texts = append(texts, r.text)
@@ -157,7 +158,7 @@ func setCounted(c *Claim, rs []termResult, provenance string) (files []string) {
 			seeds = r.seeds
 		}
 		if prov == "" && r.provenance != "" {
-			prov = r.provenance
+			prov, commit = r.provenance, r.commit
 		}
 	}
 	m := float64(total)
@@ -165,7 +166,7 @@ func setCounted(c *Claim, rs []termResult, provenance string) (files []string) {
 	c.Counted = strings.Join(texts, "; ")
 	switch {
 	case seeds > 0:
-		c.Seeds, c.Provenance = seeds, prov
+		c.Seeds, c.Provenance, c.Commit = seeds, prov, commit
 		c.TopologySeeds = max(c.TopologySeeds, 1)
 	case len(files) > 0:
 		c.Seeds, c.TopologySeeds, c.Provenance = 1, topologySeeds(files), provenance
@@ -248,11 +249,11 @@ func intervalText(iv [2]float64, ok bool) string {
 // evalSeeds is one violation unless the term's interval over its paired seeds lies in h.
 func evalSeeds(t *Term, h cond, dirs []string) (termResult, error) {
 	var r termResult
-	xs, p, prov, err := readSeeds(dirs, &t.Source)
+	xs, p, f, err := readSeeds(dirs, &t.Source)
 	if err != nil || p == "" {
 		return r, err
 	}
-	r.found, r.seeds, r.provenance, r.files = true, len(xs), prov, []string{p}
+	r.found, r.seeds, r.provenance, r.commit, r.files = true, len(xs), f.Provenance, f.Commit, []string{p}
 	ci := report.MeanCI(xs, report.Level)
 	name := t.Source.Group
 	if t.Source.Over != "" {

@@ -44,8 +44,13 @@ func MeasuredText(c Claim) string {
 		s += " " + c.Unit
 	}
 	s += fmt.Sprintf("; %d seed(s) x %d topology(ies)", c.Seeds, max(c.TopologySeeds, 1))
-	if strings.HasPrefix(c.Provenance, "re-run") {
-		s += "; re-run"
+	switch {
+	case c.Commit != "":
+		s += "; at " + c.Commit
+	case strings.HasPrefix(c.Provenance, "re-run"):
+		s += "; re-run on an earlier build"
+	case c.Provenance != "":
+		s += "; stored"
 	}
 	return s
 }
@@ -63,12 +68,16 @@ func Table(cs []Claim, paper string) string {
 	var b strings.Builder
 	n := Count(cs, paper)
 	fmt.Fprintf(&b, "Strict verdicts (docs/claims.md states the rule): R %d, O %d, N %d, - %d.\n\n", n.R, n.O, n.N, n.Dash)
-	b.WriteString("| id | claim | published | measured mean [95% CI] | verdict | why |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| id | claim | published (where) | measured mean [95% CI] | verdict | why |\n|---|---|---|---|---|---|\n")
 	for _, c := range cs {
 		if c.Paper != paper {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | **%s** | %s |\n", c.ID, cell(c.Claim), cell(c.Published),
+		pub := c.Published
+		if c.Where != "" {
+			pub += " (" + c.Where + ")"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | **%s** | %s |\n", c.ID, cell(c.Claim), cell(pub),
 			cell(MeasuredText(c)), c.Verdict, cell(c.Why))
 	}
 	return b.String()
@@ -86,6 +95,9 @@ func Full(cs []Claim, paper string) string {
 		fmt.Fprintf(&b, "### %s: %s\n\n", c.ID, c.Claim)
 		fmt.Fprintf(&b, "- **verdict %s**: %s\n", c.Verdict, c.Rule)
 		fmt.Fprintf(&b, "- published: %s\n", c.Published)
+		if c.Where != "" {
+			fmt.Fprintf(&b, "- where in the paper: %s\n", c.Where)
+		}
 		fmt.Fprintf(&b, "- metric: %s. %s\n", c.Metric, c.Definition)
 		fmt.Fprintf(&b, "- measured: %s\n", MeasuredText(c))
 		if c.Measured != "" {
@@ -97,6 +109,9 @@ func Full(cs []Claim, paper string) string {
 		fmt.Fprintf(&b, "- command: %s\n", c.Command)
 		if c.Provenance != "" {
 			fmt.Fprintf(&b, "- numbers: %s\n", c.Provenance)
+		}
+		if c.Commit != "" {
+			fmt.Fprintf(&b, "- measured at: %s\n", c.Commit)
 		}
 		if c.Why != "" {
 			fmt.Fprintf(&b, "- why: %s\n", c.Why)

@@ -13,14 +13,16 @@ const PointTolerance = 0.10
 
 // Judge is the strict rule, from a row's stored numbers only:
 //
-//   - R (reproduced): the measured mean lies within the paper's band (a point value: within
-//     PointTolerance of it) AND the 95% interval is no wider than that band (a one-sided band, being
-//     infinitely wide, must contain the interval). A mean inside a band the interval is wider than
-//     needs more seeds; it does not earn R.
+//   - R (reproduced): the whole 95% interval lies inside the paper's band (a point value: within
+//     PointTolerance of it), or a deterministic measurement does. A mean inside the band whose
+//     interval sticks out of it needs more seeds; it does not earn R. One run that is not
+//     deterministic has no interval and is never R.
 //   - O (ordering only): not R, but the claim's Direction holds over the whole interval (with one seed
 //     and no interval, on the single value).
 //   - N (not reproduced): otherwise.
-//   - Zero-tolerance claims (KindCount) count violations: 0 is R, anything else N.
+//   - Zero-tolerance claims (KindCount) count violations: 0 is R when the count is deterministic or
+//     taken over two samples or more (seeds x topology seeds), like any other row; 0 on one run that
+//     is not deterministic is N (more seeds); anything else N.
 //   - "-": not judged (KindNone, or nothing measured).
 //
 // The second result says which test decided, in words.
@@ -33,31 +35,29 @@ func Judge(c Claim) (verdict, rule string) {
 	}
 	m := *c.MeasuredMean
 	if c.Kind == KindCount {
-		if m == 0 && (c.CI95 == nil || c.CI95[1] == 0) {
-			return "R", "zero tolerance: 0 violations"
+		switch {
+		case m != 0 || (c.CI95 != nil && c.CI95[1] != 0):
+			return "N", fmt.Sprintf("zero tolerance: %s violations", num(m))
+		case !c.Deterministic && c.Seeds*max(c.TopologySeeds, 1) < 2:
+			return "N", "zero tolerance: 0 violations, but on one run that is not deterministic (more seeds)"
 		}
-		return "N", fmt.Sprintf("zero tolerance: %s violations", num(m))
+		return "R", "zero tolerance: 0 violations"
 	}
 	lo, hi := bandOf(c)
 	ci, haveCI := interval(c)
-	in := (math.IsInf(lo, -1) || m >= lo) && (math.IsInf(hi, 1) || m <= hi)
+	in := inside(m, lo, hi)
 	band := fmt.Sprintf("[%s, %s]", num(lo), num(hi))
-	if in {
-		width := hi - lo
-		open := math.IsInf(width, 1)
-		switch {
-		case !haveCI:
-			rule = "mean in band " + band + " but one seed, no interval (more seeds)"
-		case open && ((!math.IsInf(lo, -1) && ci[0] < lo) || (!math.IsInf(hi, 1) && ci[1] > hi)):
-			// A one-sided band is infinitely wide; the interval must lie inside it.
-			rule = fmt.Sprintf("mean in open band %s but CI [%s, %s] leaves it (more seeds)", band, num(ci[0]), num(ci[1]))
-		case ci[1]-ci[0] > width:
-			rule = fmt.Sprintf("mean in band %s but CI [%s, %s] is wider than the band (more seeds)", band, num(ci[0]), num(ci[1]))
-		default:
-			return "R", fmt.Sprintf("mean %s in band %s, CI [%s, %s] no wider", num(m), band, num(ci[0]), num(ci[1]))
-		}
-	} else {
+	switch {
+	case !in:
 		rule = fmt.Sprintf("mean %s outside band %s", num(m), band)
+	case !haveCI:
+		rule = "mean in band " + band + " but one seed, no interval (more seeds)"
+	case !inside(ci[0], lo, hi) || !inside(ci[1], lo, hi):
+		rule = fmt.Sprintf("mean %s in band %s but CI [%s, %s] leaves it (more seeds)", num(m), band, num(ci[0]), num(ci[1]))
+	case c.Deterministic:
+		return "R", fmt.Sprintf("deterministic %s in band %s", num(m), band)
+	default:
+		return "R", fmt.Sprintf("CI [%s, %s] inside band %s (mean %s)", num(ci[0]), num(ci[1]), band, num(m))
 	}
 	if c.Direction == "" {
 		return "N", rule + "; no ordering to fall back on"
@@ -73,6 +73,11 @@ func Judge(c Claim) (verdict, rule string) {
 		return "O", rule + "; direction " + c.Direction + " holds (one seed)"
 	}
 	return "N", rule + "; direction " + c.Direction + " fails"
+}
+
+// inside says whether x lies in [lo, hi] (an infinite end is open).
+func inside(x, lo, hi float64) bool {
+	return (math.IsInf(lo, -1) || x >= lo) && (math.IsInf(hi, 1) || x <= hi)
 }
 
 // bandOf is the band the mean must lie in: the published range, or ±PointTolerance of a point value

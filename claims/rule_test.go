@@ -17,8 +17,15 @@ func TestJudge(t *testing.T) {
 		// (the docs had called it reproduced because 41.3 lay inside the CI).
 		{"outside band, direction holds", Claim{Kind: KindBand, Band: []*float64{f(16.9), f(41.3)}, Direction: ">0",
 			MeasuredMean: f(48.5), CI95: []float64{39.0, 57.9}}, "O"},
-		{"in band, CI narrower", Claim{Kind: KindBand, Band: []*float64{f(16.9), f(41.3)}, Direction: ">0",
-			MeasuredMean: f(34.6), CI95: []float64{26.8, 42.4}}, "R"},
+		{"in band, CI inside", Claim{Kind: KindBand, Band: []*float64{f(16.9), f(41.3)}, Direction: ">0",
+			MeasuredMean: f(34.6), CI95: []float64{26.8, 40.4}}, "R"},
+		// The audit's portfc-6.2: the CI is narrower than the band but sticks out of it. The old rule
+		// (width only) gave R; the whole interval must lie inside.
+		{"in band, CI narrower but sticking out", Claim{Kind: KindBand, Band: []*float64{f(16.9), f(41.3)}, Direction: ">0",
+			MeasuredMean: f(34.6), CI95: []float64{26.8, 42.4}}, "O"},
+		{"point, CI narrower than ±10% but sticking out", Claim{Kind: KindPoint, Band: []*float64{f(100), f(100)},
+			MeasuredMean: f(108), CI95: []float64{104, 112}}, "N"},
+		{"deterministic in band", Claim{Kind: KindBand, Band: []*float64{f(1), f(2)}, MeasuredMean: f(1.5), Deterministic: true}, "R"},
 		{"in band, CI wider than band", Claim{Kind: KindBand, Band: []*float64{f(30), f(35)}, Direction: ">0",
 			MeasuredMean: f(34.6), CI95: []float64{26.8, 42.4}}, "O"},
 		{"in band, CI wider, no direction", Claim{Kind: KindBand, Band: []*float64{f(30), f(35)},
@@ -44,7 +51,11 @@ func TestJudge(t *testing.T) {
 			MeasuredMean: f(-14.7), CI95: []float64{-36.1, 6.7}}, "N"},
 		{"open band, CI inside", Claim{Kind: KindBand, Band: []*float64{nil, f(0)}, Direction: "<0",
 			MeasuredMean: f(-14.7), CI95: []float64{-20, -9}}, "R"},
-		{"count zero", Claim{Kind: KindCount, MeasuredMean: f(0)}, "R"},
+		{"count zero, deterministic", Claim{Kind: KindCount, MeasuredMean: f(0), Seeds: 1, Deterministic: true}, "R"},
+		{"count zero, two seeds", Claim{Kind: KindCount, MeasuredMean: f(0), Seeds: 2}, "R"},
+		{"count zero, three topologies", Claim{Kind: KindCount, MeasuredMean: f(0), Seeds: 1, TopologySeeds: 3}, "R"},
+		// One run is never R, count rows included (the audit's fibre-channel-6).
+		{"count zero, one run", Claim{Kind: KindCount, MeasuredMean: f(0), Seeds: 1, TopologySeeds: 1}, "N"},
 		{"count nonzero", Claim{Kind: KindCount, MeasuredMean: f(1), Direction: ">0"}, "N"},
 		{"none", Claim{Kind: KindNone, MeasuredMean: f(1)}, "-"},
 		{"unmeasured", Claim{Kind: KindPoint, Band: []*float64{f(1), f(1)}}, "-"},

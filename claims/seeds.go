@@ -19,8 +19,11 @@ import (
 // hundreds of MB; this is a few KB and lets the table be regenerated offline (docs/claims-data/runs/).
 type SeedFile struct {
 	// Provenance is what ran the trees (date, backend, cost); rows refreshed from the file take it.
-	Provenance string               `json:"provenance"`
-	Groups     map[string]SeedGroup `json:"groups"`
+	Provenance string `json:"provenance"`
+	// Commit is the build the trees were run with (lab claims --commit); rows refreshed from the file
+	// take it.
+	Commit string               `json:"commit,omitempty"`
+	Groups map[string]SeedGroup `json:"groups"`
 }
 
 // SeedGroup is one group's runs: Metrics[m][i] is metric m of the run with seed Seeds[i].
@@ -206,24 +209,23 @@ func scaledCI(ci report.CI, s *Source) (mean, lo, hi float64) {
 }
 
 // readSeeds is source s's value per seed from its per-seed file under dirs, the file's path ("": under
-// none of dirs) and its provenance.
-func readSeeds(dirs []string, s *Source) (xs []float64, path, provenance string, err error) {
+// none of dirs) and the file itself (its provenance and commit).
+func readSeeds(dirs []string, s *Source) (xs []float64, path string, f *SeedFile, err error) {
 	p, err := findSeedFile(dirs, s.Seeds)
 	if err != nil || p == "" {
-		return nil, "", "", err
+		return nil, "", nil, err
 	}
-	f, err := loadSeedFile(p)
-	if err != nil {
-		return nil, "", "", err
+	if f, err = loadSeedFile(p); err != nil {
+		return nil, "", nil, err
 	}
 	if xs, err = seedValues(f, p, s); err != nil {
-		return nil, "", "", err
+		return nil, "", nil, err
 	}
-	return xs, p, f.Provenance, nil
+	return xs, p, f, nil
 }
 
 // UpdateSeeds refreshes every row whose source reads a per-seed file found under dirs: the mean and
-// 95% interval over the group's seeds, Seeds their count, and the file's provenance. A row whose file
+// 95% interval over the group's seeds, Seeds their count, and the file's provenance and commit. A row whose file
 // is under none of dirs keeps its numbers. It returns the ids it refreshed and the files it read.
 func UpdateSeeds(cs []Claim, dirs []string) (ids, read []string, err error) {
 	for i := range cs {
@@ -231,14 +233,15 @@ func UpdateSeeds(cs []Claim, dirs []string) (ids, read []string, err error) {
 		if c.Source == nil || c.Source.Seeds == "" {
 			continue
 		}
-		xs, p, prov, err := readSeeds(dirs, c.Source)
+		xs, p, f, err := readSeeds(dirs, c.Source)
 		if err != nil {
 			return ids, read, fmt.Errorf("claim %s: %w", c.ID, err)
 		}
 		if p == "" {
 			continue
 		}
-		c.setMeasured(report.MeanCI(xs, report.Level), prov)
+		c.setMeasured(report.MeanCI(xs, report.Level), f.Provenance)
+		c.Commit = f.Commit
 		c.Seeds = len(xs)
 		if c.TopologySeeds == 0 {
 			c.TopologySeeds = 1

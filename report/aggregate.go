@@ -482,10 +482,67 @@ func AggregateExpectations(t *Tree) []AggExpectation {
 			default:
 				a.Verdict = "paper within CI"
 			}
+			if n := deadlockNote(all, g.Runs, k); n != "" {
+				a.Verdict += "; " + n
+			}
 			out = append(out, a)
 		}
 	}
 	return out
+}
+
+// deadlockNote flags an expectation whose runs, or the runs it is paired with (the <run> of a
+// reduction:/ratio: form), deadlocked: their FCTs and per-flow goodputs are of the flows that finished
+// before the deadlock, so a scheme that deadlocked can look best on them. "" when none did, or when the
+// metric does not average over finished flows only.
+func deadlockNote(all, runs []*Run, metric string) string {
+	base := metric
+	if kind, rest, ok := strings.Cut(metric, ":"); ok && (kind == "reduction" || kind == "ratio") {
+		if i := strings.LastIndex(rest, ":"); i >= 0 {
+			base = rest[:i]
+		}
+	}
+	base = baseMetric(base)
+	if !strings.HasPrefix(base, "fct_") && !strings.HasPrefix(base, "slowdown") && !strings.Contains(base, "per_flow_completed") {
+		return ""
+	}
+	var notes []string
+	flag := func(name string, rs []*Run) {
+		dead, done, total := 0, 0, 0
+		for _, r := range rs {
+			if r.Summary == nil {
+				continue
+			}
+			if r.Summary.Deadlock.Detected {
+				dead++
+			}
+			done += r.Summary.Flows.Completed
+			total += r.Summary.Flows.Total
+		}
+		if dead > 0 {
+			notes = append(notes, fmt.Sprintf("%s DEADLOCKED in %d of %d seeds (%.1f%% of flows finished; only they count)", name, dead, len(rs), 100*float64(done)/float64(max(total, 1))))
+		}
+	}
+	if len(runs) > 0 {
+		flag(runs[0].Name, runs)
+	}
+	if kind, rest, ok := strings.Cut(metric, ":"); ok && (kind == "reduction" || kind == "ratio") {
+		if i := strings.LastIndex(rest, ":"); i >= 0 {
+			other := rest[i+1:]
+			seeds := map[int64]bool{}
+			for _, r := range runs {
+				seeds[r.Seed] = true
+			}
+			var rs []*Run
+			for _, r := range all {
+				if r.Name == other && seeds[r.Seed] && (len(runs) == 0 || r.Tree == runs[0].Tree) {
+					rs = append(rs, r)
+				}
+			}
+			flag(other, rs)
+		}
+	}
+	return strings.Join(notes, "; ")
 }
 
 // GroupMeasure is a metric of g over its seeds, the cross-run forms (reduction:<m>:<run>,
@@ -586,6 +643,25 @@ func AggregateTable(t *Tree) Table {
 		seeds = append(seeds, strconv.Itoa(len(g.Runs)))
 	}
 	tb.Rows = append(tb.Rows, seeds)
+	// A group that deadlocked has FCTs of the flows finished before the deadlock only: it can look best
+	// on them, so the table says which groups did, next to their seed counts.
+	dead, anyDead := []string{"DEADLOCKED seeds (FCTs: finished flows only)"}, false
+	for _, g := range t.Groups {
+		n := 0
+		for _, r := range g.Runs {
+			if r.Summary != nil && r.Summary.Deadlock.Detected {
+				n++
+			}
+		}
+		cell := "-"
+		if n > 0 {
+			cell, anyDead = fmt.Sprintf("DEADLOCK %d/%d", n, len(g.Runs)), true
+		}
+		dead = append(dead, cell)
+	}
+	if anyDead {
+		tb.Rows = append(tb.Rows, dead)
+	}
 	for _, m := range aggregateRows(t) {
 		scale, _ := scaleFor(m)
 		row := []string{m}

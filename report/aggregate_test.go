@@ -2,6 +2,7 @@ package report
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -196,5 +197,54 @@ func TestApartTreesPairWithinTheirTree(t *testing.T) {
 	es := AggregateExpectations(&Tree{Groups: groups})
 	if len(es) != 2 || es[0].Group != "portfc [base]" || es[0].Mean != 50 || es[1].Group != "portfc [new]" || es[1].Mean != 25 {
 		t.Fatalf("%+v", es)
+	}
+}
+
+// A scheme that deadlocked has FCTs of the flows that finished before the deadlock only: a row
+// judging its FCT, or pairing with it, says so in its verdict; a count row (deadlocks) and a run that
+// did not deadlock do not.
+func TestExpectationsFlagDeadlockedFCT(t *testing.T) {
+	pub := map[string]Expected{"reduction:fct_avg_s:pfc": {Value: 50, Source: "p"}, "fct_avg_s": {Value: 1, Source: "p"}}
+	a1, a2 := seedRun("portfc", 1, 10), seedRun("portfc", 2, 12)
+	p1, p2 := seedRun("pfc", 1, 5), seedRun("pfc", 2, 6)
+	a1.Expect, a2.Expect, p1.Expect, p2.Expect = pub, pub, map[string]Expected{"fct_avg_s": {Value: 1}, "deadlocks": {Value: 0}}, map[string]Expected{"fct_avg_s": {Value: 1}, "deadlocks": {Value: 0}}
+	for _, r := range []*Run{a1, a2, p1, p2} {
+		r.Summary.Flows = FlowCounts{Total: 100, Completed: 100}
+	}
+	p1.Summary.Deadlock.Detected, p1.Summary.Flows.Completed = true, 40
+	p2.Summary.Deadlock.Detected, p2.Summary.Flows.Completed = true, 44
+	es := AggregateExpectations(&Tree{Groups: []*Group{{Name: "portfc", Runs: []*Run{a1, a2}}, {Name: "pfc", Runs: []*Run{p1, p2}}}})
+	got := map[string]string{}
+	for _, e := range es {
+		got[e.Group+" "+e.Metric] = e.Verdict
+	}
+	want := "pfc DEADLOCKED in 2 of 2 seeds (42.0% of flows finished; only they count)"
+	for _, k := range []string{"portfc reduction:fct_avg_s:pfc", "pfc fct_avg_s"} {
+		if !strings.Contains(got[k], want) {
+			t.Errorf("%s: verdict %q does not flag the deadlock", k, got[k])
+		}
+	}
+	for _, k := range []string{"portfc fct_avg_s", "pfc deadlocks"} {
+		if strings.Contains(got[k], "DEADLOCK") {
+			t.Errorf("%s: verdict %q flags a deadlock it has nothing to do with", k, got[k])
+		}
+	}
+}
+
+// The per-group table names the groups that deadlocked, right under the seed counts; a tree where none
+// did has no such row.
+func TestAggregateTableFlagsDeadlock(t *testing.T) {
+	a, p := seedRun("portfc", 1, 10), seedRun("pfc", 1, 5)
+	p.Summary.Deadlock.Detected = true
+	tb := AggregateTable(&Tree{Groups: []*Group{{Name: "portfc", Runs: []*Run{a}}, {Name: "pfc", Runs: []*Run{p}}}})
+	if len(tb.Rows) < 2 || tb.Rows[1][0] != "DEADLOCKED seeds (FCTs: finished flows only)" || tb.Rows[1][1] != "-" || tb.Rows[1][2] != "DEADLOCK 1/1" {
+		t.Fatalf("rows %v", tb.Rows[:min(2, len(tb.Rows))])
+	}
+	p.Summary.Deadlock.Detected = false
+	tb = AggregateTable(&Tree{Groups: []*Group{{Name: "portfc", Runs: []*Run{a}}, {Name: "pfc", Runs: []*Run{p}}}})
+	for _, r := range tb.Rows {
+		if strings.HasPrefix(r[0], "DEADLOCKED") {
+			t.Errorf("a deadlock row without a deadlock: %v", r)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"path/filepath"
@@ -261,7 +262,7 @@ func groupBars(t *Tree, m string) (*plot.Plot, error) {
 	scale, _ := scaleFor(m)
 	vals := make(plotter.Values, len(t.Groups))
 	ci := ciPoints{XYs: make(plotter.XYs, len(t.Groups)), half: make([]float64, len(t.Groups))}
-	var names []string
+	var names, dead []string
 	anySeeds := false
 	for i, g := range t.Groups {
 		c := g.GroupMetric(m)
@@ -277,10 +278,15 @@ func groupBars(t *Tree, m string) (*plot.Plot, error) {
 		ci.half[i] = c.Half * scale
 		// Like the per-run legends: a group that left flows unfinished says so, since its FCTs are of
 		// the flows that did finish.
-		name := fmt.Sprintf("%s (n=%d)", g.Label(), c.N)
-		if f := g.GroupMetric("flows_completed_fraction"); f.N > 0 && f.Mean < 0.9995 {
-			name = fmt.Sprintf("%s (n=%d, %.1f%% done)", g.Label(), c.N, 100*f.Mean)
+		tags := fmt.Sprintf("n=%d", c.N)
+		if deadlockNote(nil, g.Runs, m) != "" {
+			dead = append(dead, g.Label())
+			tags += ", DEADLOCK"
 		}
+		if f := g.GroupMetric("flows_completed_fraction"); f.N > 0 && f.Mean < 0.9995 {
+			tags += fmt.Sprintf(", %.1f%% done", 100*f.Mean)
+		}
+		name := fmt.Sprintf("%s (%s)", g.Label(), tags)
 		names = append(names, name)
 	}
 	if !anySeeds {
@@ -288,6 +294,11 @@ func groupBars(t *Tree, m string) (*plot.Plot, error) {
 	}
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s (mean, 95%% CI over seeds)", m)
+	if len(dead) > 0 {
+		// A deadlocked group's bar is of the flows that finished before the deadlock: it can look best.
+		p.Title.Text += "\nDEADLOCKED (only finished flows count): " + strings.Join(dead, ", ")
+		p.Title.TextStyle.Color = color.RGBA{R: 0xc0, A: 0xff}
+	}
 	p.Y.Label.Text = axisTitle(m)
 	bars, err := plotter.NewBarChart(vals, vg.Points(28))
 	if err != nil {

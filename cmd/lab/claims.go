@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,6 +20,9 @@ import (
 
 var claimsFlags struct {
 	in, out, docs, provenance string
+	commit                    string
+	replace                   bool
+	rows                      []string
 	saveSeeds                 string
 	seedMetrics               []string
 }
@@ -37,7 +43,13 @@ claims.md and each paper's page, between its claims markers. Rows whose source r
 
 With --save-seeds FILE, lab claims only writes FILE from the run trees given: per group and seed, the
 --seed-metric values (summary metrics, or link_util.<class> from the link meters), with --provenance.
-Stored under docs/claims-data/, it lets rows be refreshed without the trees.`,
+Stored under docs/claims-data/, it lets rows be refreshed without the trees.
+
+Every refreshed row records the build its numbers were measured at (--commit, default this binary's
+revision; a per-seed file's own). A refresh that would replace a row's numbers with ones measured on
+fewer samples (seeds x topology seeds) or at another commit than the row's is refused, and nothing is
+written, unless --replace says so. Provenance names directories relative to the working directory
+(or by their base name), never by an absolute path.`,
 	RunE: func(cmd *cobra.Command, args []string) error {
 		if claimsFlags.saveSeeds != "" {
 			return saveSeeds(cmd.OutOrStdout(), claimsFlags.saveSeeds, claimsFlags.seedMetrics, args)
@@ -64,6 +76,9 @@ func init() {
 	claimsCmd.Flags().StringVarP(&claimsFlags.out, "out", "o", "", "where to write it (default: --in)")
 	claimsCmd.Flags().StringVar(&claimsFlags.docs, "docs", "", "the docs directory whose pages get the generated tables (default: the directory of -o; \"-\": none)")
 	claimsCmd.Flags().StringVar(&claimsFlags.provenance, "provenance", "", "what refreshed rows say about where their numbers come from (default: the trees' paths)")
+	claimsCmd.Flags().StringVar(&claimsFlags.commit, "commit", "", "the build the trees and outputs were made with (default: this binary's revision)")
+	claimsCmd.Flags().StringSliceVar(&claimsFlags.rows, "rows", nil, "refresh only the rows whose id matches one of these patterns (path.Match: portfc-6.*); the others keep their numbers")
+	claimsCmd.Flags().BoolVar(&claimsFlags.replace, "replace", false, "replace rows even with numbers from fewer seeds or another commit")
 	claimsCmd.Flags().StringVar(&claimsFlags.saveSeeds, "save-seeds", "", "write a per-seed file (docs/claims-data/runs/...) from the run trees given, and nothing else")
 	claimsCmd.Flags().StringSliceVar(&claimsFlags.seedMetrics, "seed-metric", nil, "--save-seeds: the metrics to keep per run (summary metrics, or link_util.<link class>)")
 	root.AddCommand(claimsCmd)
@@ -80,12 +95,13 @@ func saveSeeds(w io.Writer, path string, metrics, trees []string) error {
 	}
 	prov := claimsFlags.provenance
 	if prov == "" {
-		prov = "run trees " + strings.Join(trees, " ")
+		prov = "run trees " + shownPaths(trees) + " at " + refreshCommit()
 	}
 	f, err := claims.NewSeedFile(t, metrics, prov)
 	if err != nil {
 		return fmt.Errorf("--save-seeds: %w", err)
 	}
+	f.Commit = refreshCommit()
 	if err := f.Save(path); err != nil {
 		return err
 	}
@@ -100,7 +116,14 @@ func runClaims(w io.Writer, in, out, docs string, trees []string) error {
 		return err
 	}
 	before := counts(cs)
+	old := append([]claims.Claim(nil), cs...)
 	if err := refreshClaims(w, cs, trees); err != nil {
+		return err
+	}
+	if err := keepRowsNotAsked(old, cs, claimsFlags.rows); err != nil {
+		return err
+	}
+	if err := refusedReplacements(old, cs, claimsFlags.replace); err != nil {
 		return err
 	}
 	if err := claims.Save(out, cs); err != nil {
@@ -124,9 +147,10 @@ func refreshClaims(w io.Writer, cs []claims.Claim, dirs []string) error {
 			return err
 		}
 	}
+	commit := refreshCommit()
 	prov := claimsFlags.provenance
 	if prov == "" {
-		prov = "lab analyze outputs under " + strings.Join(dirs, " ")
+		prov = "lab analyze outputs under " + shownPaths(dirs) + " at " + commit
 	}
 	had := map[string]int{}
 	for _, c := range cs {
@@ -136,6 +160,7 @@ func refreshClaims(w io.Writer, cs []claims.Claim, dirs []string) error {
 	if err != nil {
 		return err
 	}
+	setCommit(cs, ids, commit)
 	if len(dirs) > 0 {
 		fmt.Fprintf(w, "analyze outputs: refreshed %d rows from %d files %s\n", len(ids), len(read), strings.Join(ids, " "))
 	}
@@ -166,6 +191,13 @@ func refreshClaims(w io.Writer, cs []claims.Claim, dirs []string) error {
 	if err != nil {
 		return err
 	}
+	var fromAnalyze []string // a seeds term's commit is its file's (UpdateCounts)
+	for _, c := range cs {
+		if slices.Contains(ids, c.ID) && countReadsAnalyzeOnly(c.Source) {
+			fromAnalyze = append(fromAnalyze, c.ID)
+		}
+	}
+	setCommit(cs, fromAnalyze, commit)
 	fmt.Fprintf(w, "count rows: recomputed %d %s\n", len(ids), strings.Join(ids, " "))
 	read = append(read, countRead...)
 	for _, dir := range dirs {
@@ -182,9 +214,10 @@ func refreshFromTree(w io.Writer, cs []claims.Claim, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
+	commit := refreshCommit()
 	prov := claimsFlags.provenance
 	if prov == "" {
-		prov = "run tree " + dir
+		prov = "run tree " + shownPaths([]string{dir}) + " at " + commit
 	}
 	var m report.Manifest
 	if b, err := bounded.ReadFile(filepath.Join(dir, report.ManifestFile), bounded.Summary); err == nil {
@@ -196,6 +229,7 @@ func refreshFromTree(w io.Writer, cs []claims.Claim, dir string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
+	setCommit(cs, ids, commit)
 	fmt.Fprintf(w, "%s: refreshed %d rows %s\n", dir, len(ids), strings.Join(ids, " "))
 	return nil
 }
@@ -278,4 +312,126 @@ func spliceIfThere(path, name, block string) error {
 		return nil
 	}
 	return claims.Splice(path, name, block)
+}
+
+// refreshCommit is the build refreshed rows are recorded at: --commit, else this binary's revision
+// (12 hex digits, "-dirty" when built from a modified tree; "" when the binary does not know it).
+func refreshCommit() string {
+	if claimsFlags.commit != "" {
+		return claimsFlags.commit
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		rev, dirty := "", false
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if rev != "" && dirty {
+			rev += "-dirty"
+		}
+		return rev
+	}
+	return ""
+}
+
+// setCommit records commit on the rows ids names.
+func setCommit(cs []claims.Claim, ids []string, commit string) {
+	for i := range cs {
+		if slices.Contains(ids, cs[i].ID) {
+			cs[i].Commit = commit
+		}
+	}
+}
+
+// countReadsAnalyzeOnly says whether a count source's file terms are all lab analyze outputs.
+func countReadsAnalyzeOnly(s *claims.Source) bool {
+	any := false
+	for _, t := range s.Count {
+		switch {
+		case t.Seeds != "":
+			return false
+		case t.Analyze != "":
+			any = true
+		}
+	}
+	return any
+}
+
+// keepRowsNotAsked puts back the rows before the refresh of every row whose id matches none of
+// patterns (none given: every row keeps its refresh).
+func keepRowsNotAsked(old, cs []claims.Claim, patterns []string) error {
+	if len(patterns) == 0 {
+		return nil
+	}
+	for _, p := range patterns {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("--rows %q: %w", p, err)
+		}
+	}
+	for i := range cs {
+		asked := false
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, cs[i].ID); ok {
+				asked = true
+			}
+		}
+		if !asked {
+			cs[i] = old[i]
+		}
+	}
+	return nil
+}
+
+// refusedReplacements compares every row after a refresh with the row before: numbers from fewer
+// samples (seeds x topology seeds) than the row had, or measured at another commit than the row's,
+// are refused (unless replace), so a quick re-run on a few seeds, or on another build, never silently
+// takes the place of a longer one.
+func refusedReplacements(old, cs []claims.Claim, replace bool) error {
+	if replace {
+		return nil
+	}
+	before := map[string]claims.Claim{}
+	for _, c := range old {
+		before[c.ID] = c
+	}
+	var refused []string
+	for _, c := range cs {
+		b, ok := before[c.ID]
+		if !ok || b.MeasuredMean == nil || (c.Provenance == b.Provenance && c.Commit == b.Commit && c.Seeds == b.Seeds && c.TopologySeeds == b.TopologySeeds) {
+			continue // new, never measured, or not refreshed
+		}
+		if n, m := c.Seeds*max(c.TopologySeeds, 1), b.Seeds*max(b.TopologySeeds, 1); n < m {
+			refused = append(refused, fmt.Sprintf("%s: %d samples (seeds x topology seeds), the table has %d", c.ID, n, m))
+		}
+		if b.Commit != "" && c.Commit != b.Commit {
+			refused = append(refused, fmt.Sprintf("%s: measured at %q, the table's numbers at %q", c.ID, c.Commit, b.Commit))
+		}
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("refusing to replace %d row(s) (--replace to replace them; nothing written):\n  %s", len(refused), strings.Join(refused, "\n  "))
+	}
+	return nil
+}
+
+// shownPaths is how provenance names directories: relative to the working directory when under it,
+// else by base name; never an absolute path (it would name this machine, not the inputs).
+func shownPaths(dirs []string) string {
+	wd, _ := os.Getwd()
+	out := make([]string, len(dirs))
+	for i, d := range dirs {
+		out[i] = filepath.Base(filepath.Clean(d))
+		if !filepath.IsAbs(d) && !strings.HasPrefix(filepath.Clean(d), "..") {
+			out[i] = filepath.Clean(d)
+		} else if rel, err := filepath.Rel(wd, d); err == nil && wd != "" && filepath.IsAbs(d) && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			out[i] = rel
+		}
+	}
+	return strings.Join(out, " ")
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -23,7 +25,7 @@ func TestClaimsFromTree(t *testing.T) {
 	exp := filepath.Base(dir)
 	table := `[
  {"id": "portfc-6.1", "paper": "portfc", "claim": "same fabric, same flows", "published": "0%", "kind": "band", "band": [-1, 1], "unit": "%",
-  "metric": "avg FCT reduction", "definition": "paired by seed", "measured_mean": 42, "ci95": [40, 44], "seeds": 5, "topology_seeds": 1,
+  "metric": "avg FCT reduction", "definition": "paired by seed", "measured_mean": 42, "ci95": [40, 44], "seeds": 2, "topology_seeds": 1,
   "command": "lab run", "source": {"experiment": "` + exp + `", "group": "a", "metric": "reduction:fct_avg_s:b"}, "verdict": "", "rule": "", "why": ""},
  {"id": "portfc-6.2", "paper": "portfc", "claim": "stored elsewhere", "published": "1x", "kind": "point", "band": [1, 1], "unit": "x", "direction": ">0",
   "metric": "m", "definition": "d", "measured_mean": 3, "ci95": [2, 4], "seeds": 5, "topology_seeds": 1,
@@ -132,10 +134,10 @@ func TestClaimsFromSeedFile(t *testing.T) {
 	seeds := `"seeds": "runs/t.json", "group": "a", "over": "b", "metric": "fct_avg_s"`
 	table := `[
  {"id": "expander-1", "paper": "expander", "claim": "c", "published": "1", "kind": "point", "band": [1, 1], "unit": "x",
-  "metric": "m", "definition": "d", "measured_mean": 5, "ci95": null, "seeds": 9, "topology_seeds": 1, "command": "lab run",
+  "metric": "m", "definition": "d", "measured_mean": 5, "ci95": null, "seeds": 2, "topology_seeds": 1, "command": "lab run",
   "source": {` + seeds + `}, "verdict": "", "rule": "", "why": ""},
  {"id": "expander-2", "paper": "expander", "claim": "c", "published": "order", "kind": "count",
-  "metric": "m", "definition": "d", "measured_mean": 0, "ci95": null, "seeds": 9, "topology_seeds": 1, "command": "lab run",
+  "metric": "m", "definition": "d", "measured_mean": 0, "ci95": null, "seeds": 1, "topology_seeds": 1, "command": "lab run",
   "source": {"count": [{` + seeds + `, "holds": "[0.9, 1.1]"}, {` + seeds + `, "holds": "<1"},
    {"seeds": "runs/t.json", "group": "a", "metric": "link_util.hbd", "holds": ">0"}]}, "verdict": "", "rule": "", "why": ""}
 ]`
@@ -198,6 +200,8 @@ func TestClaimsFromAnalyzeOutputs(t *testing.T) {
 // numbers behind the table's analyze, seeds and count rows: lab claims over them must give
 // docs/claims.json back byte for byte, so a row edited by hand, or refreshed from inputs that were not
 // stored, fails here; and every such row must be refreshed from them, none left standing on its own.
+// Analyze rows measured at different times carry different provenance and commits: each such group is
+// refreshed with its own (--rows, --provenance, --commit), one after the other.
 func TestStoredAnalyzeOutputsGiveTheTable(t *testing.T) {
 	want, err := os.ReadFile("../../docs/claims.json")
 	if err != nil {
@@ -207,53 +211,56 @@ func TestStoredAnalyzeOutputsGiveTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prov := ""
-	var stored []string // rows read from docs/claims-data
+	type origin struct{ prov, commit string }
+	groups := map[origin][]string{}
+	var others, stored []string // rows read from docs/claims-data whose provenance is their file's
 	for _, c := range cs {
-		if c.Source == nil {
+		if c.Source == nil || c.MeasuredMean == nil {
 			continue
 		}
 		if c.Source.Seeds != "" || len(c.Source.Count) > 0 {
 			stored = append(stored, c.ID)
 		}
-		if c.Source.Analyze != "" || readsOnlyAnalyze(c.Source) {
-			if prov != "" && c.Provenance != prov {
-				t.Fatalf("%s: provenance %q differs from the other analyze rows' %q", c.ID, c.Provenance, prov)
-			}
-			prov = c.Provenance
+		switch {
+		case c.Source.Analyze != "" || countReadsAnalyzeOnly(c.Source):
+			o := origin{c.Provenance, c.Commit}
+			groups[o] = append(groups[o], c.ID)
+		case c.Source.Seeds != "" || len(c.Source.Count) > 0:
+			others = append(others, c.ID)
 		}
 	}
-	if prov == "" {
+	if len(groups) == 0 {
 		t.Fatal("no row reads analyze outputs")
 	}
-	got, out := claimsOver(t, want, prov, "../../docs/claims-data")
+	keys := make([]origin, 0, len(groups))
+	for o := range groups {
+		keys = append(keys, o)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].prov+keys[i].commit < keys[j].prov+keys[j].commit })
+	oldCommit, oldRows := claimsFlags.commit, claimsFlags.rows
+	defer func() { claimsFlags.commit, claimsFlags.rows = oldCommit, oldRows }()
+	got, outs := string(want), ""
+	for i, o := range keys {
+		claimsFlags.commit, claimsFlags.rows = o.commit, groups[o]
+		if i == 0 {
+			claimsFlags.rows = append(append([]string(nil), groups[o]...), others...)
+		}
+		var out string
+		got, out = claimsOver(t, []byte(got), o.prov, "../../docs/claims-data")
+		outs += out
+	}
 	if got != string(want) {
-		t.Errorf("lab claims docs/claims-data does not reproduce docs/claims.json (%s)", out)
+		t.Errorf("lab claims docs/claims-data does not reproduce docs/claims.json (%s)", outs)
 	}
 	said := map[string]bool{} // lab claims names every row it refreshed
-	for _, w := range strings.Fields(out) {
+	for _, w := range strings.Fields(outs) {
 		said[w] = true
 	}
 	for _, id := range stored {
 		if !said[id] {
-			t.Errorf("%s was not refreshed from docs/claims-data (%s)", id, out)
+			t.Errorf("%s was not refreshed from docs/claims-data (%s)", id, outs)
 		}
 	}
-}
-
-// readsOnlyAnalyze says whether a count source reads lab analyze outputs and nothing else with a
-// provenance of its own (per-seed files carry theirs; rows terms keep the row's).
-func readsOnlyAnalyze(s *claims.Source) bool {
-	any := false
-	for _, t := range s.Count {
-		switch {
-		case t.Seeds != "":
-			return false
-		case t.Analyze != "":
-			any = true
-		}
-	}
-	return any
 }
 
 // claimsOver runs lab claims over data on a copy of table with --provenance prov, and returns the table
@@ -309,6 +316,8 @@ func TestStoredInputsAreRead(t *testing.T) {
 	setField(t, filepath.Join(data, "fc-classes/chordal-t3.json"), "cbd_cycles", map[string]any{"0": 2})
 	setField(t, filepath.Join(data, "fc-classes/free-t2.json"), "cbd_cycles", map[string]any{"0": 0})
 	setField(t, filepath.Join(data, "fc-classes/tree-t1.json"), "lp_throughput", 0.3)
+	claimsFlags.replace = true // rows measured at a commit are refreshed here from the changed inputs
+	defer func() { claimsFlags.replace = false }()
 	got, out := claimsOver(t, want, "", data)
 	var cs []claims.Claim
 	if err := json.Unmarshal([]byte(got), &cs); err != nil {
@@ -373,5 +382,74 @@ func setField(t *testing.T, path, key string, v any) {
 	}
 	if err := os.WriteFile(path, bs, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lab claims TREE refuses to replace a row's numbers with ones from fewer seeds (the main job's 5-seed
+// tree over rows measured on 30) or from another build, and writes nothing; --replace lets it. The
+// provenance it writes names the tree without an absolute path.
+func TestClaimsRefusesDowngrade(t *testing.T) {
+	dir := t.TempDir()
+	tree := runSmallTree(t, dir, false) // two seeds
+	exp := filepath.Base(dir)
+	row := func(id string, seeds int, commit string) string {
+		return `{"id": "` + id + `", "paper": "portfc", "claim": "c", "published": "0%", "kind": "band", "band": [-1, 1], "unit": "%",
+  "metric": "m", "definition": "d", "measured_mean": 42, "ci95": [40, 44], "seeds": ` + fmt.Sprint(seeds) + `, "topology_seeds": 1,
+  "command": "lab run", "source": {"experiment": "` + exp + `", "group": "a", "metric": "reduction:fct_avg_s:b"}, "commit": "` + commit + `", "verdict": "", "rule": "", "why": ""}`
+	}
+	old := claimsFlags.commit
+	defer func() { claimsFlags.commit, claimsFlags.replace = old, false }()
+	claimsFlags.commit = "abc"
+	cases := []struct {
+		name, table, refused string
+	}{
+		{"fewer seeds", "[" + row("portfc-6.1", 30, "abc") + "]", "2 samples (seeds x topology seeds), the table has 30"},
+		{"another commit", "[" + row("portfc-6.1", 2, "0ld") + "]", `measured at "abc", the table's numbers at "0ld"`},
+	}
+	for _, tc := range cases {
+		in := filepath.Join(dir, "claims.json")
+		if err := os.WriteFile(in, []byte(tc.table), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		claimsFlags.replace = false
+		err := runClaims(&out, in, in, "-", []string{tree})
+		if err == nil || !strings.Contains(err.Error(), tc.refused) {
+			t.Errorf("%s: %v, want refused: %s", tc.name, err, tc.refused)
+		}
+		if b, _ := os.ReadFile(in); string(b) != tc.table {
+			t.Errorf("%s: the table was written though refused", tc.name)
+		}
+		claimsFlags.replace = true
+		if err := runClaims(&out, in, in, "-", []string{tree}); err != nil {
+			t.Fatalf("%s with --replace: %v", tc.name, err)
+		}
+		cs, err := claims.Load(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := cs[0]; c.Seeds != 2 || c.Commit != "abc" || *c.MeasuredMean != 0 || strings.Contains(c.Provenance, dir) || !strings.Contains(c.Provenance, "tree at abc") {
+			t.Errorf("%s with --replace: seeds %d commit %q mean %v provenance %q", tc.name, c.Seeds, c.Commit, *c.MeasuredMean, c.Provenance)
+		}
+	}
+	// --rows leaves the rows it does not name as they were: the 30-seed row is neither refused nor
+	// replaced when only other rows are asked for.
+	in := filepath.Join(dir, "claims.json")
+	table := "[" + row("portfc-6.1", 30, "abc") + "]"
+	if err := os.WriteFile(in, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	claimsFlags.replace, claimsFlags.rows = false, []string{"portfc-7.*"}
+	defer func() { claimsFlags.rows = nil }()
+	var out strings.Builder
+	if err := runClaims(&out, in, in, "-", []string{tree}); err != nil {
+		t.Fatalf("--rows portfc-7.*: %v", err)
+	}
+	cs, err := claims.Load(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cs[0]; c.Seeds != 30 || *c.MeasuredMean != 42 {
+		t.Errorf("--rows portfc-7.*: the unnamed row changed: seeds %d mean %v", c.Seeds, *c.MeasuredMean)
 	}
 }
