@@ -326,8 +326,12 @@ func (p *port) writeLater(a *agent, sent int) {
 }
 
 type agent struct {
-	setup   *lockstep.AgentSetup
-	clk     *clock.Real
+	setup *lockstep.AgentSetup
+	clk   *clock.Real
+	// eclk is the engines' clock: clk, or clk seen engD times slower when the engines run on the paper's
+	// configs (AgentSetup.EngineDilation; their records are dilated back in finish).
+	eclk    clock.Clock
+	engD    clock.Time
 	log     records.Log
 	devs    []*device
 	ports   []*port // flat, index = poll slot
@@ -415,7 +419,12 @@ func newAgent(s *lockstep.AgentSetup) (*agent, error) {
 		return nil, err
 	}
 	// The epoch is set at start; engines only read the clock once the loop runs.
-	a := &agent{setup: s, clk: clock.NewReal(0), wake: w, flows: len(s.Flows), flushAt: never, dueMin: never, dp: datapathFromEnv()}
+	a := &agent{setup: s, clk: clock.NewReal(0), wake: w, flows: len(s.Flows), flushAt: never, dueMin: never, dp: datapathFromEnv(), engD: 1}
+	a.eclk = a.clk
+	if s.EngineDilation > 1 {
+		a.engD = clock.Time(s.EngineDilation)
+		a.eclk = clock.Dilate(a.clk, s.EngineDilation)
+	}
 	if a.dp != legacy {
 		a.pool = new(pkt.Pool)
 	}
@@ -468,14 +477,14 @@ func (a *agent) makeDevices() error {
 		links := make([]egress.Link, len(d.Ports))
 		switch {
 		case d.Switch != nil:
-			sw, err := switchsw.New(*d.Switch, clock.For(a.clk, clock.DeviceOrder(d.Node)), links, &a.log)
+			sw, err := switchsw.New(*d.Switch, clock.For(a.eclk, clock.DeviceOrder(d.Node)), links, &a.log)
 			if err != nil {
 				return fmt.Errorf("switch %s: %w", d.Name, err)
 			}
 			sw.SetPool(a.pool)
 			dev.eng = sw
 		case d.Host != nil:
-			nic, err := nodes.New(*d.Host, clock.For(a.clk, clock.DeviceOrder(d.Node)), links, &a.log)
+			nic, err := nodes.New(*d.Host, clock.For(a.eclk, clock.DeviceOrder(d.Node)), links, &a.log)
 			if err != nil {
 				return fmt.Errorf("host %s: %w", d.Name, err)
 			}

@@ -167,11 +167,12 @@ func (a *agent) collect() {
 			continue
 		}
 		a.done++
-		a.lastFinish = max(a.lastFinish, r.Finish)
-		a.release(r.ID, r.Finish)
+		finish := r.Finish * a.engD // the agent clock's time (the engines' may be slower)
+		a.lastFinish = max(a.lastFinish, finish)
+		a.release(r.ID, finish)
 		if a.setup.Remote[r.ID] {
 			out = append(out, r.ID)
-			outAt = append(outAt, r.Finish)
+			outAt = append(outAt, finish)
 		}
 	}
 	if a.done >= a.flows && a.setup.StopWhenDone {
@@ -457,6 +458,7 @@ func (a *agent) finish() (*records.Log, *lockstep.AgentFidelity, clock.Time) {
 		return &a.log, &a.fid, now
 	}
 	a.stopped = true
+	defer a.log.Dilate(a.engD) // after the engines' Flush: every record in the agent clock's time
 	for _, d := range a.devs {
 		n := len(a.log.Counters)
 		d.eng.Flush()
