@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/cluster"
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the backend re-executes this binary as its agents
+	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/records"
+	"github.com/fabriclab/fabriclab/report"
 )
 
 var netnsFlags struct {
@@ -20,6 +23,7 @@ var netnsFlags struct {
 	agents  int
 	name    string
 	cluster string
+	against string
 }
 
 func init() {
@@ -31,11 +35,15 @@ func init() {
 			c.Flags().IntVar(&netnsFlags.agents, "agents", 0, fmt.Sprintf("netns: agent processes hosting the devices, each a connected part of the fabric (default %d; >= devices: one per device)", netns.DefaultAgents))
 			c.Flags().StringVar(&netnsFlags.cluster, "cluster", "", "netns: run over the machines this cluster file names, one agent each (README: Several machines)")
 			c.Flags().StringVar(&netnsFlags.name, "name", "", "netns: the lab's name (namespaces fl-<name>-<device>; default r<pid>-<n>)")
+			c.Flags().StringVar(&netnsFlags.against, "check-against", "", "netns: virtual: run the lab's virtual twin after the run and compare flow by flow (flows, drops, pauses, deadlock); exit 3 and list the flows when they differ")
 		}
 	}
 }
 
 func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Log, backendResult) error) error {
+	if a := netnsFlags.against; a != "" && a != "virtual" {
+		return exitCodeError{code: exitUsage, err: fmt.Errorf("--check-against: %q is not a backend to check against (virtual)", a)}
+	}
 	bar := newRunProgress(!showProgress, l.End)
 	note := func(s string) {
 		if showProgress && bar == nil { // no bar (not a terminal): one line per phase instead
@@ -54,6 +62,7 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 	if err != nil {
 		return err
 	}
+	var against error
 	opts := netns.RunOptions{Pcap: netnsFlags.pcap, Agents: netnsFlags.agents, Name: netnsFlags.name,
 		Progress: note, Kernel: kernelhost.ForNetns(l),
 		OnClock: func(now clock.Time, completed, total int) { bar.update(now, completed, total) },
@@ -66,8 +75,19 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			}
 			br := backendResult{End: res.End, Dilation: res.Dilation, DilationWhy: why, Events: res.Monitor.Timers, AllDone: res.AllDone,
 				TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid, Deadlock: res.Deadlock, Split: split, Partial: res.Partial}
+			if netnsFlags.against != "" && !res.Cancelled && !res.Partial {
+				verdict, err := checkAgainstVirtual(ctx, l, log, res)
+				if err != nil {
+					return err
+				}
+				br.Extra = map[string]any{"check_against_virtual": verdict}
+				against = verdict.err()
+			}
 			if res.Machines != nil {
-				br.Extra = map[string]any{"cluster": res.Machines}
+				if br.Extra == nil {
+					br.Extra = map[string]any{}
+				}
+				br.Extra["cluster"] = res.Machines
 				if len(res.Lost) > 0 {
 					br.Extra["lost"] = res.Lost
 				}
@@ -88,8 +108,68 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			return err
 		}
 	}
-	_, _, err = netns.Run(ctx, l, opts)
-	return err
+	if _, _, err = netns.Run(ctx, l, opts); err != nil {
+		return err
+	}
+	return against
+}
+
+// againstVirtual is what --check-against virtual found (run.json check_against_virtual).
+type againstVirtual struct {
+	Identical bool              `json:"identical"`
+	Flows     int               `json:"flows"`
+	Differing []report.FlowDiff `json:"differing_flows,omitempty"`
+	Summary   string            `json:"summary"`
+	WallS     float64           `json:"virtual_wall_s"`
+}
+
+func (a againstVirtual) err() error {
+	if a.Identical {
+		return nil
+	}
+	return exitCodeError{code: exitVerdict, err: fmt.Errorf("--check-against virtual: %d of %d flows differ from the virtual run (run.json check_against_virtual)", len(a.Differing), a.Flows)}
+}
+
+// checkAgainstVirtual runs l on the virtual backend and compares the netns run with it exactly
+// (report.CompareRuns), printing "identical to the virtual run" or every flow that differs. A netns
+// run with a fractional D or kernel hosts cannot be identical (docs/architecture.md §Fidelity); it is
+// compared all the same, and the difference is the answer.
+func checkAgainstVirtual(ctx context.Context, l *lab.Lab, log *records.Log, res netns.RunResult) (againstVirtual, error) {
+	start := time.Now()
+	f, err := virtual.New(l)
+	if err != nil {
+		return againstVirtual{}, fmt.Errorf("--check-against virtual: %w", err)
+	}
+	vres := f.Run(ctx)
+	if vres.Cancelled {
+		return againstVirtual{}, errors.New("--check-against virtual: the virtual run was interrupted")
+	}
+	d := int64(res.Dilation)
+	if float64(d) != res.Dilation {
+		fmt.Fprintf(os.Stderr, "check against virtual: D=%g is not a whole number: the agents ran dilated configs, and the runs are not expected to be identical\n", res.Dilation)
+		d = max(d, 1) // compared at the nearest whole D below: every time differs, which is the answer
+	}
+	diff := report.CompareRuns(
+		report.RunSide{Log: log, D: d, Deadlock: res.Deadlock.Detected, DeadlockAt: res.Deadlock.At},
+		report.RunSide{Log: f.Log, D: 1, Deadlock: vres.Deadlock.Detected, DeadlockAt: vres.Deadlock.At})
+	a := againstVirtual{Identical: diff.Identical(), Flows: diff.Flows, Differing: diff.Differing, Summary: diff.Describe(20),
+		WallS: time.Since(start).Seconds()}
+	if a.Identical {
+		fmt.Fprintf(os.Stderr, "check against virtual: identical to the virtual run (%d flows, %d drops, %d pause records; the virtual run took %.2f s)\n",
+			diff.Flows, diff.DropsA, diff.PausesA, a.WallS)
+		return a, nil
+	}
+	fmt.Fprintf(os.Stderr, "check against virtual: DIFFERS from the virtual run (the virtual run took %.2f s): %d of %d flows\n", a.WallS, len(diff.Differing), diff.Flows)
+	for _, fd := range diff.Differing {
+		fmt.Fprintf(os.Stderr, "  flow %d: FCT %.9g s (netns) vs %.9g s (virtual): %s\n", fd.ID, fd.FCTA, fd.FCTB, fd.What)
+	}
+	if diff.FirstDrop != "" {
+		fmt.Fprintf(os.Stderr, "  drops %d vs %d, first difference %s\n", diff.DropsA, diff.DropsB, diff.FirstDrop)
+	}
+	if diff.FirstPause != "" {
+		fmt.Fprintf(os.Stderr, "  pause records %d vs %d, first difference %s\n", diff.PausesA, diff.PausesB, diff.FirstPause)
+	}
+	return a, nil
 }
 
 // netnsDilation settles the run's dilation before anything is made: a spec without one gets the
