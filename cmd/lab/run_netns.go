@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -19,11 +20,12 @@ import (
 )
 
 var netnsFlags struct {
-	pcap    string
-	agents  int
-	name    string
-	cluster string
-	against string
+	pcap     string
+	agents   int
+	name     string
+	cluster  string
+	against  string
+	realtime int
 }
 
 func init() {
@@ -35,6 +37,7 @@ func init() {
 			c.Flags().IntVar(&netnsFlags.agents, "agents", 0, fmt.Sprintf("netns: agent processes hosting the devices, each a connected part of the fabric (default %d; >= devices: one per device)", netns.DefaultAgents))
 			c.Flags().StringVar(&netnsFlags.cluster, "cluster", "", "netns: run over the machines this cluster file names, one agent each (README: Several machines)")
 			c.Flags().StringVar(&netnsFlags.name, "name", "", "netns: the lab's name (namespaces fl-<name>-<device>; default r<pid>-<n>)")
+			c.Flags().IntVar(&netnsFlags.realtime, "realtime", netns.DefaultRealtime, "netns: SCHED_FIFO priority of the agents' loop threads (1-99); 0 or less runs them on the ordinary scheduler, where nice applies (slower on a busy machine, never different: docs/architecture.md §Time dilation)")
 			c.Flags().StringVar(&netnsFlags.against, "check-against", "", "netns: virtual: run the lab's virtual twin after the run and compare flow by flow (flows, drops, pauses, deadlock); exit 3 and list the flows when they differ")
 		}
 	}
@@ -63,7 +66,12 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 		return err
 	}
 	var against error
-	opts := netns.RunOptions{Pcap: netnsFlags.pcap, Agents: netnsFlags.agents, Name: netnsFlags.name,
+	busyWarning()
+	rt := netnsFlags.realtime
+	if rt <= 0 {
+		rt = -1 // RunOptions: negative is the ordinary scheduler, 0 the default priority
+	}
+	opts := netns.RunOptions{Realtime: rt, Pcap: netnsFlags.pcap, Agents: netnsFlags.agents, Name: netnsFlags.name,
 		Progress: note, Kernel: kernelhost.ForNetns(l),
 		OnClock: func(now clock.Time, completed, total int) { bar.update(now, completed, total) },
 		Save: func(log *records.Log, res netns.RunResult) error {
@@ -112,6 +120,24 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 		return err
 	}
 	return against
+}
+
+// busyWarning warns when the machine is busier than its cores: the agents then fall behind the wall
+// clock more often, which makes the run slower (its pace), not different, as long as the agent keeps
+// every frame to its schedule (the exact cross-check says whether it did); under the ordinary
+// scheduler (--realtime 0) any process on the machine can delay them.
+func busyWarning() {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return
+	}
+	var load float64
+	if _, err := fmt.Sscan(string(b), &load); err != nil {
+		return
+	}
+	if cpus := runtime.NumCPU(); load > float64(cpus) {
+		fmt.Fprintf(os.Stderr, "lab: warning: the machine is busy (load average %.1f on %d CPUs): the agents will fall behind the wall clock and the run will take longer; its results are checked against the virtual backend's exactly, and a run that could not keep its schedule is reported unfaithful\n", load, cpus)
+	}
 }
 
 // againstVirtual is what --check-against virtual found (run.json check_against_virtual).

@@ -156,6 +156,11 @@ func New(l *lab.Lab) (*Fabric, error) {
 		// A flow's start is an event of its source NIC (docs/architecture.md §Order of simultaneous events).
 		f.Clock.AfterFuncOrdered(fp.At, clock.DeviceOrder(fp.SrcNode), f.startAt[i])
 	}
+	if f.dependents != nil {
+		for _, nic := range f.NICs {
+			nic.SetOnComplete(f.release)
+		}
+	}
 	return f, nil
 }
 
@@ -323,20 +328,24 @@ func (f *Fabric) startMeters() {
 	}
 }
 
-// collect counts flows completed since the last call and starts the flows that were waiting for them,
-// at their planned time or now, whichever is later.
+// collect counts flows completed since the last call.
 func (f *Fabric) collect() {
 	for ; f.seen < len(f.Log.Flows); f.seen++ {
-		r := &f.Log.Flows[f.seen]
-		if !r.Completed {
-			continue
+		if f.Log.Flows[f.seen].Completed {
+			f.done++
 		}
-		f.done++
-		for _, i := range f.dependents[r.ID] {
-			fp := &f.Lab.Flows[i]
-			if f.waiting[fp.ID]--; f.waiting[fp.ID] == 0 {
-				f.Clock.AfterFuncOrdered(max(fp.At-f.Clock.Now(), 0), clock.DeviceOrder(fp.SrcNode), f.startAt[i])
-			}
+	}
+}
+
+// release starts the flows that waited only for flow id, which completed now, at their planned time or
+// now, whichever is later: a harness event (docs/architecture.md §Order of simultaneous events), so
+// a flow released at the instant of a completion starts after every device's events of that instant,
+// on every backend.
+func (f *Fabric) release(id uint32, _ clock.Time) {
+	for _, i := range f.dependents[id] {
+		fp := &f.Lab.Flows[i]
+		if f.waiting[fp.ID]--; f.waiting[fp.ID] == 0 {
+			f.Clock.AfterFuncOrdered(max(fp.At-f.Clock.Now(), 0), clock.Harness, f.startAt[i])
 		}
 	}
 }

@@ -145,6 +145,15 @@ func (a *agent) schedule() {
 		}
 		a.clk.AfterFuncOrdered(f.At, clock.DeviceOrder(f.Node), a.starts[i]) // an event of the NIC
 	}
+	if len(a.deps) > 0 {
+		// A flow that waits for one completed here starts from the completing event, as on the virtual
+		// backend; the loop's next look at the records may be well past that instant.
+		for _, d := range a.devs {
+			if d.nic != nil {
+				d.nic.SetOnComplete(func(id uint32, finish clock.Time) { a.release(id, finish*a.engD) })
+			}
+		}
+	}
 }
 
 func (a *agent) starter(nic *nodes.NIC, fl nodes.Flow) func() {
@@ -169,7 +178,7 @@ func (a *agent) collect() {
 		a.done++
 		finish := r.Finish * a.engD // the agent clock's time (the engines' may be slower)
 		a.lastFinish = max(a.lastFinish, finish)
-		a.release(r.ID, finish)
+		// What waited for it here was released when it completed (NIC.SetOnComplete, schedule).
 		if a.setup.Remote[r.ID] {
 			out = append(out, r.ID)
 			outAt = append(outAt, finish)
@@ -215,7 +224,7 @@ func (a *agent) release(id uint32, finish clock.Time) {
 				// lets agents run a lookahead apart): the flow starts late, and the verdict says so.
 				a.fid.LateStarts++
 			}
-			a.clk.AfterFuncOrdered(at-a.clk.Now(), clock.DeviceOrder(a.setup.Flows[i].Node), a.starts[i])
+			a.clk.AfterFuncOrdered(at-a.clk.Now(), clock.Harness, a.starts[i]) // as the virtual backend's
 		}
 	}
 	delete(a.deps, id)
