@@ -136,7 +136,7 @@ func busyWarning() {
 		return
 	}
 	if cpus := runtime.NumCPU(); load > float64(cpus) {
-		fmt.Fprintf(os.Stderr, "lab: warning: the machine is busy (load average %.1f on %d CPUs): the agents will fall behind the wall clock and the run will take longer; its results are checked against the virtual backend's exactly, and a run that could not keep its schedule is reported unfaithful\n", load, cpus)
+		fmt.Fprintf(os.Stderr, "lab: warning: the machine is busy (load average %.1f on %d CPUs): the agents will fall behind the wall clock and the run will take longer (with Go NIC hosts, not differently: the cross-check compares it with the virtual backend's exactly); kernel-tcp hosts keep the wall clock's time and can be changed by it\n", load, cpus)
 	}
 }
 
