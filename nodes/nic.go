@@ -102,6 +102,8 @@ type NIC struct {
 	layout Layout
 	plug   Plugins
 	pool   *pkt.Pool // nil: allocate every packet (see SetPool)
+	// onComplete, if set, hears every flow this NIC completes, in the completing event (SetOnComplete).
+	onComplete func(id uint32, finish clock.Time)
 
 	ports    []*egress.Port
 	lanes    [][]*lane // [port][queue], nil where no local flow has used the queue yet
@@ -264,6 +266,11 @@ func (q *qp) closeWindow() {
 // handled. Every engine sharing pl must run on one goroutine (the virtual backend's, or a netns
 // agent's loop).
 func (n *NIC) SetPool(pl *pkt.Pool) { n.pool = pl }
+
+// SetOnComplete makes the NIC call f with every flow it completes, inside the event that completes it:
+// a backend that starts flows when others complete (ps, moe) then releases them at the completion's
+// instant on every backend, not wherever its loop next looks at the records.
+func (n *NIC) SetOnComplete(f func(id uint32, finish clock.Time)) { n.onComplete = f }
 
 // Flush writes the NIC's counters and a record for every flow it started that has not completed. Call it
 // once at the end of a run; later calls do nothing.

@@ -464,6 +464,9 @@ func (n *NIC) complete(q *qp) {
 	delete(n.qps, q.id)
 	n.active--
 	q.lane.remove(q)
+	if n.onComplete != nil {
+		n.onComplete(q.rec.ID, q.rec.Finish)
+	}
 }
 
 // lane is one local-data egress queue of one port and the QPs feeding it. It keeps the queue at most

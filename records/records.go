@@ -267,3 +267,38 @@ func (l *Log) Merge(o *Log) {
 	l.Reorders = append(l.Reorders, o.Reorders...)
 	l.Faults = append(l.Faults, o.Faults...)
 }
+
+// Dilate multiplies every time in the log by d, for a log an engine wrote on a clock d times slower
+// than the one its reader expects (a netns agent's engines run on paper time, clock.Dilated, and its
+// records go back in the agent clock's dilated time). Chunked or spilled pauses must be flushed first.
+func (l *Log) Dilate(d clock.Time) {
+	if d == 1 {
+		return
+	}
+	for i := range l.Flows {
+		f := &l.Flows[i]
+		f.Start, f.Ideal = f.Start*d, f.Ideal*d
+		if f.Finish != 0 {
+			f.Finish *= d
+		}
+	}
+	for i := range l.Pauses {
+		l.Pauses[i].At *= d
+	}
+	for i := range l.Drops {
+		l.Drops[i].At *= d
+	}
+	for i := range l.Samples {
+		l.Samples[i].At *= d
+	}
+	for i := range l.Links {
+		l.Links[i].At *= d
+	}
+	for i := range l.FlowRx {
+		l.FlowRx[i].At *= d
+	}
+	l.MeterBin *= d
+	for i := range l.Faults {
+		l.Faults[i].At *= d
+	}
+}

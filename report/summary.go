@@ -72,6 +72,9 @@ type DeadlockVerdict struct {
 type Fidelity struct {
 	Faithful bool   `json:"faithful"`
 	Reason   string `json:"reason"`
+	// Differing are the flows whose outcome differs from the virtual backend's run of the same lab, when
+	// the two were compared exactly (CompareRuns): each makes the run unfaithful.
+	Differing []FlowDiff `json:"differing_flows,omitempty"`
 }
 
 // notMonitored is the reason of a run no fidelity monitor judged (the virtual backend: exact).

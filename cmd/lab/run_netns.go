@@ -5,21 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/cluster"
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the backend re-executes this binary as its agents
+	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/records"
+	"github.com/fabriclab/fabriclab/report"
 )
 
 var netnsFlags struct {
-	pcap    string
-	agents  int
-	name    string
-	cluster string
+	pcap     string
+	agents   int
+	name     string
+	cluster  string
+	against  string
+	realtime int
 	// given are the backend-specific flags set on the command line (checkRunFlags), refused for a
 	// spec whose backend would ignore them (checkBackendFlags).
 	given []string
@@ -34,11 +40,16 @@ func init() {
 			c.Flags().IntVar(&netnsFlags.agents, "agents", 0, fmt.Sprintf("netns: agent processes hosting the devices, each a connected part of the fabric (default %d; >= devices: one per device)", netns.DefaultAgents))
 			c.Flags().StringVar(&netnsFlags.cluster, "cluster", "", "netns: run over the machines this cluster file names, one agent each (README: Several machines)")
 			c.Flags().StringVar(&netnsFlags.name, "name", "", "netns: the lab's name (namespaces fl-<name>-<device>; default r<pid>-<n>)")
+			c.Flags().IntVar(&netnsFlags.realtime, "realtime", netns.DefaultRealtime, "netns: SCHED_FIFO priority of the agents' loop threads (1-99); 0 or less runs them on the ordinary scheduler, where nice applies (slower on a busy machine, never different: docs/architecture.md §Time dilation)")
+			c.Flags().StringVar(&netnsFlags.against, "check-against", "", "netns: virtual: run the lab's virtual twin after the run and compare flow by flow (flows, drops, pauses, deadlock); exit 3 and list the flows when they differ")
 		}
 	}
 }
 
 func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Log, backendResult) error) error {
+	if a := netnsFlags.against; a != "" && a != "virtual" {
+		return exitCodeError{code: exitUsage, err: fmt.Errorf("--check-against: %q is not a backend to check against (virtual)", a)}
+	}
 	bar := newRunProgress(!showProgress, l.End)
 	note := func(s string) {
 		if showProgress && bar == nil { // no bar (not a terminal): one line per phase instead
@@ -57,7 +68,13 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 	if err != nil {
 		return err
 	}
-	opts := netns.RunOptions{Pcap: netnsFlags.pcap, Agents: netnsFlags.agents, Name: netnsFlags.name,
+	var against error
+	busyWarning()
+	rt := netnsFlags.realtime
+	if rt <= 0 {
+		rt = -1 // RunOptions: negative is the ordinary scheduler, 0 the default priority
+	}
+	opts := netns.RunOptions{Realtime: rt, Pcap: netnsFlags.pcap, Agents: netnsFlags.agents, Name: netnsFlags.name,
 		Progress: note, Kernel: kernelhost.ForNetns(l),
 		OnClock: func(now clock.Time, completed, total int) { bar.update(now, completed, total) },
 		Save: func(log *records.Log, res netns.RunResult) error {
@@ -69,8 +86,19 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			}
 			br := backendResult{End: res.End, Dilation: res.Dilation, DilationWhy: why, Events: res.Monitor.Timers, AllDone: res.AllDone,
 				TimedOut: res.TimedOut, Cancelled: res.Cancelled, Fidelity: &fid, Deadlock: res.Deadlock, Split: split, Partial: res.Partial}
+			if netnsFlags.against != "" && !res.Cancelled && !res.Partial {
+				verdict, err := checkAgainstVirtual(ctx, l, log, res)
+				if err != nil {
+					return err
+				}
+				br.Extra = map[string]any{"check_against_virtual": verdict}
+				against = verdict.err()
+			}
 			if res.Machines != nil {
-				br.Extra = map[string]any{"cluster": res.Machines}
+				if br.Extra == nil {
+					br.Extra = map[string]any{}
+				}
+				br.Extra["cluster"] = res.Machines
 				if len(res.Lost) > 0 {
 					br.Extra["lost"] = res.Lost
 				}
@@ -91,8 +119,86 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			return err
 		}
 	}
-	_, _, err = netns.Run(ctx, l, opts)
-	return err
+	if _, _, err = netns.Run(ctx, l, opts); err != nil {
+		return err
+	}
+	return against
+}
+
+// busyWarning warns when the machine is busier than its cores: the agents then fall behind the wall
+// clock more often, which makes the run slower (its pace), not different, as long as the agent keeps
+// every frame to its schedule (the exact cross-check says whether it did); under the ordinary
+// scheduler (--realtime 0) any process on the machine can delay them.
+func busyWarning() {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return
+	}
+	var load float64
+	if _, err := fmt.Sscan(string(b), &load); err != nil {
+		return
+	}
+	if cpus := runtime.NumCPU(); load > float64(cpus) {
+		fmt.Fprintf(os.Stderr, "lab: warning: the machine is busy (load average %.1f on %d CPUs): the agents will fall behind the wall clock and the run will take longer (with Go NIC hosts, not differently: the cross-check compares it with the virtual backend's exactly); kernel-tcp hosts keep the wall clock's time and can be changed by it\n", load, cpus)
+	}
+}
+
+// againstVirtual is what --check-against virtual found (run.json check_against_virtual).
+type againstVirtual struct {
+	Identical bool              `json:"identical"`
+	Flows     int               `json:"flows"`
+	Differing []report.FlowDiff `json:"differing_flows,omitempty"`
+	Summary   string            `json:"summary"`
+	WallS     float64           `json:"virtual_wall_s"`
+}
+
+func (a againstVirtual) err() error {
+	if a.Identical {
+		return nil
+	}
+	return exitCodeError{code: exitVerdict, err: fmt.Errorf("--check-against virtual: %d of %d flows differ from the virtual run (run.json check_against_virtual)", len(a.Differing), a.Flows)}
+}
+
+// checkAgainstVirtual runs l on the virtual backend and compares the netns run with it exactly
+// (report.CompareRuns), printing "identical to the virtual run" or every flow that differs. A netns
+// run with a fractional D or kernel hosts cannot be identical (docs/architecture.md §Fidelity); it is
+// compared all the same, and the difference is the answer.
+func checkAgainstVirtual(ctx context.Context, l *lab.Lab, log *records.Log, res netns.RunResult) (againstVirtual, error) {
+	start := time.Now()
+	f, err := virtual.New(l)
+	if err != nil {
+		return againstVirtual{}, fmt.Errorf("--check-against virtual: %w", err)
+	}
+	vres := f.Run(ctx)
+	if vres.Cancelled {
+		return againstVirtual{}, errors.New("--check-against virtual: the virtual run was interrupted")
+	}
+	d := int64(res.Dilation)
+	if float64(d) != res.Dilation {
+		fmt.Fprintf(os.Stderr, "check against virtual: D=%g is not a whole number: the agents ran dilated configs, and the runs are not expected to be identical\n", res.Dilation)
+		d = max(d, 1) // compared at the nearest whole D below: every time differs, which is the answer
+	}
+	diff := report.CompareRuns(
+		report.RunSide{Log: log, D: d, Deadlock: res.Deadlock.Detected, DeadlockAt: res.Deadlock.At},
+		report.RunSide{Log: f.Log, D: 1, Deadlock: vres.Deadlock.Detected, DeadlockAt: vres.Deadlock.At})
+	a := againstVirtual{Identical: diff.Identical(), Flows: diff.Flows, Differing: diff.Differing, Summary: diff.Describe(20),
+		WallS: time.Since(start).Seconds()}
+	if a.Identical {
+		fmt.Fprintf(os.Stderr, "check against virtual: identical to the virtual run (%d flows, %d drops, %d pause records; the virtual run took %.2f s)\n",
+			diff.Flows, diff.DropsA, diff.PausesA, a.WallS)
+		return a, nil
+	}
+	fmt.Fprintf(os.Stderr, "check against virtual: DIFFERS from the virtual run (the virtual run took %.2f s): %d of %d flows\n", a.WallS, len(diff.Differing), diff.Flows)
+	for _, fd := range diff.Differing {
+		fmt.Fprintf(os.Stderr, "  flow %d: FCT %.9g s (netns) vs %.9g s (virtual): %s\n", fd.ID, fd.FCTA, fd.FCTB, fd.What)
+	}
+	if diff.FirstDrop != "" {
+		fmt.Fprintf(os.Stderr, "  drops %d vs %d, first difference %s\n", diff.DropsA, diff.DropsB, diff.FirstDrop)
+	}
+	if diff.FirstPause != "" {
+		fmt.Fprintf(os.Stderr, "  pause records %d vs %d, first difference %s\n", diff.PausesA, diff.PausesB, diff.FirstPause)
+	}
+	return a, nil
 }
 
 // netnsDilation settles the run's dilation before anything is made: a spec without one gets the

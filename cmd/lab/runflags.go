@@ -26,7 +26,7 @@ func checkRunFlags(cmd *cobra.Command) error {
 		return usage(fmt.Errorf("--agents %d: want how many agent processes (1 or more; leave the flag out for the default)", netnsFlags.agents))
 	}
 	netnsFlags.given = nil
-	for _, n := range []string{"agents", "name", "pcap", "cluster", "keep-running-on-deadlock"} {
+	for _, n := range []string{"agents", "name", "pcap", "cluster", "check-against", "realtime", "keep-running-on-deadlock"} {
 		if f.Lookup(n) != nil && f.Changed(n) {
 			netnsFlags.given = append(netnsFlags.given, n)
 		}
@@ -37,7 +37,7 @@ func checkRunFlags(cmd *cobra.Command) error {
 // backendFlags are the flags only one backend acts on; given for a spec of the other backend, they
 // would be ignored without a word.
 var backendFlags = map[string][]string{
-	"virtual": {"agents", "name", "cluster"},
+	"virtual": {"agents", "name", "cluster", "check-against", "realtime"},
 	"netns":   {"keep-running-on-deadlock"},
 }
 

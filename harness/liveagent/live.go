@@ -86,6 +86,7 @@ func LiveSetup(l *lab.Lab, nl *nslink.Lab) (*lockstep.AgentSetup, error) {
 		return nil, err
 	}
 	dl.Flows = nil
+	dl.EngineD = 0 // a live lab's engines stay on dilated configs: its inspect and drop streams are in agent time
 	setups, _ := netns.SplitAgents(l, dl, nl, 1, nil, "", nil)
 	if len(setups) == 0 && l.Tables.HostTransit {
 		setups = []*lockstep.AgentSetup{{Lab: nl.Name, MTU: nl.MTU, FrameBytes: netns.DataFrameBytes(l)}}

@@ -99,6 +99,10 @@ type AgentSetup struct {
 	// coordinator's deadlock monitor (the Graph and Config are the coordinator's; only the mode is needed
 	// here).
 	Sample *AgentMonitor `json:"sample,omitempty"`
+	// EngineDilation, when set, is D: the devices' configs and the flows' NIC parameters are the
+	// paper's (Dilated.EngineD), the engines run on the agent clock seen D times slower, and the agent
+	// returns records in dilated time as it otherwise does. Flow start times stay dilated.
+	EngineDilation int64 `json:"engine_dilation,omitempty"`
 }
 
 // AgentMonitor is what the run-time deadlock monitor (package monitor) needs: the topology for the

@@ -329,7 +329,7 @@ func SplitAgents(l *lab.Lab, dl *Dilated, nl *nslink.Lab, n int, pcaps map[locks
 	n = min(n, devs)
 	setups := make([]*lockstep.AgentSetup, n)
 	for i := range setups {
-		setups[i] = &lockstep.AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: DataFrameBytes(l)}
+		setups[i] = &lockstep.AgentSetup{Lab: nl.Name, MTU: nl.MTU, PcapDir: pcapDir, FrameBytes: DataFrameBytes(l), EngineDilation: dl.EngineD}
 	}
 	var agentOf map[int]int
 	var cut CutReport
@@ -387,10 +387,16 @@ func SplitAgents(l *lab.Lab, dl *Dilated, nl *nslink.Lab, n int, pcaps map[locks
 	}
 	for _, h := range dl.Hosts {
 		c := h.Config
+		if dl.EngineD > 0 {
+			c = dl.Paper.Hosts[h.Node]
+		}
 		add(h.Node, lockstep.AgentDevice{Host: &c})
 	}
 	for _, s := range dl.Switches {
 		c := s.Config
+		if dl.EngineD > 0 {
+			c = dl.Paper.Switches[s.Node]
+		}
 		add(s.Node, lockstep.AgentDevice{Switch: &c})
 	}
 	src := map[uint32]int{}
@@ -400,7 +406,11 @@ func SplitAgents(l *lab.Lab, dl *Dilated, nl *nslink.Lab, n int, pcaps map[locks
 
 	for _, f := range dl.Flows {
 		s := setups[owner[f.SrcNode]]
-		s.Flows = append(s.Flows, lockstep.AgentFlow{Node: f.SrcNode, At: f.At, Flow: f.NICFlow(), After: f.After})
+		fl := f.NICFlow()
+		if dl.EngineD > 0 {
+			fl = dl.Paper.Flows[f.ID]
+		}
+		s.Flows = append(s.Flows, lockstep.AgentFlow{Node: f.SrcNode, At: f.At, Flow: fl, After: f.After})
 		for _, id := range f.After {
 			if o := owner[src[id]]; o != owner[f.SrcNode] {
 				if setups[o].Remote == nil {

@@ -83,6 +83,11 @@ func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult
 		off = append(off, fmt.Sprintf("deadlock %v vs %v", n.Deadlock.Detected, v.Deadlock.Detected))
 	}
 	p := pairFlows(log.Flows, vf.Log.Flows, res.Dilation, res.End, vres.End)
+	if e := int64(res.Dilation); float64(e) == res.Dilation {
+		return exactCheck(f, n, v, p, report.CompareRuns(
+			report.RunSide{Log: log, D: e, Deadlock: res.Deadlock.Detected, DeadlockAt: res.Deadlock.At},
+			report.RunSide{Log: vf.Log, D: 1, Deadlock: vres.Deadlock.Detected, DeadlockAt: vres.Deadlock.At}))
+	}
 	// After a deadlock both runs stop where their monitors fired: the counts up to then are not comparable.
 	if !n.Deadlock.Detected && !v.Deadlock.Detected {
 		count("lossy drops", int64(n.Drops.Lossy), int64(v.Drops.Lossy))
@@ -113,6 +118,24 @@ func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult
 	f.Reason += fmt.Sprintf("; cross-checked against a schedule-keeping run: drops %d vs %d, retransmissions %d vs %d, pauses %d vs %d, FCT avg %.4g vs %.4g s (over the %d flows both completed %.4g vs %.4g s)",
 		n.Drops.Lossy+n.Drops.Lossless, v.Drops.Lossy+v.Drops.Lossless, n.Retransmissions, v.Retransmissions,
 		n.Pauses.Sent, v.Pauses.Sent, n.FCT.Avg, v.FCT.Avg, p.both, p.netns, p.virtual)
+	return f
+}
+
+// exactCheck is the verdict of a run whose agents ran the engines on the paper's configs (a whole D,
+// Dilated.EngineD): it must be identical to the virtual backend's run flow by flow, drop by drop and
+// pause by pause (report.CompareRuns). Any difference is unfaithful and names every flow that differs,
+// with both FCTs; an identical run keeps the lateness verdict (identity is needed for a faithful run,
+// and frames taken late still say the machine did not keep the schedule). The averages stay as a
+// summary.
+func exactCheck(f report.Fidelity, n, v *report.Summary, p flowPairs, d report.RunDiff) report.Fidelity {
+	avg := fmt.Sprintf("averages: drops %d vs %d, retransmissions %d vs %d, pauses %d vs %d, FCT avg %.4g vs %.4g s",
+		n.Drops.Lossy+n.Drops.Lossless, v.Drops.Lossy+v.Drops.Lossless, n.Retransmissions, v.Retransmissions,
+		n.Pauses.Sent, v.Pauses.Sent, p.netns, p.virtual)
+	if !d.Identical() {
+		return report.Fidelity{Faithful: false, Differing: d.Differing, Reason: fmt.Sprintf(
+			"distorted: against the virtual backend's run of the same lab and seed, %s; %s; %s", d.Describe(20), avg, f.Reason)}
+	}
+	f.Reason += fmt.Sprintf("; identical to the virtual backend's run flow by flow (%s); %s", d.Describe(0), avg)
 	return f
 }
 

@@ -83,7 +83,8 @@ var _ = Describe("netns backend: the fidelity verdict catches distortion", Label
 			Expect(r.sum.Drops.Lossy).To(BeNumerically(">", 1.25*float64(v.Drops.Lossy)), "this run was not distorted")
 			Expect(r.sum.Fidelity.Faithful).To(BeFalse())
 			Expect(r.sum.Fidelity.Reason).To(ContainSubstring("distorted"))
-			Expect(r.sum.Fidelity.Reason).To(ContainSubstring("lossy drops"))
+			Expect(r.sum.Fidelity.Reason).To(ContainSubstring("flows differ"))
+			Expect(r.sum.Fidelity.Differing).NotTo(BeEmpty())
 			return
 		}
 	})

@@ -251,7 +251,7 @@ func (a *agent) scheduleFaults() {
 					} else {
 						node, port := int32(d.node), int16(e[1])
 						p.nicFault = egress.NewFaultLink(p.link, a.clk, f.Fault, uint64(e[0])<<8|uint64(i), func(pk *pkt.Packet, reason string) {
-							a.log.Drops = append(a.log.Drops, records.Drop{At: a.clk.Now(), Device: node, Port: port, Queue: pk.Queue, Flow: pk.Flow, Reason: reason})
+							a.log.Drops = append(a.log.Drops, records.Drop{At: a.eclk.Now(), Device: node, Port: port, Queue: pk.Queue, Flow: pk.Flow, Reason: reason})
 						})
 						d.eng.SetLink(e[1], p.nicFault)
 					}
@@ -273,7 +273,7 @@ func (a *agent) scheduleFaults() {
 				}
 			}
 			if f.Log {
-				a.log.Faults = append(a.log.Faults, records.FaultEvent{At: a.clk.Now(), Link: f.Name, State: f.Fault.String(), Reroutes: len(f.FIB)})
+				a.log.Faults = append(a.log.Faults, records.FaultEvent{At: a.eclk.Now(), Link: f.Name, State: f.Fault.String(), Reroutes: len(f.FIB)})
 			}
 		})
 	}

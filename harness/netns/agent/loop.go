@@ -93,9 +93,9 @@ type port struct {
 	// and of the last one written, and the frames read ahead of their due time.
 	txSeq, txWritten uint32
 	inbox            inbox
-	// rank orders this port's deliveries among frames due at a device at the same instant, the same in
-	// every agent: 1 + node*1024 + port (clock.Real.AfterFuncRanked).
-	rank uint32
+	// ord places this port's deliveries among the events due at the same instant, as on the virtual
+	// backend (clock.ArrivalOrder; docs/architecture.md §Order of simultaneous events).
+	ord clock.Order
 }
 
 // expected is a frame written by this agent that its own peer port will read: its length, its key and
@@ -326,8 +326,12 @@ func (p *port) writeLater(a *agent, sent int) {
 }
 
 type agent struct {
-	setup   *lockstep.AgentSetup
-	clk     *clock.Real
+	setup *lockstep.AgentSetup
+	clk   *clock.Real
+	// eclk is the engines' clock: clk, or clk seen engD times slower when the engines run on the paper's
+	// configs (AgentSetup.EngineDilation; their records are dilated back in finish).
+	eclk    clock.Clock
+	engD    clock.Time
 	log     records.Log
 	devs    []*device
 	ports   []*port // flat, index = poll slot
@@ -415,7 +419,12 @@ func newAgent(s *lockstep.AgentSetup) (*agent, error) {
 		return nil, err
 	}
 	// The epoch is set at start; engines only read the clock once the loop runs.
-	a := &agent{setup: s, clk: clock.NewReal(0), wake: w, flows: len(s.Flows), flushAt: never, dueMin: never, dp: datapathFromEnv()}
+	a := &agent{setup: s, clk: clock.NewReal(0), wake: w, flows: len(s.Flows), flushAt: never, dueMin: never, dp: datapathFromEnv(), engD: 1}
+	a.eclk = a.clk
+	if s.EngineDilation > 1 {
+		a.engD = clock.Time(s.EngineDilation)
+		a.eclk = clock.Dilate(a.clk, s.EngineDilation)
+	}
 	if a.dp != legacy {
 		a.pool = new(pkt.Pool)
 	}
@@ -468,14 +477,14 @@ func (a *agent) makeDevices() error {
 		links := make([]egress.Link, len(d.Ports))
 		switch {
 		case d.Switch != nil:
-			sw, err := switchsw.New(*d.Switch, a.clk, links, &a.log)
+			sw, err := switchsw.New(*d.Switch, clock.For(a.eclk, clock.DeviceOrder(d.Node)), links, &a.log)
 			if err != nil {
 				return fmt.Errorf("switch %s: %w", d.Name, err)
 			}
 			sw.SetPool(a.pool)
 			dev.eng = sw
 		case d.Host != nil:
-			nic, err := nodes.New(*d.Host, a.clk, links, &a.log)
+			nic, err := nodes.New(*d.Host, clock.For(a.eclk, clock.DeviceOrder(d.Node)), links, &a.log)
 			if err != nil {
 				return fmt.Errorf("host %s: %w", d.Name, err)
 			}
@@ -502,7 +511,7 @@ func (a *agent) openPort(d lockstep.AgentDevice, dev *device, i int, pc lockstep
 		return fmt.Errorf("device %s: %w", d.Name, err)
 	}
 	p := &port{dev: dev, index: i, sock: sock, cfg: pc, rxStock: stock, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps),
-		rank: uint32(min(1+d.Node*1024+i, clock.MaxRank))}
+		ord: clock.ArrivalOrder(d.Node, i)}
 	p.slots, _ = sock.(portio.Slotter)
 	// In the agent's lists before anything below can fail, so close() closes its socket.
 	dev.ports = append(dev.ports, p)

@@ -143,7 +143,16 @@ func (a *agent) schedule() {
 			}
 			continue
 		}
-		a.clk.AfterFunc(f.At, a.starts[i])
+		a.clk.AfterFuncOrdered(f.At, clock.DeviceOrder(f.Node), a.starts[i]) // an event of the NIC
+	}
+	if len(a.deps) > 0 {
+		// A flow that waits for one completed here starts from the completing event, as on the virtual
+		// backend; the loop's next look at the records may be well past that instant.
+		for _, d := range a.devs {
+			if d.nic != nil {
+				d.nic.SetOnComplete(func(id uint32, finish clock.Time) { a.release(id, finish*a.engD) })
+			}
+		}
 	}
 }
 
@@ -167,11 +176,12 @@ func (a *agent) collect() {
 			continue
 		}
 		a.done++
-		a.lastFinish = max(a.lastFinish, r.Finish)
-		a.release(r.ID, r.Finish)
+		finish := r.Finish * a.engD // the agent clock's time (the engines' may be slower)
+		a.lastFinish = max(a.lastFinish, finish)
+		// What waited for it here was released when it completed (NIC.SetOnComplete, schedule).
 		if a.setup.Remote[r.ID] {
 			out = append(out, r.ID)
-			outAt = append(outAt, r.Finish)
+			outAt = append(outAt, finish)
 		}
 	}
 	if a.done >= a.flows && a.setup.StopWhenDone {
@@ -214,7 +224,7 @@ func (a *agent) release(id uint32, finish clock.Time) {
 				// lets agents run a lookahead apart): the flow starts late, and the verdict says so.
 				a.fid.LateStarts++
 			}
-			a.clk.AfterFunc(at-a.clk.Now(), a.starts[i])
+			a.clk.AfterFuncOrdered(at-a.clk.Now(), clock.Harness, a.starts[i]) // as the virtual backend's
 		}
 	}
 	delete(a.deps, id)
@@ -457,6 +467,7 @@ func (a *agent) finish() (*records.Log, *lockstep.AgentFidelity, clock.Time) {
 		return &a.log, &a.fid, now
 	}
 	a.stopped = true
+	defer a.log.Dilate(a.engD) // after the engines' Flush: every record in the agent clock's time
 	for _, d := range a.devs {
 		n := len(a.log.Counters)
 		d.eng.Flush()
