@@ -21,7 +21,7 @@ type Real struct {
 	epoch  int64 // CLOCK_MONOTONIC nanoseconds at Time 0
 	now    Time
 	seq    uint64
-	events []*event // 4-ary min-heap on (at, seq), shared with Virtual's event type
+	events []*event // 4-ary min-heap on (at, ord, seq)
 	fired  uint64
 	lag    LagStats
 	spare  []*event // fired events of Schedule, for reuse
@@ -100,32 +100,24 @@ func (r *Real) Sync() Time {
 	return r.now
 }
 
-// AfterFunc schedules f at Now()+d; a negative d is treated as 0.
-func (r *Real) AfterFunc(d Time, f func()) Timer { return r.AfterFuncRanked(d, 0, f) }
+// AfterFunc schedules f at Now()+d with Order Harness; a negative d is treated as 0.
+func (r *Real) AfterFunc(d Time, f func()) Timer { return r.AfterFuncOrdered(d, Harness, f) }
 
-// rankShift places a timer's rank above its sequence number in the heap's tie-break: 2^40 timers per
-// run (12 days at a million a second) below, ranks up to 2^23 above.
-const rankShift = 40
-
-// MaxRank is the largest rank AfterFuncRanked takes.
-const MaxRank = 1<<23 - 1
-
-// AfterFuncRanked is AfterFunc for a timer that, among timers due at the same time, fires after every
-// timer of a lower rank (AfterFunc's are rank 0) and in scheduling order within its rank. Frames that
-// reach a device at the same instant are then taken in an order fixed by the fabric (their ports'
-// ranks), not by when the loop happened to read them: an 8->1 incast's frames arrive in dead heats, and
-// that read order moved its average FCT by 1-2% from one run to the next. A rank above MaxRank is
-// MaxRank.
-func (r *Real) AfterFuncRanked(d Time, rank uint32, f func()) Timer {
-	return r.push(new(event), d, rank, f)
+// AfterFuncOrdered is AfterFunc for an event of Order o. Timers fire in (time, Order, scheduling
+// order), the virtual clock's rule (order.go): frames that reach a device at the same instant are then
+// taken in an order fixed by the fabric, not by when the loop happened to read them (an 8->1 incast's
+// frames arrive in dead heats, and that read order moved its average FCT by 1-2% from one run to the
+// next), and in the order the virtual backend takes them.
+func (r *Real) AfterFuncOrdered(d Time, o Order, f func()) Timer {
+	return r.push(new(event), d, o, f)
 }
 
-func (r *Real) push(e *event, d Time, rank uint32, f func()) *event {
+func (r *Real) push(e *event, d Time, o Order, f func()) *event {
 	if d < 0 {
 		d = 0
 	}
 	r.seq++
-	e.at, e.seq, e.f = r.now+d, uint64(min(rank, MaxRank))<<rankShift|r.seq, f
+	e.at, e.ord, e.seq, e.f = r.now+d, o, r.seq, f
 	r.events = heapPush(r.events, e)
 	return e
 }
@@ -134,17 +126,17 @@ func (r *Real) push(e *event, d Time, rank uint32, f func()) *event {
 // its event is reused once it has fired. An agent fires about two timers per frame-hop (egress
 // serialization, delivery at the far port), and a fresh event for each was 90 MB of new memory per
 // 2 ms NDC(4,1) run, with its collector off.
-func (r *Real) Schedule(d Time, f func()) { r.ScheduleRanked(d, 0, f) }
+func (r *Real) Schedule(d Time, f func()) { r.ScheduleOrdered(d, Harness, f) }
 
-// ScheduleRanked is Schedule with AfterFuncRanked's rank.
-func (r *Real) ScheduleRanked(d Time, rank uint32, f func()) {
+// ScheduleOrdered is Schedule for an event of Order o.
+func (r *Real) ScheduleOrdered(d Time, o Order, f func()) {
 	var e *event
 	if n := len(r.spare); n > 0 {
 		e, r.spare = r.spare[n-1], r.spare[:n-1]
 	} else {
 		e = &event{reuse: true}
 	}
-	r.push(e, d, rank, f)
+	r.push(e, d, o, f)
 }
 
 // Halt ends the clock's run at Now, from inside a timer: nothing fires after the timer running, not
@@ -340,6 +332,7 @@ func heapPop(h []*event) ([]*event, *event) {
 // event is one of Real's timers.
 type event struct {
 	at    Time
+	ord   Order
 	seq   uint64
 	f     func() // nil once fired or stopped
 	reuse bool   // made by Schedule: back to Real.spare once fired (nobody holds it)
@@ -355,5 +348,5 @@ func (e *event) Stop() bool {
 }
 
 func before(a, b *event) bool {
-	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+	return a.at < b.at || (a.at == b.at && (a.ord < b.ord || a.ord == b.ord && a.seq < b.seq))
 }

@@ -1,7 +1,6 @@
 package clock
 
 import (
-	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -147,21 +146,6 @@ func TestLagSumDoesNotWrap(t *testing.T) {
 	}
 	if m := r.Lag().Mean(); m != 10*Second {
 		t.Fatalf("mean lag %v, want 10s", m)
-	}
-}
-
-// Timers due at the same time fire by rank (AfterFunc's are rank 0), then in scheduling order.
-func TestAfterFuncRanked(t *testing.T) {
-	r := NewReal(MonotonicNanos())
-	var got []string
-	r.AfterFuncRanked(0, 5, func() { got = append(got, "r5") })
-	r.AfterFunc(0, func() { got = append(got, "a") })
-	r.AfterFuncRanked(0, 2, func() { got = append(got, "r2") })
-	r.AfterFuncRanked(0, 2, func() { got = append(got, "r2b") })
-	r.AfterFunc(0, func() { got = append(got, "b") })
-	r.RunDue()
-	if strings.Join(got, " ") != "a b r2 r2b r5" {
-		t.Fatalf("fired %v, want a b r2 r2b r5", got)
 	}
 }
 

@@ -2,20 +2,21 @@ package clock
 
 import "math/bits"
 
-// Virtual is a deterministic discrete-event clock: events fire in (time, scheduling order), so the same
-// inputs give the same run bit for bit. It is not safe for concurrent use; the virtual backend runs
-// every engine on one goroutine.
+// Virtual is a deterministic discrete-event clock: events fire in (time, Order, scheduling order)
+// (order.go: the rule both backends share), so the same inputs give the same run bit for bit. It is
+// not safe for concurrent use; the virtual backend runs every engine on one goroutine.
 //
-// Events hold only keys: the time, and the scheduling sequence number packed with the slot of the
-// event's callback in a side table (16 bytes, no pointers: moving entries needs no GC write barriers
-// and the collector never scans them). Callbacks scheduled with Schedule need no handle and allocate
+// Events hold only keys: the time, and the event's Order packed with the slot of its callback in a
+// side table (16 bytes, no pointers: moving entries needs no GC write barriers and the collector never
+// scans them). The scheduling sequence number, which breaks ties of time and Order, lives with the
+// callback: it is read only on such a tie. Callbacks scheduled with Schedule need no handle and allocate
 // nothing; AfterFunc allocates the small handle Stop needs.
 //
 // The queue is a timing wheel in front of a heap. Nine in ten events of a fabric run fire within
 // 100 ns of being scheduled (a frame's serialization) and nearly all the rest within a link delay, so
 // the wheel's buckets (8.192 ns each, 4.19 us in all) take them in O(1) and pop them from the first
 // non-empty bucket, found in a bitmap; only later events (transport timers) go to a 4-ary heap. A
-// bucket is kept sorted by (time, key), and pop takes the smaller of the wheel's and the heap's
+// bucket is kept in firing order, and pop takes the smaller of the wheel's and the heap's
 // first, so the order is exactly the heap-only order and runs are unchanged. (As a heap alone, pop
 // and its comparisons were 25% of a fat-tree k=4 run.)
 type Virtual struct {
@@ -36,19 +37,16 @@ type Virtual struct {
 	live   int // scheduled, not yet fired or stopped
 }
 
-// ventry is a heap entry. key is seq<<slotBits | slot: comparing keys compares sequence numbers, which
-// are unique, so (at, key) orders events by time, then by scheduling order.
+// ventry is a heap entry. key is Order<<slotBits | slot: (at, key>>slotBits) orders events by time,
+// then Order; events equal in both are ordered by their slots' sequence numbers (Virtual.before).
 type ventry struct {
 	at  Time
 	key uint64
 }
 
 const (
-	slotBits = 24 // up to 16.7M events pending at once (a fat-tree k=12 permutation peaks near 16k)
+	slotBits = 64 - OrderBits // up to 16.7M events pending at once (a fat-tree k=12 permutation peaks near 16k)
 	slotMask = 1<<slotBits - 1
-	// maxSeq bounds the events one clock can schedule: 2^40, about 30 hours of scheduling at 10M
-	// events per second.
-	maxSeq = 1<<(64-slotBits) - 1
 )
 
 const (
@@ -57,15 +55,16 @@ const (
 	bucketKeep   = 64  // a bucket keeps an array up to this many events when it empties
 )
 
-// bucket holds the events of one wheel slot in (time, key) order, from head on.
+// bucket holds the events of one wheel slot in firing order, from head on.
 type bucket struct {
 	e    []ventry
 	head int
 }
 
 type vslot struct {
-	f func()  // Schedule's callback; nil for an AfterFunc event
-	t *vtimer // AfterFunc's handle; nil for a Schedule event
+	f   func()  // Schedule's callback; nil for an AfterFunc event
+	t   *vtimer // AfterFunc's handle; nil for a Schedule event
+	seq uint64  // scheduling order
 }
 
 type vtimer struct {
@@ -94,13 +93,16 @@ func NewVirtual() *Virtual { return &Virtual{} }
 
 func (v *Virtual) Now() Time { return v.now }
 
-// AfterFunc schedules f at Now()+d; a negative d is treated as 0.
-func (v *Virtual) AfterFunc(d Time, f func()) Timer {
+// AfterFunc schedules f at Now()+d with Order Harness; a negative d is treated as 0.
+func (v *Virtual) AfterFunc(d Time, f func()) Timer { return v.AfterFuncOrdered(d, Harness, f) }
+
+// AfterFuncOrdered is AfterFunc for an event of Order o.
+func (v *Virtual) AfterFuncOrdered(d Time, o Order, f func()) Timer {
 	if d < 0 {
 		d = 0
 	}
 	e := &vtimer{f: f, v: v}
-	e.slot = v.add(v.now+d, vslot{t: e})
+	e.slot = v.add(v.now+d, o, vslot{t: e})
 	return e
 }
 
@@ -109,10 +111,12 @@ func (v *Virtual) AfterFunc(d Time, f func()) Timer {
 // gets a new AfterFunc) and be held by its caller alone, since every copy of the handle now stops the
 // new arming. Events fire exactly as with Stop and AfterFunc; only the allocation is gone. PFC re-arms
 // a timer for every pause frame a device sends or obeys: 4.6 MB of handles on a fat-tree k=12 incast.
-func (v *Virtual) Rearm(t Timer, d Time, f func()) Timer {
+func (v *Virtual) Rearm(t Timer, d Time, f func()) Timer { return v.rearm(t, d, Harness, f) }
+
+func (v *Virtual) rearm(t Timer, d Time, o Order, f func()) Timer {
 	e, ok := t.(*vtimer)
 	if !ok || e == nil || e.v != v {
-		return v.AfterFunc(d, f)
+		return v.AfterFuncOrdered(d, o, f)
 	}
 	e.Stop()
 	if d < 0 {
@@ -121,21 +125,24 @@ func (v *Virtual) Rearm(t Timer, d Time, f func()) Timer {
 	e.f = f
 	// An entry of a stopped arming may still be queued: it holds its own slot until it is discarded,
 	// so the new slot differs from it, and Step tells the two apart by slot.
-	e.slot = v.add(v.now+d, vslot{t: e})
+	e.slot = v.add(v.now+d, o, vslot{t: e})
 	return e
 }
 
 // Schedule runs f at Now()+d (a negative d is treated as 0), like AfterFunc but with no way to stop it,
 // which lets the clock keep it without allocating. The engines' per-frame events use it.
-func (v *Virtual) Schedule(d Time, f func()) {
+func (v *Virtual) Schedule(d Time, f func()) { v.ScheduleOrdered(d, Harness, f) }
+
+// ScheduleOrdered is Schedule for an event of Order o.
+func (v *Virtual) ScheduleOrdered(d Time, o Order, f func()) {
 	if d < 0 {
 		d = 0
 	}
-	v.add(v.now+d, vslot{f: f})
+	v.add(v.now+d, o, vslot{f: f})
 }
 
 // add queues an event: its callback into a free slot, its keys into the heap. It returns the slot.
-func (v *Virtual) add(at Time, cb vslot) uint32 {
+func (v *Virtual) add(at Time, o Order, cb vslot) uint32 {
 	var slot uint32
 	if n := len(v.free); n > 0 {
 		slot = v.free[n-1]
@@ -147,13 +154,11 @@ func (v *Virtual) add(at Time, cb vslot) uint32 {
 		slot = uint32(len(v.slots))
 		v.slots = append(v.slots, vslot{})
 	}
-	v.slots[slot] = cb
 	v.seq++
-	if v.seq > maxSeq {
-		panic("clock: more than 2^40 events scheduled on one clock")
-	}
+	cb.seq = v.seq
+	v.slots[slot] = cb
 	v.live++
-	v.push(ventry{at: at, key: v.seq<<slotBits | uint64(slot)})
+	v.push(ventry{at: at, key: uint64(o)<<slotBits | uint64(slot)})
 	return slot
 }
 
@@ -232,8 +237,16 @@ func (v *Virtual) Horizon() Time {
 // Fired is the number of callbacks run so far.
 func (v *Virtual) Fired() uint64 { return v.fired }
 
-func vbefore(a, b *ventry) bool {
-	return a.at < b.at || (a.at == b.at && a.key < b.key)
+// before says whether a fires before b: by time, then Order, then scheduling order (read from the
+// slots only when time and Order tie).
+func (v *Virtual) before(a, b *ventry) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if oa, ob := a.key>>slotBits, b.key>>slotBits; oa != ob {
+		return oa < ob
+	}
+	return v.slots[a.key&slotMask].seq < v.slots[b.key&slotMask].seq
 }
 
 // push queues e on the wheel if it falls within the wheel's span from now's bucket, else on the heap.
@@ -257,10 +270,10 @@ func (v *Virtual) push(e ventry) {
 			v.spare = v.spare[:n-1]
 		}
 	}
-	// e has the largest key so far, so among equal times it goes last: move only later times.
+	// e was scheduled last, so among equal times and Orders it goes last: move only later ones.
 	b.e = append(b.e, e)
 	j := len(b.e) - 1
-	for j > b.head && b.e[j-1].at > e.at {
+	for j > b.head && (b.e[j-1].at > e.at || b.e[j-1].at == e.at && b.e[j-1].key>>slotBits > e.key>>slotBits) {
 		b.e[j] = b.e[j-1]
 		j--
 	}
@@ -293,7 +306,7 @@ func (v *Virtual) peek() *ventry {
 	}
 	b := &v.wheel[v.first()]
 	e := &b.e[b.head]
-	if len(v.events) > 0 && vbefore(&v.events[0], e) {
+	if len(v.events) > 0 && v.before(&v.events[0], e) {
 		return &v.events[0]
 	}
 	return e
@@ -306,7 +319,7 @@ func (v *Virtual) pop() ventry {
 	i := v.first()
 	b := &v.wheel[i]
 	top := b.e[b.head]
-	if len(v.events) > 0 && vbefore(&v.events[0], &top) {
+	if len(v.events) > 0 && v.before(&v.events[0], &top) {
 		return v.heapPop()
 	}
 	b.head++
@@ -339,7 +352,7 @@ func (v *Virtual) heapPush(e ventry) {
 	i := len(h) - 1
 	for i > 0 {
 		p := (i - 1) / 4
-		if !vbefore(&e, &h[p]) {
+		if !v.before(&e, &h[p]) {
 			break
 		}
 		h[i] = h[p]
@@ -366,11 +379,11 @@ func (v *Virtual) heapPop() ventry {
 			m := c
 			end := min(c+4, n)
 			for j := c + 1; j < end; j++ {
-				if vbefore(&h[j], &h[m]) {
+				if v.before(&h[j], &h[m]) {
 					m = j
 				}
 			}
-			if !vbefore(&h[m], &last) {
+			if !v.before(&h[m], &last) {
 				break
 			}
 			h[i] = h[m]

@@ -277,10 +277,14 @@ func (m Meta) deviceName(d int) string {
 	return ""
 }
 
-// WriteDropsCSV writes drops.csv: at_s,device,name,port,queue,flow,lossless,reason (time order).
+// WriteDropsCSV writes drops.csv: at_s,device,name,port,queue,flow,lossless,reason (in the order of
+// simultaneous events: time, then device, then as the device logged them; docs/architecture.md §Order
+// of simultaneous events), so a log merged from several agents writes what one log writes.
 func WriteDropsCSV(w io.Writer, log *records.Log, meta Meta) error {
 	ds := append([]records.Drop(nil), log.Drops...)
-	sort.SliceStable(ds, func(i, j int) bool { return ds[i].At < ds[j].At })
+	sort.SliceStable(ds, func(i, j int) bool {
+		return ds[i].At < ds[j].At || ds[i].At == ds[j].At && ds[i].Device < ds[j].Device
+	})
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"at_s", "device", "name", "port", "queue", "flow", "lossless", "reason"})
 	for _, d := range ds {
@@ -294,14 +298,17 @@ func WriteDropsCSV(w io.Writer, log *records.Log, meta Meta) error {
 
 // WritePausesCSV writes pfc.csv, every pause/resume record as logged (both directions):
 // at_s,device,name,kind,port,queue,pause,sent,hops. pfc.txt cannot carry the queue or PortFC's relay
-// hops; this file does.
+// hops; this file does. Records are in the order of simultaneous events, as drops.csv's.
 func WritePausesCSV(w io.Writer, log *records.Log, meta Meta) error {
-	// One log of a virtual run is in time order already: only merged logs need the sorted copy (3.8 MB on
-	// a fat-tree k=12 incast).
+	// One log of a virtual run is in that order already: only merged logs need the sorted copy (3.8 MB
+	// on a fat-tree k=12 incast).
 	ps := log.Pauses
-	if !sort.SliceIsSorted(ps, func(i, j int) bool { return ps[i].At < ps[j].At }) {
+	less := func(i, j int) bool {
+		return ps[i].At < ps[j].At || ps[i].At == ps[j].At && ps[i].Device < ps[j].Device
+	}
+	if !sort.SliceIsSorted(ps, less) {
 		ps = append([]records.Pause(nil), log.Pauses...)
-		sort.SliceStable(ps, func(i, j int) bool { return ps[i].At < ps[j].At })
+		sort.SliceStable(ps, less)
 	}
 	if _, err := io.WriteString(w, "at_s,device,name,kind,port,queue,pause,sent,hops\n"); err != nil {
 		return err

@@ -19,6 +19,7 @@ type link struct {
 	delay   clock.Time
 	to      Device
 	port    int
+	ord     clock.Order // the receiving port's arrivals (clock.ArrivalOrder)
 	flight  ring
 	pending bool
 	fire    func()
@@ -40,8 +41,8 @@ type inFlight struct {
 	p  *pkt.Packet
 }
 
-func newLink(clk *clock.Virtual, delay clock.Time, to Device, port int, unwired func(*pkt.Packet, error), check *bool) *link {
-	l := &link{clk: clk, delay: delay, to: to, port: port, unwired: unwired, check: check}
+func newLink(clk *clock.Virtual, delay clock.Time, to Device, node, port int, unwired func(*pkt.Packet, error), check *bool) *link {
+	l := &link{clk: clk, delay: delay, to: to, port: port, ord: clock.ArrivalOrder(node, port), unwired: unwired, check: check}
 	l.fire = l.deliver
 	return l
 }
@@ -62,7 +63,7 @@ func (l *link) Send(p *pkt.Packet) {
 	l.flight.push(inFlight{at: l.clk.Now() + l.delay, p: p})
 	if !l.pending {
 		l.pending = true
-		l.clk.Schedule(l.delay, l.fire)
+		l.clk.ScheduleOrdered(l.delay, l.ord, l.fire)
 	}
 }
 
@@ -75,7 +76,7 @@ func (l *link) deliver() {
 		l.pending = false
 		return
 	}
-	l.clk.Schedule(l.flight.front().at-now, l.fire)
+	l.clk.ScheduleOrdered(l.flight.front().at-now, l.ord, l.fire)
 }
 
 // ring is a link's in-flight frames, oldest first, in a circular buffer that grows (doubling) only when

@@ -103,7 +103,7 @@ func New(l *lab.Lab) (*Fabric, error) {
 	g := l.Graph
 	devs := make([]wired, len(g.Nodes))
 	for _, s := range l.Switches {
-		sw, err := switchsw.New(s.Config, f.Clock, make([]egress.Link, len(s.Config.Ports)), f.Log)
+		sw, err := switchsw.New(s.Config, clock.For(f.Clock, clock.DeviceOrder(s.Node)), make([]egress.Link, len(s.Config.Ports)), f.Log)
 		if err != nil {
 			return nil, fmt.Errorf("switch %s: %w", g.Nodes[s.Node].Name, err)
 		}
@@ -112,7 +112,7 @@ func New(l *lab.Lab) (*Fabric, error) {
 		devs[s.Node] = sw
 	}
 	for _, h := range l.Hosts {
-		nic, err := nodes.New(h.Config, f.Clock, make([]egress.Link, len(h.Config.Ports)), f.Log)
+		nic, err := nodes.New(h.Config, clock.For(f.Clock, clock.DeviceOrder(h.Node)), make([]egress.Link, len(h.Config.Ports)), f.Log)
 		if err != nil {
 			return nil, fmt.Errorf("host %s: %w", g.Nodes[h.Node].Name, err)
 		}
@@ -125,8 +125,8 @@ func New(l *lab.Lab) (*Fabric, error) {
 		if a == nil || b == nil {
 			return nil, fmt.Errorf("link %d (%s-%s) joins a device the lab did not configure", i, g.Nodes[lk.A.Node].Name, g.Nodes[lk.B.Node].Name)
 		}
-		ab := newLink(f.Clock, lk.Delay, b, lk.B.Port, f.unwired(g.Nodes[lk.A.Node].Name, lk.A.Port), &f.CheckFrames)
-		ba := newLink(f.Clock, lk.Delay, a, lk.A.Port, f.unwired(g.Nodes[lk.B.Node].Name, lk.B.Port), &f.CheckFrames)
+		ab := newLink(f.Clock, lk.Delay, b, lk.B.Node, lk.B.Port, f.unwired(g.Nodes[lk.A.Node].Name, lk.A.Port), &f.CheckFrames)
+		ba := newLink(f.Clock, lk.Delay, a, lk.A.Node, lk.A.Port, f.unwired(g.Nodes[lk.B.Node].Name, lk.B.Port), &f.CheckFrames)
 		a.SetLink(lk.A.Port, ab)
 		b.SetLink(lk.B.Port, ba)
 		f.links[lk.A], f.links[lk.B] = ab, ba
@@ -153,7 +153,8 @@ func New(l *lab.Lab) (*Fabric, error) {
 			}
 			continue
 		}
-		f.Clock.AfterFunc(fp.At, f.startAt[i])
+		// A flow's start is an event of its source NIC (docs/architecture.md §Order of simultaneous events).
+		f.Clock.AfterFuncOrdered(fp.At, clock.DeviceOrder(fp.SrcNode), f.startAt[i])
 	}
 	return f, nil
 }
@@ -334,7 +335,7 @@ func (f *Fabric) collect() {
 		for _, i := range f.dependents[r.ID] {
 			fp := &f.Lab.Flows[i]
 			if f.waiting[fp.ID]--; f.waiting[fp.ID] == 0 {
-				f.Clock.AfterFunc(max(fp.At-f.Clock.Now(), 0), f.startAt[i])
+				f.Clock.AfterFuncOrdered(max(fp.At-f.Clock.Now(), 0), clock.DeviceOrder(fp.SrcNode), f.startAt[i])
 			}
 		}
 	}

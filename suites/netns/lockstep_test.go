@@ -29,7 +29,7 @@ func near(a, b float64) bool { return math.Abs(a-b) <= math.Max(0.01*b, 1) }
 
 // fctSpread bounds the two runs' average FCT apart: 1%. Every frame is taken exactly when due (a
 // cross-agent one by its stamp, one between an agent's own devices held by its port), and frames due at
-// a device at the same instant in an order fixed by their ports (clock.Real.AfterFuncRanked), so the two
+// a device at the same instant in an order fixed by their ports (clock.ArrivalOrder), so the two
 // runs measured identical on all four modes; before that tie-break the read order moved one agent's
 // PortFC incast FCT by 2.0% from run to run.
 const fctSpread = 0.01

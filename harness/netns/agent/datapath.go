@@ -158,7 +158,7 @@ func (p *port) hold(a *agent, pk *pkt.Packet, at clock.Time) {
 	}
 	if !in.armed {
 		in.armed = true
-		a.clk.ScheduleRanked(at-a.clk.Now(), p.rank, in.fire)
+		a.clk.ScheduleOrdered(at-a.clk.Now(), p.ord, in.fire)
 	}
 }
 

@@ -247,7 +247,7 @@ func (p *port) releaseInbox(a *agent) {
 		n := copy(in.q, in.q[in.head:])
 		in.q, in.head = in.q[:n], 0
 	}
-	a.clk.ScheduleRanked(in.q[in.head].at-now, p.rank, in.fire)
+	a.clk.ScheduleOrdered(in.q[in.head].at-now, p.ord, in.fire)
 }
 
 // sampleStalls sends the coordinator this agent's paused, non-empty queues every monitor interval of

@@ -90,9 +90,9 @@ type port struct {
 	// and of the last one written, and the frames read ahead of their due time.
 	txSeq, txWritten uint32
 	inbox            inbox
-	// rank orders this port's deliveries among frames due at a device at the same instant, the same in
-	// every agent: 1 + node*1024 + port (clock.Real.AfterFuncRanked).
-	rank uint32
+	// ord places this port's deliveries among the events due at the same instant, as on the virtual
+	// backend (clock.ArrivalOrder; docs/architecture.md §Order of simultaneous events).
+	ord clock.Order
 }
 
 // expected is a frame written by this agent that its own peer port will read: its length, its key and
@@ -465,14 +465,14 @@ func (a *agent) makeDevices() error {
 		links := make([]egress.Link, len(d.Ports))
 		switch {
 		case d.Switch != nil:
-			sw, err := switchsw.New(*d.Switch, a.clk, links, &a.log)
+			sw, err := switchsw.New(*d.Switch, clock.For(a.clk, clock.DeviceOrder(d.Node)), links, &a.log)
 			if err != nil {
 				return fmt.Errorf("switch %s: %w", d.Name, err)
 			}
 			sw.SetPool(a.pool)
 			dev.eng = sw
 		case d.Host != nil:
-			nic, err := nodes.New(*d.Host, a.clk, links, &a.log)
+			nic, err := nodes.New(*d.Host, clock.For(a.clk, clock.DeviceOrder(d.Node)), links, &a.log)
 			if err != nil {
 				return fmt.Errorf("host %s: %w", d.Name, err)
 			}
@@ -499,7 +499,7 @@ func (a *agent) openPort(d netns.AgentDevice, dev *device, i int, pc netns.Agent
 		return fmt.Errorf("device %s: %w", d.Name, err)
 	}
 	p := &port{dev: dev, index: i, sock: sock, cfg: pc, rxStock: stock, yard: clock.TxTime(max(s.FrameBytes, 64), pc.RateBps),
-		rank: uint32(min(1+d.Node*1024+i, clock.MaxRank))}
+		ord: clock.ArrivalOrder(d.Node, i)}
 	p.slots, _ = sock.(netns.Slotter)
 	// In the agent's lists before anything below can fail, so close() closes its socket.
 	dev.ports = append(dev.ports, p)

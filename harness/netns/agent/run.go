@@ -140,7 +140,7 @@ func (a *agent) schedule() {
 			}
 			continue
 		}
-		a.clk.AfterFunc(f.At, a.starts[i])
+		a.clk.AfterFuncOrdered(f.At, clock.DeviceOrder(f.Node), a.starts[i]) // an event of the NIC
 	}
 }
 
@@ -211,7 +211,7 @@ func (a *agent) release(id uint32, finish clock.Time) {
 				// lets agents run a lookahead apart): the flow starts late, and the verdict says so.
 				a.fid.LateStarts++
 			}
-			a.clk.AfterFunc(at-a.clk.Now(), a.starts[i])
+			a.clk.AfterFuncOrdered(at-a.clk.Now(), clock.DeviceOrder(a.setup.Flows[i].Node), a.starts[i])
 		}
 	}
 	delete(a.deps, id)
