@@ -248,7 +248,7 @@ func fctCDF(groups []PlotGroup) (*plot.Plot, error) {
 	if err != nil || lines == 0 {
 		return nil, err
 	}
-	if w := cdfWarning(allRuns(groups)); w != "" {
+	if w := cdfWarning(groups); w != "" {
 		p.Title.Text += "\n" + w
 		p.Title.TextStyle.Color = color.RGBA{R: 0xc0, A: 0xff}
 	}
@@ -259,24 +259,37 @@ func fctCDF(groups []PlotGroup) (*plot.Plot, error) {
 	return p, nil
 }
 
-// cdfWarning says which runs' CDFs leave flows out (unfinished, deadlocked): such a curve covers only
-// the flows that finished and so looks as good as or better than a run that finished them all.
-func cdfWarning(runs []*Run) string {
+// cdfWarning says which groups' CDFs leave flows out (unfinished, deadlocked): such a curve covers only
+// the flows that finished and so looks as good as or better than a run that finished them all. A group
+// of seeds is one entry: how many of its seeds deadlocked and its flows done over all of them.
+func cdfWarning(groups []PlotGroup) string {
 	var bad []string
-	for _, r := range runs {
-		f := r.Summary.Flows
+	for _, g := range groups {
+		done, total, dead := 0, 0, 0
+		first := 0.0
+		for _, r := range g.Runs {
+			done, total = done+r.Summary.Flows.Completed, total+r.Summary.Flows.Total
+			if r.Summary.Deadlock.Detected {
+				if dead == 0 {
+					first = r.Summary.Deadlock.AtS
+				}
+				dead++
+			}
+		}
 		switch {
-		case r.Summary.Deadlock.Detected:
-			bad = append(bad, fmt.Sprintf("%s: DEADLOCK at %.3g ms, %d/%d flows done", r.Name, r.Summary.Deadlock.AtS*1e3, f.Completed, f.Total))
-		case f.Completed < f.Total:
-			bad = append(bad, fmt.Sprintf("%s: %d/%d flows done", r.Name, f.Completed, f.Total))
+		case dead > 0 && len(g.Runs) == 1:
+			bad = append(bad, fmt.Sprintf("%s: DEADLOCK at %.3g ms, %d/%d flows done", g.Label, first*1e3, done, total))
+		case dead > 0:
+			bad = append(bad, fmt.Sprintf("%s: DEADLOCK in %d of %d seeds, %d/%d flows done", g.Label, dead, len(g.Runs), done, total))
+		case done < total:
+			bad = append(bad, fmt.Sprintf("%s: %d/%d flows done", g.Label, done, total))
 		}
 	}
 	if len(bad) == 0 {
 		return ""
 	}
-	if len(bad) > 2 {
-		bad = append(bad[:2], fmt.Sprintf("and %d more runs", len(bad)-2))
+	if len(bad) > 3 {
+		bad = append(bad[:3], fmt.Sprintf("and %d more", len(bad)-3))
 	}
 	return "WARNING " + strings.Join(bad, "; ") + "\n(the curves cover completed flows only)"
 }
