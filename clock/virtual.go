@@ -1,10 +1,6 @@
 package clock
 
-import (
-	"cmp"
-	"math/bits"
-	"slices"
-)
+import "math/bits"
 
 // Virtual is a deterministic discrete-event clock: events fire in (time, Order, scheduling order)
 // (order.go: the rule both backends share), so the same inputs give the same run bit for bit. It is
@@ -20,8 +16,8 @@ import (
 // 100 ns of being scheduled (a frame's serialization) and nearly all the rest within a link delay, so
 // the wheel's buckets (8.192 ns each, 4.19 us in all) take them in O(1) and pop them from the first
 // non-empty bucket, found in a bitmap; only later events (transport timers) go to a 4-ary heap. A
-// bucket is put in firing order when it is first reached (bucket), and pop takes the smaller of the
-// wheel's and the heap's first, so the order is exactly the heap-only order and runs are unchanged. (As a heap alone, pop
+// bucket is kept in firing order, and pop takes the smaller of the wheel's and the heap's
+// first, so the order is exactly the heap-only order and runs are unchanged. (As a heap alone, pop
 // and its comparisons were 25% of a fat-tree k=4 run.)
 type Virtual struct {
 	now     Time
@@ -59,15 +55,10 @@ const (
 	bucketKeep   = 64  // a bucket keeps an array up to this many events when it empties
 )
 
-// bucket holds the events of one wheel slot. Until pop or peek first reaches it, it only appends, in
-// scheduling order; then it is sorted into firing order once (sorted), and the events still scheduled
-// into it while it drains are inserted in place. (Kept sorted on every push, as before, a push moved
-// every later entry of its bucket: 13 entries per event at fat-tree k=8, 49 at k=12, where hundreds of
-// hosts sending in step fill every bucket; the cost per event grew with the fabric.)
+// bucket holds the events of one wheel slot in firing order, from head on.
 type bucket struct {
-	e      []ventry
-	head   int32 // e[:head] have fired
-	sorted bool  // e[head:] is in firing order
+	e    []ventry
+	head int
 }
 
 type vslot struct {
@@ -236,8 +227,8 @@ func (v *Virtual) Horizon() Time {
 		h = max(h, v.events[i].at)
 	}
 	for i := range v.wheel {
-		for _, e := range v.wheel[i].e[v.wheel[i].head:] { // a bucket not yet reached is unsorted
-			h = max(h, e.at)
+		if b := &v.wheel[i]; len(b.e) > b.head {
+			h = max(h, b.e[len(b.e)-1].at)
 		}
 	}
 	return h
@@ -279,49 +270,16 @@ func (v *Virtual) push(e ventry) {
 			v.spare = v.spare[:n-1]
 		}
 	}
-	if !b.sorted {
-		// Not yet reached: appended in scheduling order, sorted once when pop or peek first reaches it.
-		b.e = append(b.e, e)
-	} else {
-		// The bucket being drained: e was scheduled last, so among equal times and Orders it goes
-		// last, after every entry that does not fire after it.
-		k, n := int(b.head), len(b.e)
-		for k < n { // binary search: the first entry after e
-			m := int(uint(k+n) >> 1)
-			if x := &b.e[m]; x.at > e.at || x.at == e.at && x.key>>slotBits > e.key>>slotBits {
-				n = m
-			} else {
-				k = m + 1
-			}
-		}
-		b.e = append(b.e, ventry{})
-		copy(b.e[k+1:], b.e[k:])
-		b.e[k] = e
+	// e was scheduled last, so among equal times and Orders it goes last: move only later ones.
+	b.e = append(b.e, e)
+	j := len(b.e) - 1
+	for j > b.head && (b.e[j-1].at > e.at || b.e[j-1].at == e.at && b.e[j-1].key>>slotBits > e.key>>slotBits) {
+		b.e[j] = b.e[j-1]
+		j--
 	}
+	b.e[j] = e
 	v.filled[i>>6] |= 1 << uint(i&63)
 	v.inWheel++
-}
-
-// reach returns bucket i, sorted into firing order if this is the first time pop or peek reaches it.
-// Its entries were appended in scheduling order, so a stable sort by time and Order leaves ties of both
-// in scheduling order, as Virtual.before orders them, without reading the slots.
-func (v *Virtual) reach(i int) *bucket {
-	b := &v.wheel[i]
-	if !b.sorted {
-		slices.SortStableFunc(b.e, cmpTimeOrder)
-		b.sorted = true
-	}
-	return b
-}
-
-// cmpTimeOrder orders entries by time, then Order.
-func cmpTimeOrder(a, b ventry) int {
-	switch {
-	case a.at != b.at:
-		return cmp.Compare(a.at, b.at)
-	default:
-		return cmp.Compare(a.key>>slotBits, b.key>>slotBits)
-	}
 }
 
 // first returns the wheel's non-empty bucket that comes first from now's bucket; the wheel must not
@@ -346,7 +304,7 @@ func (v *Virtual) peek() *ventry {
 	if v.inWheel == 0 {
 		return &v.events[0]
 	}
-	b := v.reach(v.first())
+	b := &v.wheel[v.first()]
 	e := &b.e[b.head]
 	if len(v.events) > 0 && v.before(&v.events[0], e) {
 		return &v.events[0]
@@ -359,14 +317,14 @@ func (v *Virtual) pop() ventry {
 		return v.heapPop()
 	}
 	i := v.first()
-	b := v.reach(i)
+	b := &v.wheel[i]
 	top := b.e[b.head]
 	if len(v.events) > 0 && v.before(&v.events[0], &top) {
 		return v.heapPop()
 	}
 	b.head++
-	if int(b.head) == len(b.e) {
-		b.e, b.head, b.sorted = b.e[:0], 0, false
+	if b.head == len(b.e) {
+		b.e, b.head = b.e[:0], 0
 		if cap(b.e) > bucketKeep {
 			v.spare, b.e = append(v.spare, b.e), nil
 		}
