@@ -596,6 +596,18 @@ func scaleFor(name string) (float64, string) {
 	return 1, ""
 }
 
+// tableName is how the aggregate table names metric m, whose values it prints scaled (scaleFor): the
+// unit the name ends in becomes the one printed, so fct_avg_s in microseconds reads "fct_avg (us)", not
+// "fct_avg_s" over a number of microseconds. aggregate.csv and expect: keep the metric's own name.
+func tableName(m string) string {
+	_, unit := scaleFor(m)
+	if unit == "" {
+		return m
+	}
+	d, _ := LookupMetric(m)
+	return strings.TrimSuffix(m, "_"+d.Unit) + " (" + unit + ")"
+}
+
 func fmtCI(c CI, scale float64) string {
 	if c.N == 0 {
 		return "-"
@@ -633,7 +645,7 @@ func aggregateRows(t *Tree) []string {
 // AggregateTable is every metric's mean ± 95% CI half-width over each group's seeds, one column per
 // group (FCTs in us, goodputs in Gb/s).
 func AggregateTable(t *Tree) Table {
-	tb := Table{Title: "mean ±95% CI half-width over seeds (Student t; FCT in us, goodput in Gb/s)",
+	tb := Table{Title: "mean ±95% CI half-width over seeds (Student t; times in us, rates in Gb/s; aggregate.csv: metric names, seconds, bit/s)",
 		Header: []string{"metric"}}
 	for _, g := range t.Groups {
 		tb.Header = append(tb.Header, g.Label())
@@ -664,7 +676,7 @@ func AggregateTable(t *Tree) Table {
 	}
 	for _, m := range aggregateRows(t) {
 		scale, _ := scaleFor(m)
-		row := []string{m}
+		row := []string{tableName(m)}
 		any := false
 		for _, g := range t.Groups {
 			c := g.GroupMetric(m)

@@ -135,9 +135,13 @@ func TestRunDirRoundTripWithPlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var pauses []PauseEvent
+	if err := r.EachPause(func(e PauseEvent) { pauses = append(pauses, e) }); err != nil {
+		t.Fatal(err)
+	}
 	if r.Name != "hand" || r.Scheme != "pfc/lossless" || len(r.Samples) != 2 || r.Samples[1].Bytes != 9000 ||
-		len(r.Pauses) != 1 || !r.Pauses[0].Pause || r.Expect["fct_avg_s"].Value != 1e-4 {
-		t.Fatalf("loaded %+v", r)
+		len(pauses) != 1 || !pauses[0].Pause || r.Expect["fct_avg_s"].Value != 1e-4 {
+		t.Fatalf("loaded %+v, pauses %+v", r, pauses)
 	}
 	// A stale figure from an earlier report, and a file that is not ours.
 	os.WriteFile(filepath.Join(dir, "link_util-old.png"), []byte("x"), 0o644)

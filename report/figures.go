@@ -104,6 +104,7 @@ func savePlotSize(p *plot.Plot, side *plot.Plot, path string, h vg.Length) error
 	if w := lg.Rectangle(dc).Size().X; w > figureW*0.3 && side == nil {
 		// Long entries (a run tree's runs: spec, sweep point and seed) would squeeze the axes to a
 		// sliver beside them: the legend goes below the plot instead, the figure taller by its height.
+		wrapTitle(p, figureW-vg.Points(16))
 		return savePlotLegendBelow(p, lg, path, format, h)
 	} else if w > 1 {
 		right = w + vg.Points(12)
@@ -111,6 +112,7 @@ func savePlotSize(p *plot.Plot, side *plot.Plot, path string, h vg.Length) error
 	if side != nil {
 		right += 0.9 * vg.Inch
 	}
+	wrapTitle(p, figureW-right-vg.Points(16))
 	p.Draw(draw.Crop(dc, 0, -right, 0, 0))
 	if right > 0 {
 		area := draw.Crop(dc, figureW-right, 0, 0, 0)
@@ -126,6 +128,29 @@ func savePlotSize(p *plot.Plot, side *plot.Plot, path string, h vg.Length) error
 		_, err := c.WriteTo(w)
 		return err
 	})
+}
+
+// wrapTitle breaks the lines of p's title at spaces so that each fits width: a title is centred over
+// the plot, and a line wider than the figure lost both ends (fct_cdf's warning about runs that did
+// not finish began "seed 1: DEADLOCK", its run's name cut off).
+func wrapTitle(p *plot.Plot, width vg.Length) {
+	var out []string
+	for _, line := range strings.Split(p.Title.Text, "\n") {
+		cur := ""
+		for _, w := range strings.Fields(line) {
+			switch {
+			case cur == "":
+				cur = w
+			case p.Title.TextStyle.Width(cur+" "+w) > width:
+				out = append(out, cur)
+				cur = w
+			default:
+				cur += " " + w
+			}
+		}
+		out = append(out, cur)
+	}
+	p.Title.Text = strings.Join(out, "\n")
 }
 
 // savePlotLegendBelow draws p with its legend lg under the plot area, on a figure as much taller as
@@ -168,8 +193,9 @@ func safeName(s string) string {
 	}, s)
 }
 
-// writeFigures draws the per-link, per-flow and topology figures.
-func writeFigures(dir string, runs []*Run, opt PlotOptions) ([]string, error) {
+// writeFigures draws the per-link, per-flow and topology figures of each group's first run (firsts),
+// and drops over time and the slowdown CDF of every run of groups.
+func writeFigures(dir string, groups []PlotGroup, runs []*Run, opt PlotOptions) ([]string, error) {
 	var files []string
 	save := func(name string, p, side *plot.Plot) error {
 		h := figureH
@@ -192,7 +218,11 @@ func writeFigures(dir string, runs []*Run, opt PlotOptions) ([]string, error) {
 				return files, err
 			}
 		}
-		if p, bar := pauseMap(r); p != nil {
+		p, bar, err := pauseMap(r)
+		if err != nil {
+			return files, err
+		}
+		if p != nil {
 			if err := save(figName(PlotPauseMap, r, many), p, bar); err != nil {
 				return files, err
 			}
@@ -212,12 +242,16 @@ func writeFigures(dir string, runs []*Run, opt PlotOptions) ([]string, error) {
 			return files, err
 		}
 	}
-	if p := dropsOverTime(runs); p != nil {
+	p, err := dropsOverTime(groups)
+	if err != nil {
+		return files, err
+	}
+	if p != nil {
 		if err := save(PlotDrops, p, nil); err != nil {
 			return files, err
 		}
 	}
-	if p := slowdownCDF(runs); p != nil {
+	if p := slowdownCDF(groups); p != nil {
 		if err := save(PlotSlowdownCDF, p, nil); err != nil {
 			return files, err
 		}
@@ -355,29 +389,38 @@ func linkUtilMap(r *Run) (*plot.Plot, *plot.Plot) {
 
 // pauseMap is, per link direction that was ever paused, the fraction of each time column during which
 // at least one of its queues was paused (from pfc.csv: the device that sent the pause stops its peer).
-func pauseMap(r *Run) (*plot.Plot, *plot.Plot) {
+// It streams pfc.csv twice, never holding it: once for the paused links and the end, once walking each
+// link's pause state in file order, which must be time order (as the run wrote it).
+func pauseMap(r *Run) (*plot.Plot, *plot.Plot, error) {
 	type key struct{ dev, port int }
 	type qk struct {
 		key
 		q int
 	}
-	events := map[key][]PauseEvent{}
-	end := 0.0
-	for _, e := range r.Pauses {
+	seen := map[key]bool{}
+	end, last, ordered := 0.0, math.Inf(-1), true
+	err := r.EachPause(func(e PauseEvent) {
 		if e.Sent {
-			k := key{e.Device, e.Port}
-			events[k] = append(events[k], e)
+			seen[key{e.Device, e.Port}] = true
 		}
+		ordered = ordered && e.AtS >= last
+		last = e.AtS
 		end = math.Max(end, e.AtS)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !ordered {
+		return nil, nil, fmt.Errorf("%s: rows not in time order", filepath.Join(r.Dir, PauseFile))
 	}
 	for _, l := range r.Links {
 		end = math.Max(end, l.AtS+l.BinS)
 	}
-	if len(events) == 0 || end == 0 {
-		return nil, nil
+	if len(seen) == 0 || end == 0 {
+		return nil, nil, nil
 	}
-	keys := make([]key, 0, len(events))
-	for k := range events {
+	keys := make([]key, 0, len(seen))
+	for k := range seen {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -388,50 +431,65 @@ func pauseMap(r *Run) (*plot.Plot, *plot.Plot) {
 	})
 	cols := maxHeatmapCols
 	g := &grid{w: end / float64(cols) * (1 + 1e-9)}
-	for _, k := range keys {
+	// Per link: which queues are paused now, how many, since when; intervals during which any is
+	// paused are added to the link's row as the events come.
+	type state struct {
+		row    int
+		paused int
+		since  float64
+	}
+	st := map[key]*state{}
+	on := map[qk]bool{}
+	for i, k := range keys {
 		name := fmt.Sprintf("d%d:p%d", k.dev, k.port)
 		if gr := r.Graph; gr != nil && k.dev < len(gr.Nodes) && k.port < len(gr.Nodes[k.dev].Ports) {
 			name = gr.Nodes[gr.Peer(k.dev, k.port).Node].Name + "→" + gr.Nodes[k.dev].Name
 		}
 		g.rows = append(g.rows, name)
-		zr := make([]float64, cols)
-		// Intervals during which any queue is paused: walk the events in time order.
-		es := events[k]
-		sort.SliceStable(es, func(i, j int) bool { return es[i].AtS < es[j].AtS })
-		on := map[qk]bool{}
-		paused, since := 0, 0.0
-		add := func(a, b float64) {
-			for c := int(a / g.w); c < cols && float64(c)*g.w < b; c++ {
-				lo, hi := math.Max(a, float64(c)*g.w), math.Min(b, float64(c+1)*g.w)
-				if hi > lo {
-					zr[c] += (hi - lo) / g.w
-				}
-			}
-		}
-		for _, e := range es {
-			q := qk{k, e.Queue}
-			if e.Pause == on[q] {
-				continue
-			}
-			on[q] = e.Pause
-			if e.Pause {
-				if paused == 0 {
-					since = e.AtS
-				}
-				paused++
-			} else {
-				paused--
-				if paused == 0 {
-					add(since, e.AtS)
-				}
-			}
-		}
-		if paused > 0 {
-			add(since, end)
-		}
-		g.z = append(g.z, zr)
+		g.z = append(g.z, make([]float64, cols))
+		st[k] = &state{row: i}
 	}
-	return heatmap(fmt.Sprintf("%s: share of time a queue of the link was paused (peer→pauser)", r.Name), "paused fraction", g)
+	add := func(zr []float64, a, b float64) {
+		for c := int(a / g.w); c < cols && float64(c)*g.w < b; c++ {
+			lo, hi := math.Max(a, float64(c)*g.w), math.Min(b, float64(c+1)*g.w)
+			if hi > lo {
+				zr[c] += (hi - lo) / g.w
+			}
+		}
+	}
+	err = r.EachPause(func(e PauseEvent) {
+		if !e.Sent {
+			return
+		}
+		k := key{e.Device, e.Port}
+		s := st[k]
+		q := qk{k, e.Queue}
+		if e.Pause == on[q] {
+			return
+		}
+		on[q] = e.Pause
+		if e.Pause {
+			if s.paused == 0 {
+				s.since = e.AtS
+			}
+			s.paused++
+		} else {
+			s.paused--
+			if s.paused == 0 {
+				add(g.z[s.row], s.since, e.AtS)
+			}
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range keys {
+		if s := st[k]; s.paused > 0 {
+			add(g.z[s.row], s.since, end)
+		}
+	}
+	p, bar := heatmap(fmt.Sprintf("%s: share of time a queue of the link was paused (peer→pauser)", r.Name), "paused fraction", g)
+	return p, bar, nil
 }
 
 // flowRates plots the payload each chosen flow delivered to its destination per meter bin, in Gb/s.
@@ -471,89 +529,75 @@ func flowRates(r *Run, ids []uint32) *plot.Plot {
 	return p
 }
 
-// dropsOverTime plots drops per time slot for each run (lossless drops are violations; the title
-// counts them).
-func dropsOverTime(runs []*Run) *plot.Plot {
+// dropsOverTime plots drops per time slot for each group of runs (lossless drops are violations; the
+// title counts them), streaming each run's drops.csv twice (its end, then its counts).
+func dropsOverTime(groups []PlotGroup) (*plot.Plot, error) {
+	runs := allRuns(groups)
 	end, total, lossless := 0.0, 0, 0
 	for _, r := range runs {
 		end = math.Max(end, r.Summary.DurationS)
-		for _, d := range r.Drops {
+		err := r.EachDrop(func(d DropEvent) {
 			end = math.Max(end, d.AtS)
 			total++
 			if d.Lossless {
 				lossless++
 			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	if end == 0 {
-		return nil
+		return nil, nil
 	}
 	const slots = 100
 	w := end / slots * (1 + 1e-9)
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("drops over time (%d, of which %d from lossless queues)", total, lossless)
+	if len(runs) > len(groups) {
+		p.Title.Text = fmt.Sprintf("drops over time (%d in %d runs, of which %d from lossless queues)", total, len(runs), lossless)
+	}
 	p.X.Label.Text = fmt.Sprintf("time (us), %.3g us slots", w*1e6)
 	p.Y.Label.Text = "drops per slot"
-	for i, r := range runs {
-		counts := make([]float64, slots)
-		for _, d := range r.Drops {
-			counts[min(int(d.AtS/w), slots-1)]++
+	counts := make([][][]float64, len(groups))
+	for gi, g := range groups {
+		for _, r := range g.Runs {
+			c := make([]float64, slots)
+			if err := r.EachDrop(func(d DropEvent) { c[min(int(d.AtS/w), slots-1)]++ }); err != nil {
+				return nil, err
+			}
+			counts[gi] = append(counts[gi], c)
 		}
-		pts := make(plotter.XYs, slots)
-		for k := range counts {
-			pts[k] = plotter.XY{X: (float64(k) + 0.5) * w * 1e6, Y: counts[k]}
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			continue
-		}
-		style(l, i)
-		p.Add(l)
-		p.Legend.Add(label(r), l)
+	}
+	if _, err := seedBands(p, groups, counts, func(k int) float64 { return (float64(k) + 0.5) * w * 1e6 }); err != nil {
+		return nil, err
 	}
 	p.Y.Min = 0
 	if total == 0 {
 		p.Y.Max = 1
 	}
 	p.Add(plotter.NewGrid())
-	return p
+	return p, nil
 }
 
-// slowdownCDF plots each run's per-flow slowdown distribution (completed flows) on a log axis.
-func slowdownCDF(runs []*Run) *plot.Plot {
+// slowdownCDF plots each run's per-flow slowdown distribution (completed flows) on a log axis, every
+// seed of a group in its colour.
+func slowdownCDF(groups []PlotGroup) *plot.Plot {
 	p := plot.New()
 	p.Title.Text = "slowdown CDF (FCT / standalone FCT, completed flows)"
 	p.X.Label.Text = "slowdown"
 	p.Y.Label.Text = "fraction of flows"
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, roundLogTicks{}
-	lo, hi := math.Inf(1), 0.0
-	any := false
-	for i, r := range runs {
+	lo, hi, lines, err := cdfLines(p, groups, func(r *Run) []float64 {
 		var v []float64
 		for _, row := range r.Rows {
 			if row.Completed && row.Slowdown > 0 {
 				v = append(v, math.Max(row.Slowdown, 1))
 			}
 		}
-		if len(v) == 0 {
-			continue
-		}
-		sort.Float64s(v)
-		lo, hi = math.Min(lo, v[0]), math.Max(hi, v[len(v)-1])
-		pts := make(plotter.XYs, len(v))
-		for k, x := range v {
-			pts[k] = plotter.XY{X: x, Y: float64(k+1) / float64(len(v))}
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			continue
-		}
-		style(l, i)
-		p.Add(l)
-		p.Legend.Add(label(r), l)
-		any = true
-	}
-	if !any {
+		return v
+	})
+	if err != nil || lines == 0 {
 		return nil
 	}
 	p.X.Min, p.X.Max = math.Max(1, lo*0.9), math.Max(hi*1.1, 2)

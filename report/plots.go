@@ -34,15 +34,50 @@ func WritePlots(dir string, runs []*Run) ([]string, error) {
 
 // WritePlotsWith is WritePlots with options.
 func WritePlotsWith(dir string, runs []*Run, opt PlotOptions) ([]string, error) {
+	gs := make([]PlotGroup, len(runs))
+	for i, r := range runs {
+		gs[i] = PlotGroup{Label: r.Name, Runs: []*Run{r}}
+	}
+	return WriteGroupPlots(dir, gs, opt)
+}
+
+// PlotGroup is one legend entry of the report's figures: one run, or the seeds of one spec and sweep
+// point of a run tree, drawn in one colour.
+type PlotGroup struct {
+	Label string
+	Runs  []*Run // at least one; Runs[0] stands for the group in the one-run figures
+}
+
+// WriteGroupPlots is WritePlots for groups of seeds. The distributions and counts over time show every
+// seed: the FCT and slowdown CDFs one thin line per seed in the group's colour, pauses and drops per
+// slot the mean over seeds with a band from the fewest to the most any seed had. The figures of one run
+// (slowdown per size bin, queue depth, heatmaps, flow rates, topology) draw each group's first run,
+// labelled with its seed.
+func WriteGroupPlots(dir string, groups []PlotGroup, opt PlotOptions) ([]string, error) {
 	if err := clearPlots(dir); err != nil {
 		return nil, err
+	}
+	var firsts []*Run
+	for _, g := range groups {
+		r := g.Runs[0]
+		if len(g.Runs) > 1 {
+			c := *r
+			c.Name = fmt.Sprintf("%s seed %d", g.Label, r.Seed)
+			r = &c
+		}
+		firsts = append(firsts, r)
 	}
 	var files []string
 	for _, p := range []struct {
 		name string
-		make func([]*Run) (*plot.Plot, error)
-	}{{PlotFCTCDF, fctCDF}, {PlotSlowdown, slowdownBins}, {PlotQueues, queueDepth}, {PlotPauses, pausesOverTime}} {
-		pl, err := p.make(runs)
+		make func() (*plot.Plot, error)
+	}{
+		{PlotFCTCDF, func() (*plot.Plot, error) { return fctCDF(groups) }},
+		{PlotSlowdown, func() (*plot.Plot, error) { return slowdownBins(firsts) }},
+		{PlotQueues, func() (*plot.Plot, error) { return queueDepth(firsts) }},
+		{PlotPauses, func() (*plot.Plot, error) { return pausesOverTime(groups) }},
+	} {
+		pl, err := p.make()
 		if err != nil {
 			return files, fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -57,7 +92,7 @@ func WritePlotsWith(dir string, runs []*Run, opt PlotOptions) ([]string, error) 
 			files = append(files, f)
 		}
 	}
-	more, err := writeFigures(dir, runs, opt)
+	more, err := writeFigures(dir, groups, firsts, opt)
 	return append(files, more...), err
 }
 
@@ -70,50 +105,150 @@ func label(r *Run) string {
 	return r.Name
 }
 
+// groupLabel is label for a group: its seeds counted, and the flows not done summed over them.
+func groupLabel(g PlotGroup) string {
+	if len(g.Runs) == 1 {
+		r := *g.Runs[0]
+		r.Name = g.Label
+		return label(&r)
+	}
+	done, total := 0, 0
+	for _, r := range g.Runs {
+		done, total = done+r.Summary.Flows.Completed, total+r.Summary.Flows.Total
+	}
+	l := fmt.Sprintf("%s (%d seeds)", g.Label, len(g.Runs))
+	if done < total {
+		l += fmt.Sprintf(" (%d/%d done)", done, total)
+	}
+	return l
+}
+
+// allRuns is every run of groups, in order.
+func allRuns(groups []PlotGroup) []*Run {
+	var rs []*Run
+	for _, g := range groups {
+		rs = append(rs, g.Runs...)
+	}
+	return rs
+}
+
+// cdfLines adds one CDF line per run of each group (values from each run, sorted here), in the group's
+// colour, thinner when a group has several; it returns the values' range and the lines drawn. Each curve starts
+// at 0 at its smallest value: a run of one flow is then a visible step, not a lone point.
+func cdfLines(p *plot.Plot, groups []PlotGroup, values func(r *Run) []float64) (lo, hi float64, lines int, err error) {
+	lo = math.Inf(1)
+	for gi, g := range groups {
+		named := false
+		for _, r := range g.Runs {
+			v := values(r)
+			if len(v) == 0 {
+				continue
+			}
+			sort.Float64s(v)
+			lo, hi = math.Min(lo, v[0]), math.Max(hi, v[len(v)-1])
+			pts := make(plotter.XYs, len(v)+1)
+			pts[0] = plotter.XY{X: v[0], Y: 0}
+			for k, x := range v {
+				pts[k+1] = plotter.XY{X: x, Y: float64(k+1) / float64(len(v))}
+			}
+			l, err := plotter.NewLine(pts)
+			if err != nil {
+				return lo, hi, lines, err
+			}
+			style(l, gi)
+			if len(g.Runs) > 1 {
+				l.Width = vg.Points(0.8)
+			}
+			p.Add(l)
+			if !named {
+				p.Legend.Add(groupLabel(g), l)
+				named = true
+			}
+			lines++
+		}
+	}
+	return lo, hi, lines, nil
+}
+
+// seedBands draws, per group, the mean over its runs of a per-slot count (counts[run][slot]) as a line,
+// and, for a group of several seeds, a translucent band from the least to the most any seed counted.
+// It returns the bands drawn.
+func seedBands(p *plot.Plot, groups []PlotGroup, counts [][][]float64, x func(k int) float64) (int, error) {
+	bands := 0
+	for gi, g := range groups {
+		cs := counts[gi]
+		if len(cs) == 0 {
+			continue
+		}
+		slots := len(cs[0])
+		mean := make(plotter.XYs, slots)
+		band := make(plotter.XYs, 0, 2*slots)
+		for k := 0; k < slots; k++ {
+			sum, lo := 0.0, math.Inf(1)
+			for _, c := range cs {
+				sum, lo = sum+c[k], math.Min(lo, c[k])
+			}
+			mean[k] = plotter.XY{X: x(k), Y: sum / float64(len(cs))}
+			band = append(band, plotter.XY{X: x(k), Y: lo})
+		}
+		for k := slots - 1; k >= 0; k-- {
+			hi := 0.0
+			for _, c := range cs {
+				hi = math.Max(hi, c[k])
+			}
+			band = append(band, plotter.XY{X: x(k), Y: hi})
+		}
+		if len(cs) > 1 {
+			poly, err := plotter.NewPolygon(band)
+			if err != nil {
+				return bands, err
+			}
+			c := color.RGBAModel.Convert(plotutil.Color(gi)).(color.RGBA)
+			poly.Color = color.NRGBA{R: c.R, G: c.G, B: c.B, A: 0x40}
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+			bands++
+		}
+		l, err := plotter.NewLine(mean)
+		if err != nil {
+			return bands, err
+		}
+		style(l, gi)
+		p.Add(l)
+		name := groupLabel(g)
+		if len(cs) > 1 {
+			name += ": mean, band min-max"
+		}
+		p.Legend.Add(name, l)
+	}
+	return bands, nil
+}
+
 func style(l *plotter.Line, i int) {
 	l.Color = plotutil.Color(i)
 	l.Width = vg.Points(1.5)
 }
 
-// fctCDF plots each run's FCT distribution on a log time axis.
-func fctCDF(runs []*Run) (*plot.Plot, error) {
+// fctCDF plots each run's FCT distribution on a log time axis, every seed of a group in its colour.
+func fctCDF(groups []PlotGroup) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "FCT CDF"
 	p.X.Label.Text = "flow completion time (us)"
 	p.Y.Label.Text = "fraction of flows"
 	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, roundLogTicks{}
-	p.Legend.Top, p.Legend.Left = false, false
-	any := false
-	for i, r := range runs {
+	_, _, lines, err := cdfLines(p, groups, func(r *Run) []float64 {
 		var v []float64
 		for _, row := range r.Rows {
 			if row.Completed && row.FCTS > 0 {
 				v = append(v, row.FCTS*1e6)
 			}
 		}
-		if len(v) == 0 {
-			continue
-		}
-		sort.Float64s(v)
-		// From 0 at the fastest flow: a run of one flow is then a visible step, not a lone point.
-		pts := make(plotter.XYs, len(v)+1)
-		pts[0] = plotter.XY{X: v[0], Y: 0}
-		for k, x := range v {
-			pts[k+1] = plotter.XY{X: x, Y: float64(k+1) / float64(len(v))}
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		style(l, i)
-		p.Add(l)
-		p.Legend.Add(label(r), l)
-		any = true
+		return v
+	})
+	if err != nil || lines == 0 {
+		return nil, err
 	}
-	if !any {
-		return nil, nil
-	}
-	if w := cdfWarning(runs); w != "" {
+	if w := cdfWarning(groups); w != "" {
 		p.Title.Text += "\n" + w
 		p.Title.TextStyle.Color = color.RGBA{R: 0xc0, A: 0xff}
 	}
@@ -124,24 +259,37 @@ func fctCDF(runs []*Run) (*plot.Plot, error) {
 	return p, nil
 }
 
-// cdfWarning says which runs' CDFs leave flows out (unfinished, deadlocked): such a curve covers only
-// the flows that finished and so looks as good as or better than a run that finished them all.
-func cdfWarning(runs []*Run) string {
+// cdfWarning says which groups' CDFs leave flows out (unfinished, deadlocked): such a curve covers only
+// the flows that finished and so looks as good as or better than a run that finished them all. A group
+// of seeds is one entry: how many of its seeds deadlocked and its flows done over all of them.
+func cdfWarning(groups []PlotGroup) string {
 	var bad []string
-	for _, r := range runs {
-		f := r.Summary.Flows
+	for _, g := range groups {
+		done, total, dead := 0, 0, 0
+		first := 0.0
+		for _, r := range g.Runs {
+			done, total = done+r.Summary.Flows.Completed, total+r.Summary.Flows.Total
+			if r.Summary.Deadlock.Detected {
+				if dead == 0 {
+					first = r.Summary.Deadlock.AtS
+				}
+				dead++
+			}
+		}
 		switch {
-		case r.Summary.Deadlock.Detected:
-			bad = append(bad, fmt.Sprintf("%s: DEADLOCK at %.3g ms, %d/%d flows done", r.Name, r.Summary.Deadlock.AtS*1e3, f.Completed, f.Total))
-		case f.Completed < f.Total:
-			bad = append(bad, fmt.Sprintf("%s: %d/%d flows done", r.Name, f.Completed, f.Total))
+		case dead > 0 && len(g.Runs) == 1:
+			bad = append(bad, fmt.Sprintf("%s: DEADLOCK at %.3g ms, %d/%d flows done", g.Label, first*1e3, done, total))
+		case dead > 0:
+			bad = append(bad, fmt.Sprintf("%s: DEADLOCK in %d of %d seeds, %d/%d flows done", g.Label, dead, len(g.Runs), done, total))
+		case done < total:
+			bad = append(bad, fmt.Sprintf("%s: %d/%d flows done", g.Label, done, total))
 		}
 	}
 	if len(bad) == 0 {
 		return ""
 	}
-	if len(bad) > 2 {
-		bad = append(bad[:2], fmt.Sprintf("and %d more runs", len(bad)-2))
+	if len(bad) > 3 {
+		bad = append(bad[:3], fmt.Sprintf("and %d more", len(bad)-3))
 	}
 	return "WARNING " + strings.Join(bad, "; ") + "\n(the curves cover completed flows only)"
 }
@@ -258,16 +406,17 @@ func queueDepth(runs []*Run) (*plot.Plot, error) {
 	return p, nil
 }
 
-// pausesOverTime plots pause (XOFF) frames sent per time slot, 100 slots over the longest run.
-func pausesOverTime(runs []*Run) (*plot.Plot, error) {
+// pausesOverTime plots pause (XOFF) frames sent per time slot, 100 slots over the longest run, streaming
+// each run's pfc.csv twice (its end, then its counts) rather than holding it.
+func pausesOverTime(groups []PlotGroup) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = "pause frames sent over time"
 	p.X.Label.Text = "time (us)"
 	p.Y.Label.Text = "pauses sent per slot"
 	var end float64
-	for _, r := range runs {
-		for _, e := range r.Pauses {
-			end = math.Max(end, e.AtS)
+	for _, r := range allRuns(groups) {
+		if err := r.EachPause(func(e PauseEvent) { end = math.Max(end, e.AtS) }); err != nil {
+			return nil, err
 		}
 	}
 	if end == 0 {
@@ -276,25 +425,25 @@ func pausesOverTime(runs []*Run) (*plot.Plot, error) {
 	const slots = 100
 	w := end / slots * (1 + 1e-9)
 	p.X.Label.Text = fmt.Sprintf("time (us), %.3g us slots", w*1e6)
-	for i, r := range runs {
-		counts := make([]float64, slots)
-		for _, e := range r.Pauses {
-			if e.Pause && e.Sent {
-				counts[min(int(e.AtS/w), slots-1)]++
+	counts := make([][][]float64, len(groups))
+	for gi, g := range groups {
+		for _, r := range g.Runs {
+			c := make([]float64, slots)
+			err := r.EachPause(func(e PauseEvent) {
+				if e.Pause && e.Sent {
+					c[min(int(e.AtS/w), slots-1)]++
+				}
+			})
+			if err != nil {
+				return nil, err
 			}
+			counts[gi] = append(counts[gi], c)
 		}
-		pts := make(plotter.XYs, slots)
-		for k := range counts {
-			pts[k] = plotter.XY{X: (float64(k) + 0.5) * w * 1e6, Y: counts[k]}
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		style(l, i)
-		p.Add(l)
-		p.Legend.Add(label(r), l)
 	}
+	if _, err := seedBands(p, groups, counts, func(k int) float64 { return (float64(k) + 0.5) * w * 1e6 }); err != nil {
+		return nil, err
+	}
+	p.Y.Min = 0
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
 	return p, nil

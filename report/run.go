@@ -1,6 +1,7 @@
 package report
 
 import (
+	"bufio"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -82,8 +83,6 @@ type Run struct {
 	Summary *Summary
 	Rows    []FlowRow
 	Samples []Sample     // nil if the run did not sample queues
-	Pauses  []PauseEvent // nil if pfc.csv is absent
-	Drops   []DropEvent  // nil if drops.csv is absent
 	FCT     []FCTLine    // fct.txt, nil if absent: what HPCC's scripts read
 	Links   []LinkSample // links.csv, nil if absent (virtual runs meter their links)
 	FlowRx  []FlowRate   // flow_rate.csv, nil if absent
@@ -99,8 +98,10 @@ type Run struct {
 	metersLoaded bool // LoadMeters has run (Links, FlowRx, Graph, Ports)
 }
 
-// LoadRun reads a run directory: summary.json and flows.csv (required), pfc.csv, queues.csv, spec.yaml
-// and the meters (LoadMeters) when present.
+// LoadRun reads a run directory: summary.json and flows.csv (required), queues.csv, spec.yaml and the
+// meters (LoadMeters) when present. pfc.csv and drops.csv are not read here but streamed by the figures
+// that need them (EachPause, EachDrop): they are a run's largest files (a go-back-N run of the main job
+// logs 48 MB of drops), and a tree's report held every run's in memory at once (547 MB).
 func LoadRun(dir string) (*Run, error) { return loadRun(dir, true) }
 
 // loadRun is LoadRun, with the link and flow meters (links.csv, flow_rate.csv: the largest files of a
@@ -140,22 +141,6 @@ func loadRun(dir string, meters bool) (*Run, error) {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, QueuesFile), err)
 		}
 	}
-	if f, err := bounded.Open(filepath.Join(dir, PauseFile)); err == nil {
-		defer f.Close()
-		if r.Pauses, err = readPauses(bounded.Reader(f, f.Name(), bounded.RunFile)); err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, PauseFile), err)
-		}
-	}
-	if f, err := bounded.Open(filepath.Join(dir, DropsFile)); err == nil {
-		defer f.Close()
-		err := readTable(bounded.Reader(f, f.Name(), bounded.RunFile), func(p *rowParser) error {
-			r.Drops = append(r.Drops, DropEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Port: int(p.int("port")), Lossless: p.bool("lossless")})
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, DropsFile), err)
-		}
-	}
 	if meters {
 		if err := r.LoadMeters(); err != nil {
 			return nil, err
@@ -170,8 +155,12 @@ func loadRun(dir string, meters bool) (*Run, error) {
 	return r, nil
 }
 
+// readTable calls each for every row of the CSV table rd, by header name. Rows are read one at a time
+// into one record (each must not keep p past its call; the strings it takes are its own), so a table
+// of any length streams in constant memory.
 func readTable(rd io.Reader, each func(p *rowParser) error) error {
 	cr := csv.NewReader(rd)
+	cr.ReuseRecord = true
 	head, err := cr.Read()
 	if err == io.EOF {
 		return nil
@@ -183,6 +172,7 @@ func readTable(rd io.Reader, each func(p *rowParser) error) error {
 	for i, h := range head {
 		col[h] = i
 	}
+	p := &rowParser{col: col}
 	for line := 2; ; line++ {
 		rec, err := cr.Read()
 		if err == io.EOF {
@@ -191,7 +181,7 @@ func readTable(rd io.Reader, each func(p *rowParser) error) error {
 		if err != nil {
 			return fmt.Errorf("line %d: %w", line, err)
 		}
-		p := &rowParser{rec: rec, col: col}
+		p.rec, p.err = rec, nil
 		if err := each(p); err != nil {
 			return err
 		}
@@ -201,20 +191,43 @@ func readTable(rd io.Reader, each func(p *rowParser) error) error {
 	}
 }
 
+// EachPause streams pfc.csv's rows to f in file order (the time order they were logged in); a run
+// without the file has none.
+func (r *Run) EachPause(f func(PauseEvent)) error {
+	return r.eachRow(PauseFile, func(p *rowParser) error {
+		f(PauseEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Port: int(p.int("port")), Queue: int(p.int("queue")), Pause: p.bool("pause"), Sent: p.bool("sent")})
+		return nil
+	})
+}
+
+// EachDrop streams drops.csv's rows to f in file order (time order); a run without the file has none.
+func (r *Run) EachDrop(f func(DropEvent)) error {
+	return r.eachRow(DropsFile, func(p *rowParser) error {
+		f(DropEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Port: int(p.int("port")), Lossless: p.bool("lossless")})
+		return nil
+	})
+}
+
+// eachRow streams the rows of the run's file name through each, one row in memory at a time. A file
+// that cannot be opened is no rows, as LoadRun treats the optional files; a malformed row is an error
+// naming the file and line. Only the fields each reads are parsed: rowParser converts on demand.
+func (r *Run) eachRow(name string, each func(p *rowParser) error) error {
+	f, err := bounded.Open(filepath.Join(r.Dir, name))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	if err := readTable(bufio.NewReaderSize(bounded.Reader(f, f.Name(), bounded.RunFile), 1<<16), each); err != nil {
+		return fmt.Errorf("%s: %w", f.Name(), err)
+	}
+	return nil
+}
+
 func readSamples(rd io.Reader) ([]Sample, error) {
 	out := []Sample{}
 	err := readTable(rd, func(p *rowParser) error {
 		out = append(out, Sample{AtS: p.float("at_s"), Device: int(p.int("device")), DeviceName: p.str("name"),
 			Port: int(p.int("port")), Queue: int(p.int("queue")), Bytes: p.int("bytes")})
-		return nil
-	})
-	return out, err
-}
-
-func readPauses(rd io.Reader) ([]PauseEvent, error) {
-	out := []PauseEvent{}
-	err := readTable(rd, func(p *rowParser) error {
-		out = append(out, PauseEvent{AtS: p.float("at_s"), Device: int(p.int("device")), Port: int(p.int("port")), Queue: int(p.int("queue")), Pause: p.bool("pause"), Sent: p.bool("sent")})
 		return nil
 	})
 	return out, err

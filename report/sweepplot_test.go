@@ -90,10 +90,15 @@ func TestPlotFixes(t *testing.T) {
 	}
 	dead := &Run{Name: "ring", Summary: &Summary{Flows: FlowCounts{Total: 8}, Deadlock: Deadlock{Detected: true, AtS: 2.05e-3}}}
 	ok := &Run{Name: "fine", Summary: &Summary{Flows: FlowCounts{Total: 8, Completed: 8}}}
-	if w := cdfWarning([]*Run{ok, dead}); !strings.Contains(w, "ring: DEADLOCK at 2.05 ms, 0/8 flows done") {
+	one := func(r *Run) PlotGroup { return PlotGroup{Label: r.Name, Runs: []*Run{r}} }
+	if w := cdfWarning([]PlotGroup{one(ok), one(dead)}); !strings.Contains(w, "ring: DEADLOCK at 2.05 ms, 0/8 flows done") {
 		t.Errorf("warning %q", w)
 	}
-	if w := cdfWarning([]*Run{ok}); w != "" {
+	// Seeds of one group: one entry, saying how many seeds deadlocked.
+	if w := cdfWarning([]PlotGroup{{Label: "ring", Runs: []*Run{ok, dead, dead}}}); !strings.Contains(w, "ring: DEADLOCK in 2 of 3 seeds, 8/24 flows done") {
+		t.Errorf("warning %q", w)
+	}
+	if w := cdfWarning([]PlotGroup{one(ok)}); w != "" {
 		t.Errorf("warning %q for a complete run", w)
 	}
 	if v, measured := ok.Metric("window_goodput_bps"); measured {

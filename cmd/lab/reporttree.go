@@ -98,22 +98,20 @@ func reportTree(w io.Writer, dirs []string, out string, noPlots bool) error {
 			return err
 		}
 		files = append(files, pf...)
-		// The per-run figures (FCT CDF, slowdown bins, ...) for each group's first seed, labelled by group.
-		var firsts []*report.Run
-		for _, g := range t.Groups {
-			r := *g.Runs[0]
-			r.Name = fmt.Sprintf("%s seed %d", g.Label(), r.Seed)
-			firsts = append(firsts, &r)
-		}
-		if len(firsts) <= 8 {
-			// A tree is read without its runs' link and flow meters (a 48-run tree of metered runs
-			// held 24 GB); the figures of these first seeds need them.
-			for _, r := range firsts {
-				if err := r.LoadMeters(); err != nil {
+		// The figures: every seed of each group in the FCT and slowdown CDFs, pauses and drops over
+		// time (a mean and a band over seeds); the one-run figures (heatmaps, flow rates, topology,
+		// slowdown per bin, queue depth) for each group's first seed.
+		if len(t.Groups) <= 8 {
+			var gs []report.PlotGroup
+			for _, g := range t.Groups {
+				// A tree is read without its runs' link and flow meters (a 48-run tree of metered runs
+				// held 24 GB); the one-run figures of the first seeds need them.
+				if err := g.Runs[0].LoadMeters(); err != nil {
 					return err
 				}
+				gs = append(gs, report.PlotGroup{Label: g.Label(), Runs: g.Runs})
 			}
-			pf, err := report.WritePlots(out, firsts)
+			pf, err := report.WriteGroupPlots(out, gs, report.PlotOptions{})
 			if err != nil {
 				return err
 			}

@@ -126,3 +126,27 @@ func BenchmarkMonitorCost(b *testing.B) {
 	b.ReportMetric(100*(cpu["watch"]/cpu["none"]-1), "watch-cost-%")
 	b.ReportMetric(100*(cpu["poll"]/cpu["none"]-1), "poll-cost-%")
 }
+
+// BenchmarkEventCostScaling runs the fat-tree k=8 and k=16 permutations (128 and 1,024 hosts), in
+// turn, and reports each one's CPU nanoseconds per event and their ratio: the cost of an event should
+// not grow with the fabric (issue 38's target: k=16 within 1.5x of k=8).
+//
+//	go test -run XXX -bench EventCostScaling -benchtime 1x ./harness/virtual
+func BenchmarkEventCostScaling(b *testing.B) {
+	cpu, events := map[string]float64{}, map[string]float64{}
+	for i := 0; i < b.N; i++ {
+		order := []string{"perm-k8", "perm-k16"}
+		if i%2 == 1 {
+			order = []string{"perm-k16", "perm-k8"}
+		}
+		for _, name := range order {
+			r := runMatched(b, name, "watch")
+			cpu[name] += r.cpu
+			events[name] += r.events
+		}
+	}
+	k8, k16 := cpu["perm-k8"]*1e9/events["perm-k8"], cpu["perm-k16"]*1e9/events["perm-k16"]
+	b.ReportMetric(k8, "k8-cpu-ns/event")
+	b.ReportMetric(k16, "k16-cpu-ns/event")
+	b.ReportMetric(k16/k8, "k16/k8")
+}
