@@ -178,7 +178,9 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 		return nil, err
 	}
 	info := &Info{Name: cfg.Name, Lab: l, Notes: notes, Dilation: l.Spec.EffectiveDilation(), MTU: netns.LabMTU(l)}
-	nl, err := nslink.Up(ctx, cfg.Name, l.Graph, nslink.Options{MTU: info.MTU})
+	// Hold: the lab stays locked until its supervisor is ready, so a `lab down` (or `lab down --all`)
+	// from another process finds it busy instead of removing namespaces the bring-up still uses.
+	nl, err := nslink.Up(ctx, cfg.Name, l.Graph, nslink.Options{MTU: info.MTU, Hold: true})
 	if err != nil {
 		return nil, err
 	}
@@ -186,8 +188,10 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 	defer func() {
 		if !ok {
 			removeHostsFiles(cfg.Name)
-			nslink.Down(cfg.Name)
+			nl.Remove()
+			return
 		}
+		nl.Release()
 	}()
 	progress("kernel hosts")
 	if err := setupHosts(nl, l); err != nil {
@@ -265,7 +269,7 @@ func removeHostsFiles(name string) {
 }
 
 // Cleanup removes what a live lab keeps outside its namespaces and state directory (the hosts files);
-// `lab down` calls it before removing the namespaces.
+// `lab down` calls it once the lab's namespaces are removed.
 func Cleanup(name string) {
 	if nslink.ValidateName(name) == nil {
 		removeHostsFiles(name)
