@@ -180,7 +180,10 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 	info := &Info{Name: cfg.Name, Lab: l, Notes: notes, Dilation: l.Spec.EffectiveDilation(), MTU: netns.LabMTU(l)}
 	// Hold: the lab stays locked until its supervisor is ready, so a `lab down` (or `lab down --all`)
 	// from another process finds it busy instead of removing namespaces the bring-up still uses.
-	nl, err := nslink.Up(ctx, cfg.Name, l.Graph, nslink.Options{MTU: info.MTU, Hold: true})
+	nl, err := nslink.Up(ctx, cfg.Name, l.Graph, nslink.Options{MTU: info.MTU, Hold: true,
+		Progress: func(phase string, done, total int, _ time.Duration) {
+			progress(fmt.Sprintf("%s %d/%d", phase, done, total))
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +197,7 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 		nl.Release()
 	}()
 	progress("kernel hosts")
-	if err := setupHosts(nl, l); err != nil {
+	if err := setupHosts(nl, l, func(done, total int) { progress(fmt.Sprintf("kernel hosts %d/%d", done, total)) }); err != nil {
 		return nil, err
 	}
 	progress("switches")
@@ -206,8 +209,9 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 	return info, nil
 }
 
-func setupHosts(nl *nslink.Lab, l *lab.Lab) error {
-	return SetupHosts(nl, l.Graph, nil, l.Tables.HostTransit, kernelhost.Config{CC: l.Spec.Host.CC, ECN: l.Spec.Switch.ECN.ECNEnabled()})
+func setupHosts(nl *nslink.Lab, l *lab.Lab, progress func(done, total int)) error {
+	return SetupHosts(nl, l.Graph, nil, l.Tables.HostTransit, kernelhost.Config{CC: l.Spec.Host.CC, ECN: l.Spec.Switch.ECN.ECNEnabled(),
+		Progress: progress})
 }
 
 // SetupHosts sets up the kernel hosts among nodes (nil: every host of g) on nl, each told about every
