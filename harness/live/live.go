@@ -43,6 +43,8 @@ type Config struct {
 	MTU int `json:"mtu,omitempty"`
 	// Cluster is the cluster file (absolute) of a lab over several machines (cluster.go).
 	Cluster string `json:"cluster,omitempty"`
+
+	readyWait time.Duration // how long the supervisor may take to be ready, beyond 3 minutes (a big lab)
 }
 
 // DefaultDilation is a family lab's dilation: 100 Gb/s links at 100 Mb/s, about 8 k full-size frames per
@@ -201,6 +203,13 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 		return nil, err
 	}
 	progress("switches")
+	ports := 0
+	for _, n := range l.Graph.Nodes {
+		if n.Kind == topo.Switch || l.Tables.HostTransit {
+			ports += len(n.Ports) // the agent's: every switch's, and a relay host's
+		}
+	}
+	cfg.readyWait = netns.ReadyTimeoutPorts(ports) + time.Minute
 	rec := func(pid int, token string) error { return nslink.RecordProcess(cfg.Name, pid, token) }
 	if err := startSupervisor(ctx, cfg, nslink.StateDir(cfg.Name), rec); err != nil {
 		return nil, err
@@ -340,9 +349,9 @@ func startSupervisor(ctx context.Context, cfg Config, dir string, record func(pi
 			s = "exited: " + strings.TrimSpace(string(b))
 		}
 		return fmt.Errorf("supervisor: %s", s)
-	case <-time.After(3 * time.Minute):
+	case <-time.After(max(3*time.Minute, cfg.readyWait)):
 		cmd.Process.Kill()
-		return errors.New("supervisor: not ready within 3 minutes")
+		return fmt.Errorf("supervisor: not ready within %v", max(3*time.Minute, cfg.readyWait))
 	case <-ctx.Done():
 		cmd.Process.Kill()
 		return ctx.Err()

@@ -386,6 +386,11 @@ func ReadyTimeout(ss ...*lockstep.AgentSetup) time.Duration {
 			ports += len(d.Ports)
 		}
 	}
+	return ReadyTimeoutPorts(ports)
+}
+
+// ReadyTimeoutPorts is ReadyTimeout for agents that open ports ports in all.
+func ReadyTimeoutPorts(ports int) time.Duration {
 	return 30*time.Second + time.Duration(ports)*20*time.Millisecond
 }
 
