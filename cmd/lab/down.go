@@ -38,16 +38,12 @@ func init() {
 				for _, n := range clus {
 					errs = append(errs, downClusterLive(out, n))
 				}
-				if sts, _ := nslink.List(); len(sts) > 0 {
-					for _, st := range sts {
-						live.Cleanup(st.Lab)
-					}
-				}
 				names, notes, err := nslink.DownAll()
 				for _, n := range notes {
 					fmt.Fprintln(out, n)
 				}
 				for _, n := range names {
+					live.Cleanup(n) // after, not before: a lab left alone (busy) keeps its hosts files
 					fmt.Fprintf(out, "lab %s down\n", n)
 				}
 				if len(names) == 0 && len(clus) == 0 && err == nil {
@@ -64,7 +60,6 @@ func init() {
 					errs = append(errs, downClusterLive(out, n))
 					continue
 				}
-				live.Cleanup(n) // a live lab's hosts files; nothing for a bare one
 				notes, err := nslink.DownNotes(n)
 				for _, note := range notes {
 					fmt.Fprintln(out, note)
@@ -73,6 +68,7 @@ func init() {
 					errs = append(errs, fmt.Errorf("lab %s: %w", n, err))
 					continue
 				}
+				live.Cleanup(n) // a live lab's hosts files (nothing for a bare one), once it is down
 				fmt.Fprintf(out, "lab %s down\n", n)
 			}
 			return errors.Join(errs...)

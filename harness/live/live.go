@@ -43,6 +43,8 @@ type Config struct {
 	MTU int `json:"mtu,omitempty"`
 	// Cluster is the cluster file (absolute) of a lab over several machines (cluster.go).
 	Cluster string `json:"cluster,omitempty"`
+
+	readyWait time.Duration // how long the supervisor may take to be ready, beyond 3 minutes (a big lab)
 }
 
 // DefaultDilation is a family lab's dilation: 100 Gb/s links at 100 Mb/s, about 8 k full-size frames per
@@ -178,7 +180,12 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 		return nil, err
 	}
 	info := &Info{Name: cfg.Name, Lab: l, Notes: notes, Dilation: l.Spec.EffectiveDilation(), MTU: netns.LabMTU(l)}
-	nl, err := nslink.Up(ctx, cfg.Name, l.Graph, nslink.Options{MTU: info.MTU})
+	// Hold: the lab stays locked until its supervisor is ready, so a `lab down` (or `lab down --all`)
+	// from another process finds it busy instead of removing namespaces the bring-up still uses.
+	nl, err := nslink.Up(ctx, cfg.Name, l.Graph, nslink.Options{MTU: info.MTU, Hold: true,
+		Progress: func(phase string, done, total int, _ time.Duration) {
+			progress(fmt.Sprintf("%s %d/%d", phase, done, total))
+		}})
 	if err != nil {
 		return nil, err
 	}
@@ -186,14 +193,23 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 	defer func() {
 		if !ok {
 			removeHostsFiles(cfg.Name)
-			nslink.Down(cfg.Name)
+			nl.Remove()
+			return
 		}
+		nl.Release()
 	}()
 	progress("kernel hosts")
-	if err := setupHosts(nl, l); err != nil {
+	if err := setupHosts(nl, l, func(done, total int) { progress(fmt.Sprintf("kernel hosts %d/%d", done, total)) }); err != nil {
 		return nil, err
 	}
 	progress("switches")
+	ports := 0
+	for _, n := range l.Graph.Nodes {
+		if n.Kind == topo.Switch || l.Tables.HostTransit {
+			ports += len(n.Ports) // the agent's: every switch's, and a relay host's
+		}
+	}
+	cfg.readyWait = netns.ReadyTimeoutPorts(ports) + time.Minute
 	rec := func(pid int, token string) error { return nslink.RecordProcess(cfg.Name, pid, token) }
 	if err := startSupervisor(ctx, cfg, nslink.StateDir(cfg.Name), rec); err != nil {
 		return nil, err
@@ -202,8 +218,9 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 	return info, nil
 }
 
-func setupHosts(nl *nslink.Lab, l *lab.Lab) error {
-	return SetupHosts(nl, l.Graph, nil, l.Tables.HostTransit, kernelhost.Config{CC: l.Spec.Host.CC, ECN: l.Spec.Switch.ECN.ECNEnabled()})
+func setupHosts(nl *nslink.Lab, l *lab.Lab, progress func(done, total int)) error {
+	return SetupHosts(nl, l.Graph, nil, l.Tables.HostTransit, kernelhost.Config{CC: l.Spec.Host.CC, ECN: l.Spec.Switch.ECN.ECNEnabled(),
+		Progress: progress})
 }
 
 // SetupHosts sets up the kernel hosts among nodes (nil: every host of g) on nl, each told about every
@@ -265,7 +282,7 @@ func removeHostsFiles(name string) {
 }
 
 // Cleanup removes what a live lab keeps outside its namespaces and state directory (the hosts files);
-// `lab down` calls it before removing the namespaces.
+// `lab down` calls it once the lab's namespaces are removed.
 func Cleanup(name string) {
 	if nslink.ValidateName(name) == nil {
 		removeHostsFiles(name)
@@ -349,9 +366,9 @@ func startSupervisor(ctx context.Context, cfg Config, dir string, record func(pi
 			}
 		}
 		return fmt.Errorf("supervisor: %s", s)
-	case <-time.After(3 * time.Minute):
+	case <-time.After(max(3*time.Minute, cfg.readyWait)):
 		cmd.Process.Kill()
-		return errors.New("supervisor: not ready within 3 minutes")
+		return fmt.Errorf("supervisor: not ready within %v", max(3*time.Minute, cfg.readyWait))
 	case <-ctx.Done():
 		cmd.Process.Kill()
 		return ctx.Err()

@@ -56,7 +56,7 @@ func StartLive(ctx context.Context, l *lab.Lab, nl *nslink.Lab) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.Expect(ctx, "ready", 30*time.Second); err != nil {
+	if _, err := p.Expect(ctx, "ready", netns.ReadyTimeout(s)); err != nil {
 		p.Kill()
 		return nil, err
 	}

@@ -277,8 +277,12 @@ func sumFidelity(fs []lockstep.AgentFidelity) lockstep.AgentFidelity {
 	return s
 }
 
-// labMTU fits the largest frame the engines make: a data packet of the host MTU with a full source
-// route, or the switch MTU.
+// labMTU fits the largest frame the engines make, with room for the lockstep stamp a frame carries on a
+// link between two agents: a data packet of host.mtu bytes of payload with a full source route (the
+// switches' MTU, lab.maxFrame: payload + 58 bytes of RoCEv2 headers + the route option), less the 14
+// bytes of Ethernet header an interface's MTU does not count, plus 16. Every other frame (PFC, ACK,
+// CNP, probe) is smaller. There is no floor (it was 1500+16): host.mtu 1000 with a 5-hop source route is
+// an MTU of 1068, and a 1500-byte underlay (VXLAN adds 50) carries host.mtu up to about 1380.
 func labMTU(l *lab.Lab) int {
 	for _, h := range l.Hosts {
 		if IsKernelHost(h) {
@@ -289,19 +293,17 @@ func labMTU(l *lab.Lab) int {
 			return KernelMTU
 		}
 	}
-	m := nslink.DefaultMTU
-	for _, h := range l.Hosts {
-		if need := h.Config.MTU + 200; need > m {
-			m = need
-		}
-	}
+	frame := 0
 	for _, s := range l.Switches {
-		if s.Config.MTU > m {
-			m = s.Config.MTU
+		frame = max(frame, s.Config.MTU)
+	}
+	if frame == 0 {
+		// No switch to say it: a bound on any source route.
+		for _, h := range l.Hosts {
+			frame = max(frame, h.Config.MTU+200)
 		}
 	}
-	// Room for the lockstep stamp a frame carries on a link between two agents.
-	return min(m+lockstep.StampLen, nslink.MaxMTU)
+	return min(max(frame-pkt.EthHdr+lockstep.StampLen, nslink.MinMTU), nslink.MaxMTU)
 }
 
 // DataFrameBytes is the largest data frame the NICs send (payload MTU plus RoCEv2 headers).

@@ -250,7 +250,7 @@ func (r *netnsRun) startAgents(ctx context.Context) error {
 		r.procs = append(r.procs, p)
 	}
 	for _, p := range r.procs {
-		if _, err := p.expect(ctx, "ready", 30*time.Second); err != nil {
+		if _, err := p.expect(ctx, "ready", ReadyTimeout(r.setups...)); err != nil {
 			return err
 		}
 	}
@@ -373,6 +373,25 @@ func (r *netnsRun) judge(ctx context.Context, log *records.Log) {
 	for i, v := range log.Violations {
 		log.Violations[i] = paperTimes(v, res.Dilation)
 	}
+}
+
+// ReadyTimeout is how long agents with setups ss may take to be ready: 30 s, plus 20 ms for every port
+// they open (a socket, its rings and, for AF_XDP, its UMEM and program). `lab up` fat-tree k=16 started
+// its agent on 5,120 switch ports in 10 s on this 2-core machine under other work (2 ms a port); a
+// fixed 30 s failed fat-tree k=12 there.
+func ReadyTimeout(ss ...*lockstep.AgentSetup) time.Duration {
+	ports := 0
+	for _, s := range ss {
+		for _, d := range s.Devices {
+			ports += len(d.Ports)
+		}
+	}
+	return ReadyTimeoutPorts(ports)
+}
+
+// ReadyTimeoutPorts is ReadyTimeout for agents that open ports ports in all.
+func ReadyTimeoutPorts(ports int) time.Duration {
+	return 30*time.Second + time.Duration(ports)*20*time.Millisecond
 }
 
 func startAgent(labName string, s *lockstep.AgentSetup) (*agentProc, error) {

@@ -1,11 +1,15 @@
 package netns
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
+	"github.com/fabriclab/fabriclab/pkt"
 )
 
 func buildNetns(t *testing.T, extra string) *lab.Lab {
@@ -63,4 +67,31 @@ func buildErr(extra string) error {
 	}
 	_, err = lab.Build(s)
 	return err
+}
+
+// The lab's MTU is its largest frame (the switches' MTU: host.mtu of payload, RoCEv2 headers and a full
+// source route) plus the lockstep stamp, less the Ethernet header an interface's MTU leaves out: every
+// frame fits, and a lab of host.mtu 1000-1350 fits a 1500-byte underlay under VXLAN's 50 bytes (it
+// never did: the MTU had a floor of 1500+16).
+func TestLabMTUFollowsHostMTU(t *testing.T) {
+	for _, mtu := range []int{1000, 1200, 1350} {
+		l := buildNetns(t, fmt.Sprintf("topology: {family: fattree, k: 4}\nhost: {mtu: %d}\n", mtu))
+		got := labMTU(l)
+		for _, s := range l.Switches {
+			if frame := s.Config.MTU + lockstep.StampLen; got+pkt.EthHdr < frame {
+				t.Errorf("host.mtu %d: lab MTU %d does not carry a %d-byte frame with its stamp", mtu, got, frame)
+			}
+		}
+		if got+nslink.VXLANOverhead > 1500 {
+			t.Errorf("host.mtu %d: lab MTU %d does not fit a 1500-byte underlay", mtu, got)
+		}
+		if err := nslink.CheckUnderlayMTU("m1", 1500, got); err != nil {
+			t.Errorf("host.mtu %d: %v", mtu, err)
+		}
+	}
+	l := buildNetns(t, "topology: {family: fattree, k: 4}\nhost: {mtu: 1450}\n")
+	err := nslink.CheckUnderlayMTU("m1", 1500, labMTU(l))
+	if err == nil || !strings.Contains(err.Error(), "host.mtu") || strings.Contains(err.Error(), "switch.mtu") {
+		t.Errorf("host.mtu 1450 over a 1500-byte underlay: %v, want a refusal naming host.mtu (and no switch.mtu, which no spec has)", err)
+	}
 }

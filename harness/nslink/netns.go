@@ -75,6 +75,10 @@ type Options struct {
 	Nodes []int
 	// VXLAN are this machine's ends of links to other machines (vxlan.go).
 	VXLAN []VXLANLink
+	// Hold keeps the lab's lock when Up returns, until Release (or Remove): a caller that goes on
+	// bringing the lab up (kernel hosts, agents) is not raced by a `lab down` from another process,
+	// which says the lab is busy instead of removing its namespaces from under it.
+	Hold bool
 
 	hosted map[int]bool
 }
@@ -90,6 +94,24 @@ type Lab struct {
 	TxQueueLen int
 	State      *State
 	ns         map[string]NSEntry // device name -> namespace
+	lock       *labLock           // held from Up with Options.Hold until Release
+}
+
+// Release drops the lab's lock that Up kept for Options.Hold: from then on `lab down` may remove it.
+func (l *Lab) Release() {
+	l.lock.unlock()
+	l.lock = nil
+}
+
+// Remove takes down a lab made with Options.Hold whose bring-up failed, under the lock Up kept, then
+// drops the lock. Without a held lock it is Down.
+func (l *Lab) Remove() error {
+	if l.lock == nil {
+		return Down(l.Name)
+	}
+	defer l.Release()
+	_, err := downLocked(l.Name)
+	return err
 }
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
@@ -128,6 +150,18 @@ func WrapPerm(err error) error {
 	return err
 }
 
+// ErrBusy is the error (errors.Is) of a Down or Up refused because another process holds the lab's lock:
+// it is bringing the lab up or down.
+var ErrBusy = errors.New("lab busy")
+
+type busyError string
+
+func (e busyError) Error() string {
+	return fmt.Sprintf("lab %q is busy: another process is bringing it up or down (interrupt it with Ctrl-C; it cleans up after itself)", string(e))
+}
+
+func (e busyError) Is(target error) bool { return target == ErrBusy }
+
 // labLock holds the lab's lock file. Up holds it for the whole bring-up so a concurrent Down cannot
 // race it; the kernel drops it if the process dies (even by SIGKILL), so a crashed lab is never stuck.
 type labLock struct{ f *os.File }
@@ -147,7 +181,7 @@ func lockLab(lab string, wait bool) (*labLock, error) {
 	if err := unix.Flock(int(f.Fd()), how); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, fmt.Errorf("lab %q is busy: another process is bringing it up or down (interrupt it with Ctrl-C; it cleans up after itself)", lab)
+			return nil, busyError(lab)
 		}
 		return nil, err
 	}
@@ -223,7 +257,7 @@ func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, er
 	if err != nil {
 		return nil, WrapPerm(err)
 	}
-	defer lk.unlock()
+	defer func() { lk.unlock() }() // nil when handed to the lab (Options.Hold)
 	// Re-check under the lock: another Up of the same name may have won the race.
 	if _, err := os.Stat(statePath(name)); err == nil {
 		return nil, fmt.Errorf("lab %q already exists (%s)", name, statePath(name))
@@ -248,6 +282,9 @@ func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, er
 			err = errors.Join(err, fmt.Errorf("cleanup after failed bring-up: %w", derr))
 		}
 		return nil, WrapPerm(err)
+	}
+	if opts.Hold {
+		lab.lock, lk = lk, nil
 	}
 	return lab, nil
 }
@@ -674,7 +711,8 @@ func downLocked(name string) ([]string, error) {
 }
 
 // DownAll brings down every lab that has a valid state file and returns their names and what was left
-// alone; a bad state file is reported in the error and skipped.
+// alone (a lab another process is bringing up or down, ErrBusy, among them); a bad state file is
+// reported in the error and skipped.
 func DownAll() ([]string, []string, error) {
 	if err := CheckRoot(); err != nil {
 		return nil, nil, err
@@ -684,6 +722,11 @@ func DownAll() ([]string, []string, error) {
 	for _, st := range sts {
 		n, err := DownNotes(st.Lab)
 		notes = append(notes, n...)
+		if errors.Is(err, ErrBusy) {
+			// Another process is bringing it up (or down): it is in that process's hands, not a leftover.
+			notes = append(notes, fmt.Sprintf("lab %s left alone: another process is bringing it up or down", st.Lab))
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("lab %s: %w", st.Lab, err))
 			continue

@@ -91,7 +91,8 @@ func Underlay(ip string) (name string, mtu int, err error) {
 func CheckUnderlayMTU(machine string, underlayMTU, labMTU int) error {
 	if underlayMTU < labMTU+VXLANOverhead {
 		return fmt.Errorf("machine %s: underlay MTU %d is below the lab's MTU %d + %d of VXLAN headers: raise the underlay's MTU "+
-			"(Docker: network option com.docker.network.driver.mtu=%d) or lower the lab's (spec host.mtu, switch.mtu); nothing was made",
+			"(Docker: network option com.docker.network.driver.mtu=%d) or lower the spec's host.mtu (the lab's MTU follows it: "+
+			"host.mtu plus headers, source route and the 16-byte lockstep stamp, or host.mtu itself for kernel hosts); nothing was made",
 			machine, underlayMTU, labMTU, VXLANOverhead, labMTU+VXLANOverhead)
 	}
 	return nil

@@ -148,12 +148,23 @@ var _ = Describe("A lab over several machines", Ordered, ContinueOnFailure, func
 
 	It("refuses an underlay whose MTU cannot carry the lab's links in VXLAN, before anything is made", Label("smoke"), func() {
 		startAgent("m4", smallNet)
-		out, _, err := run(incast, "--cluster", clusterFile("small", "secret.key", "m1", "m4"))
+		// host.mtu 1450: the lab's MTU (its largest frame plus the lockstep stamp) passes 1500 - 50.
+		big := strings.Replace(incast, "cc: none}", "cc: none, mtu: 1450}", 1)
+		out, _, err := run(big, "--cluster", clusterFile("small", "secret.key", "m1", "m4"))
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(MatchRegexp(`machine m4: underlay MTU 1500 is below the lab's MTU \d+ \+ 50`))
 		Expect(out).To(ContainSubstring("nothing was made"))
 		nothingOn("m1")
 		nothingOn("m4")
+	})
+
+	It("runs a spec across two machines over a 1500-byte underlay with the results of one (host.mtu 1000: the lab's MTU follows it)", func() {
+		startAgent("m6", smallNet)
+		startAgent("m7", smallNet)
+		s, _ := faithfulRun(incast, "--cluster", clusterFile("c1500", "secret.key", "m6", "m7"))
+		same(one, s)
+		nothingOn("m6")
+		nothingOn("m7")
 	})
 
 	It("refuses a machine whose clock is further off than the run tolerates", func() {
