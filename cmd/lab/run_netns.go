@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/cluster"
 	"github.com/fabriclab/fabriclab/harness/kernelhost"
@@ -130,7 +131,7 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 // every frame to its schedule (the exact cross-check says whether it did); under the ordinary
 // scheduler (--realtime 0) any process on the machine can delay them.
 func busyWarning() {
-	b, err := os.ReadFile("/proc/loadavg")
+	b, err := bounded.ReadFile("/proc/loadavg", 4096)
 	if err != nil {
 		return
 	}
