@@ -41,12 +41,12 @@ func TestClusterFileErrorsNameTheField(t *testing.T) {
 	} {
 		y := goodFile
 		bad := map[string]string{
-			"machines[1].name \"m1\" is used twice":           "name: m1",
-			"machines[1].name \"M2\"":                         "name: M2",
-			"machines[1].control \"agent-2\"":                 `"agent-2"`,
-			"machines[1].control \"agent-2:70700\": port":     `"agent-2:70700"`,
+			"machines[1].name \"m1\" is used twice":             "name: m1",
+			"machines[1].name \"M2\"":                           "name: M2",
+			"machines[1].control \"agent-2\"":                   `"agent-2"`,
+			"machines[1].control \"agent-2:70700\": port":       `"agent-2:70700"`,
 			"machines[1].underlay \"198.19.0.2.5\"":             "underlay: 198.19.0.2.5",
-			"machines[1].underlay \"127.0.0.1\"":              "underlay: 127.0.0.1",
+			"machines[1].underlay \"127.0.0.1\"":                "underlay: 127.0.0.1",
 			"machines[1].underlay \"198.19.0.1\" is used twice": "underlay: 198.19.0.1",
 		}[c.want]
 		switch {
