@@ -267,10 +267,10 @@ func TestIncompleteOfAnotherHostKept(t *testing.T) {
 	}
 }
 
-// TestIndexedJobExample: deploy/k8s/sweep-indexed-job.yaml is an Indexed Job whose pods run lab run
+// TestIndexedJobExample: deploy/k8s/sweep/sweep-indexed-job.yaml is an Indexed Job whose pods run lab run
 // --index env with arguments lab accepts, and whose completions are the tree's run count.
 func TestIndexedJobExample(t *testing.T) {
-	b, err := os.ReadFile("../../deploy/k8s/sweep-indexed-job.yaml")
+	b, err := os.ReadFile("../../deploy/k8s/sweep/sweep-indexed-job.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -144,5 +145,48 @@ func TestCutFoundBothWays(t *testing.T) {
 	t.Logf("cut: coordinator found it after %v, the server's lab was down after %v (LostAfter %v)", found, gone, lost)
 	if found < lost {
 		t.Fatalf("found after %v, before LostAfter %v: not by silence", found, lost)
+	}
+}
+
+// A coordinator started before its agent (wait_for_agents) retries until the server listens, and says
+// which machine it waits for; without the wait, or past it, the error names the machine.
+func TestConnectWaitsForAgent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	m := Machine{Name: "late", Control: addr, Underlay: "127.0.0.1"}
+	if _, err := connectWaiting(context.Background(), m, testSecret, 0, nil); err == nil || !strings.Contains(err.Error(), "machine late") {
+		t.Fatalf("no wait, nothing listening: %v", err)
+	}
+	if _, err := connectWaiting(context.Background(), m, testSecret, 3*time.Second, func(string) {}); err == nil || !strings.Contains(err.Error(), "not reachable within wait_for_agents 3s") {
+		t.Fatalf("a wait that runs out: %v", err)
+	}
+	var said []string
+	var smu sync.Mutex
+	go func() {
+		time.Sleep(2500 * time.Millisecond)
+		netns.StateRoot = t.TempDir()
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		s := &Server{Secret: testSecret, Name: "late", Underlay: "127.0.0.1", Log: func(string) {}}
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		go s.Serve(ctx, ln)
+	}()
+	r, err := connectWaiting(context.Background(), m, testSecret, time.Minute, func(s string) { smu.Lock(); said = append(said, s); smu.Unlock() })
+	if err != nil {
+		t.Fatalf("the agent came up 2.5 s after the coordinator: %v", err)
+	}
+	r.Close()
+	smu.Lock()
+	defer smu.Unlock()
+	if len(said) == 0 || !strings.Contains(said[0], "waiting for machine late") {
+		t.Fatalf("said %q", said)
 	}
 }
