@@ -158,4 +158,30 @@ var _ = Describe("Machines that fail", Ordered, ContinueOnFailure, Label("failur
 		Expect(err).NotTo(HaveOccurred(), string(o))
 		Expect(left[0]).NotTo(BeADirectory(), "the dead coordinator's unfinished directory, after the next run")
 	})
+
+	It("runs when the coordinator starts before its agents (wait_for_agents), as a Kubernetes Job beside its StatefulSet may", func() {
+		work := filepath.Join(dir, "earlywork")
+		Expect(os.MkdirAll(work, 0o755)).To(Succeed())
+		Expect(os.WriteFile(filepath.Join(work, "spec.yaml"), []byte(incast), 0o644)).To(Succeed())
+		// The agents by their container names (Docker's DNS on the network): no such name resolves yet.
+		cf := "secret: /run/secrets/fabriclab\nwait_for_agents: 2m\nmachines:\n" +
+			"  - {name: m6, control: \"" + tag + "-m6:7070\"}\n  - {name: m7, control: \"" + tag + "-m7:7070\"}\n"
+		Expect(os.WriteFile(filepath.Join(work, "cluster.yaml"), []byte(cf), 0o644)).To(Succeed())
+		c := tag + "-early"
+		mustDocker("run", "-d", "--name", c, "--network", netName, "-v", work+":/work",
+			"-v", filepath.Join(dir, "secret.key")+":/run/secrets/fabriclab:ro", image,
+			"run", "/work/spec.yaml", "-o", "/work/results/early", "--name", "cle-"+tag[len(tag)-4:], "--cluster", "/work/cluster.yaml")
+		made = append(made, c)
+		Eventually(func() string { o, _ := docker("logs", c); return o }, 30*time.Second, 200*time.Millisecond).Should(ContainSubstring("waiting for machine m"))
+		time.Sleep(3 * time.Second)
+		startAgent("m6", netName)
+		startAgent("m7", netName)
+		code, err := docker("wait", c)
+		logs, _ := docker("logs", c)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(code).To(Equal("0"), "the coordinator started before its agents:\n%s", logs)
+		Expect(filepath.Join(work, "results", "early", "run.json")).To(BeARegularFile())
+		emptyWithin("m6", 10*time.Second)
+		emptyWithin("m7", 10*time.Second)
+	})
 })
