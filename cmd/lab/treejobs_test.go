@@ -375,8 +375,16 @@ func TestStatusFilesAreAuthoritative(t *testing.T) {
 	if err := writeStatus(out, st); err != nil {
 		t.Fatal(err)
 	}
+	unlock, err := lockRun(out, "seed-2") // as its process holds it while it runs
+	if err != nil {
+		t.Fatal(err)
+	}
 	if s := skipped(); len(s) != 1 || !strings.Contains(s[0], "seed-2: running (on "+st.Host) {
 		t.Errorf("a run whose status says running (manifest: done): skipped %v", s)
+	}
+	unlock() // its process gone: the status file still says running, nobody holds the lock
+	if s := skipped(); len(s) != 1 || !strings.Contains(s[0], "seed-2: died") {
+		t.Errorf("a run whose status says running, its lock free: skipped %v", s)
 	}
 	for _, d := range []string{"seed-1", "seed-2"} {
 		if err := os.Remove(report.StatusPath(out, d)); err != nil {

@@ -168,7 +168,7 @@ func TestConnectWaitsForAgent(t *testing.T) {
 	var smu sync.Mutex
 	go func() {
 		time.Sleep(2500 * time.Millisecond)
-		netns.StateRoot = t.TempDir()
+		nslink.StateRoot = t.TempDir()
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			t.Error(err)
