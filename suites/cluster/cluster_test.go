@@ -42,6 +42,8 @@ type runInfo struct {
 	Faithful bool     `json:"faithful"`
 	Partial  bool     `json:"partial"`
 	Lost     []string `json:"lost"`
+	// MeasuredUntil: a partial run's records end at the last lockstep window every machine reached.
+	MeasuredUntil float64 `json:"measured_until_s"`
 	Cluster  *struct {
 		Machines []struct {
 			Name  string `json:"name"`

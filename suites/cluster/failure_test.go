@@ -58,6 +58,7 @@ var _ = Describe("Machines that fail", Ordered, ContinueOnFailure, Label("failur
 		Expect(ri.Faithful).To(BeFalse())
 		Expect(ri.Lost).To(HaveLen(1))
 		Expect(ri.Lost[0]).To(ContainSubstring("machine " + m))
+		Expect(ri.MeasuredUntil).To(BeNumerically(">", 0), "run.json measured_until_s: the last agreed window")
 		var s summary
 		readJSON(filepath.Join(out, "summary.json"), &s) // what was measured up to the stop
 	}
@@ -183,5 +184,30 @@ var _ = Describe("Machines that fail", Ordered, ContinueOnFailure, Label("failur
 		Expect(filepath.Join(work, "results", "early", "run.json")).To(BeARegularFile())
 		emptyWithin("m6", 10*time.Second)
 		emptyWithin("m7", 10*time.Second)
+	})
+
+	It("ends a run with partial results when a machine's agent stalls while its server still answers", func() {
+		out := filepath.Join(dir, "stalled")
+		wait, buf := startLong(out, "clstl", "m1", "m2", "m3")
+		// The agent is the lab binary re-executed without arguments (the server is "/lab agent serve").
+		var agent string
+		for _, line := range strings.Split(mustDocker("top", tag+"-m2", "-eo", "pid,args"), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[1] == "/lab" {
+				agent = f[0]
+			}
+		}
+		Expect(agent).NotTo(BeEmpty(), "no agent process on m2")
+		Expect(exec.Command("kill", "-STOP", agent).Run()).To(Succeed())
+		err, took := wait(80 * time.Second) // the 60 s stall limit, then partial results
+		Expect(err).To(HaveOccurred(), buf.String())
+		partialNaming(out, "m2")
+		var ri runInfo
+		readJSON(filepath.Join(out, "run.json"), &ri)
+		Expect(ri.Lost[0]).To(ContainSubstring("stalled"))
+		GinkgoWriter.Printf("stall: coordinator exited %v after the agent stopped\n", took)
+		for _, m := range []string{"m1", "m2", "m3"} {
+			GinkgoWriter.Printf("stall: %s empty %v after the coordinator exited\n", m, emptyWithin(m, 10*time.Second))
+		}
+		servesAgain("m2")
 	})
 })
