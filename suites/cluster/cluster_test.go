@@ -44,7 +44,7 @@ type runInfo struct {
 	Lost     []string `json:"lost"`
 	// MeasuredUntil: a partial run's records end at the last lockstep window every machine reached.
 	MeasuredUntil float64 `json:"measured_until_s"`
-	Cluster  *struct {
+	Cluster       *struct {
 		Machines []struct {
 			Name  string `json:"name"`
 			Clock struct {
