@@ -217,7 +217,7 @@ func cleanIncomplete(parent string, w io.Writer) ([]string, error) {
 // lock (RunStatus.Orphaned); it holds the lock while it rewrites the file, so a run starting meanwhile
 // (lockRun) writes its own status after. It says whether it rewrote the file.
 func reapStatus(path string) (bool, error) {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, bounded.Spec)
 	if err != nil {
 		return false, err
 	}
@@ -235,7 +235,7 @@ func reapStatus(path string) (bool, error) {
 	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
 		return false, nil // held: running
 	}
-	if b, err = os.ReadFile(path); err != nil || json.Unmarshal(b, &st) != nil || st.Status != "running" {
+	if b, err = bounded.ReadFile(path, bounded.Spec); err != nil || json.Unmarshal(b, &st) != nil || st.Status != "running" {
 		return false, err // ended just before the lock was taken
 	}
 	st.MarkDied()
