@@ -302,3 +302,31 @@ func (l *Log) Dilate(d clock.Time) {
 		l.Faults[i].At *= d
 	}
 }
+
+// Until keeps what was measured up to t and drops the rest: pauses, drops and queue samples after t,
+// and the completion of flows that finished after t (they count as not completed, their delivered
+// bytes as recorded). A run that lost a machine keeps only the window every machine agreed on (the
+// netns backend's lockstep: the slowest clock every agent had reported when the machine was lost),
+// since past it the others ran on without the lost machine's frames. Counters, meters and words stay
+// whole: they carry no time.
+func (l *Log) Until(t clock.Time) {
+	l.FlushPauses()
+	l.Pauses = keepUntil(l.Pauses, t, func(p Pause) clock.Time { return p.At })
+	l.Drops = keepUntil(l.Drops, t, func(d Drop) clock.Time { return d.At })
+	l.Samples = keepUntil(l.Samples, t, func(s QueueSample) clock.Time { return s.At })
+	for i := range l.Flows {
+		if f := &l.Flows[i]; f.Completed && f.Finish > t {
+			f.Completed, f.Finish = false, 0
+		}
+	}
+}
+
+func keepUntil[T any](xs []T, t clock.Time, at func(T) clock.Time) []T {
+	out := xs[:0]
+	for _, x := range xs {
+		if at(x) <= t {
+			out = append(out, x)
+		}
+	}
+	return out
+}

@@ -162,6 +162,9 @@ func loadTrees(dirs []string, apart bool) (*Tree, error) {
 			// The run's status file, written by whichever process ran it, is authoritative; the
 			// manifest's status only stands for trees written before status files.
 			st, err := ReadRunStatus(d, mr.Dir)
+			if err == nil && st != nil && st.Orphaned(d) {
+				st.MarkDied() // said here, not written: lab clean writes it
+			}
 			switch {
 			case err != nil:
 				t.Skipped = append(t.Skipped, fmt.Sprintf("%s: status unreadable (%v)", dir, err))

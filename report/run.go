@@ -25,11 +25,11 @@ const (
 	SpecFile          = "spec.yaml"  // the resolved spec
 )
 
-// WriteQueuesCSV writes queue samples: at_s,device,name,port,queue,bytes (time order; queue -1 is the
-// whole port).
+// WriteQueuesCSV writes queue samples: at_s,device,name,port,queue,bytes (time order, then device:
+// beforeAt; queue -1 is the whole port).
 func WriteQueuesCSV(w io.Writer, log *records.Log, meta Meta) error {
 	ss := append([]records.QueueSample(nil), log.Samples...)
-	sort.SliceStable(ss, func(i, j int) bool { return ss[i].At < ss[j].At })
+	sort.SliceStable(ss, func(i, j int) bool { return beforeAt(ss[i].At, ss[j].At, ss[i].Device, ss[j].Device) })
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"at_s", "device", "name", "port", "queue", "bytes"})
 	for _, s := range ss {

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/fabriclab/fabriclab/bounded"
+	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/lab/topo"
 	"github.com/fabriclab/fabriclab/records"
 )
@@ -277,14 +278,25 @@ func (m Meta) deviceName(d int) string {
 	return ""
 }
 
-// WriteDropsCSV writes drops.csv: at_s,device,name,port,queue,flow,lossless,reason (in the order of
-// simultaneous events: time, then device, then as the device logged them; docs/architecture.md §Order
-// of simultaneous events), so a log merged from several agents writes what one log writes.
+// beforeAt is the order of every per-device record file (pfc.csv, drops.csv, queues.csv): time, then
+// device index, then the order the device's engine logged them in (the sorts are stable). That is a total
+// order over what a run measured, whatever the number of agents or machines whose logs were merged:
+// a device's records all come from its one engine, so only records of different devices share a
+// time, and the device index orders those (before, equal times came out in the order the logs were
+// merged, which varies with the split: seen on pfc.csv over three machines). It is the record-file
+// face of docs/architecture.md §Order of simultaneous events.
+func beforeAt(at1, at2 clock.Time, dev1, dev2 int32) bool {
+	if at1 != at2 {
+		return at1 < at2
+	}
+	return dev1 < dev2
+}
+
+// WriteDropsCSV writes drops.csv: at_s,device,name,port,queue,flow,lossless,reason (time order, then
+// device: beforeAt).
 func WriteDropsCSV(w io.Writer, log *records.Log, meta Meta) error {
 	ds := append([]records.Drop(nil), log.Drops...)
-	sort.SliceStable(ds, func(i, j int) bool {
-		return ds[i].At < ds[j].At || ds[i].At == ds[j].At && ds[i].Device < ds[j].Device
-	})
+	sort.SliceStable(ds, func(i, j int) bool { return beforeAt(ds[i].At, ds[j].At, ds[i].Device, ds[j].Device) })
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"at_s", "device", "name", "port", "queue", "flow", "lossless", "reason"})
 	for _, d := range ds {
@@ -297,18 +309,15 @@ func WriteDropsCSV(w io.Writer, log *records.Log, meta Meta) error {
 }
 
 // WritePausesCSV writes pfc.csv, every pause/resume record as logged (both directions):
-// at_s,device,name,kind,port,queue,pause,sent,hops. pfc.txt cannot carry the queue or PortFC's relay
-// hops; this file does. Records are in the order of simultaneous events, as drops.csv's.
+// at_s,device,name,kind,port,queue,pause,sent,hops, in time order, then device (beforeAt). pfc.txt
+// cannot carry the queue or PortFC's relay hops; this file does.
 func WritePausesCSV(w io.Writer, log *records.Log, meta Meta) error {
-	// One log of a virtual run is in that order already: only merged logs need the sorted copy (3.8 MB
-	// on a fat-tree k=12 incast).
+	// A log already in that order needs no sorted copy (3.8 MB on a fat-tree k=12 incast).
 	ps := log.Pauses
-	less := func(i, j int) bool {
-		return ps[i].At < ps[j].At || ps[i].At == ps[j].At && ps[i].Device < ps[j].Device
-	}
-	if !sort.SliceIsSorted(ps, less) {
+	before := func(i, j int) bool { return beforeAt(ps[i].At, ps[j].At, ps[i].Device, ps[j].Device) }
+	if !sort.SliceIsSorted(ps, before) {
 		ps = append([]records.Pause(nil), log.Pauses...)
-		sort.SliceStable(ps, less)
+		sort.SliceStable(ps, before)
 	}
 	if _, err := io.WriteString(w, "at_s,device,name,kind,port,queue,pause,sent,hops\n"); err != nil {
 		return err

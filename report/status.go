@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/fabriclab/fabriclab/bounded"
@@ -21,7 +23,7 @@ const StatusSuffix = ".status.json"
 type RunStatus struct {
 	Index   int64     `json:"index"`  // the run's index in the tree (lab run --list)
 	Dir     string    `json:"dir"`    // relative to the tree
-	Status  string    `json:"status"` // running, done, failed, unfaithful, interrupted
+	Status  string    `json:"status"` // running, done, failed, unfaithful, interrupted, died (lab clean)
 	Error   string    `json:"error,omitempty"`
 	Host    string    `json:"host"`
 	PID     int       `json:"pid"`
@@ -50,6 +52,37 @@ func ReadRunStatus(tree, dir string) (*RunStatus, error) {
 		return nil, fmt.Errorf("%s: %w", StatusPath(tree, dir), err)
 	}
 	return &st, nil
+}
+
+// LockPath is the lock file of tree's run dir (.NAME.lock beside it): the process running the run holds
+// an flock on it from before its status file says running until after it says how the run ended.
+// flock locks are the kernel's, or the file server's on NFSv4 and CephFS, where shared trees live: one
+// that is free says its holder is gone, whatever host or container it ran in.
+func LockPath(tree, dir string) string {
+	return filepath.Join(tree, filepath.Dir(dir), "."+filepath.Base(dir)+".lock")
+}
+
+// Orphaned says whether st, a status file saying running, was left by a process that is gone: the run's
+// lock is free (a SIGKILLed --index process, a pod deleted with its node). A run whose lock cannot be
+// probed (no lock file: a tree written before locks) is not called orphaned. The probe holds the lock
+// for an instant (a run starting then retries: cmd/lab lockRun).
+func (st *RunStatus) Orphaned(tree string) bool {
+	if st.Status != "running" {
+		return false
+	}
+	f, err := os.Open(LockPath(tree, st.Dir))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+}
+
+// MarkDied makes st say the run died: its process ended without saying how the run ended.
+func (st *RunStatus) MarkDied() {
+	st.Error = fmt.Sprintf("its process (pid %d on %s, running since %s) is gone without saying how the run ended (killed?); nobody holds %s",
+		st.PID, st.Host, st.Started.Format(time.RFC3339), "."+filepath.Base(st.Dir)+".lock")
+	st.Status = "died"
 }
 
 // describe says how a run that is not done stands, for the report's "not in the aggregate" list.

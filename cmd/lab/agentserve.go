@@ -69,11 +69,6 @@ func init() {
 			if err != nil {
 				return err
 			}
-			if underlay == "auto" {
-				if underlay, err = nslink.AutoUnderlay(); err != nil {
-					return err
-				}
-			}
 			if os.Geteuid() != 0 {
 				return errors.New("lab agent serve needs root: it creates network namespaces")
 			}
@@ -90,7 +85,7 @@ func init() {
 	}
 	serve.Flags().StringVar(&listen, "listen", "", "address to accept coordinators on (HOST:PORT; :7070 for every address)")
 	serve.Flags().StringVar(&secret, "secret", "", "file holding the cluster's shared secret (at least 16 bytes, mode 600)")
-	serve.Flags().StringVar(&underlay, "underlay", "", "this machine's IPv4 address on the network between the machines (the VXLAN links' local end); auto: the namespace's one non-loopback address")
+	serve.Flags().StringVar(&underlay, "underlay", "", "this machine's IPv4 address on the network between the machines (the VXLAN links' local end); auto: the namespace's one non-loopback address when a coordinator connects; either way the interface holding it is looked up for each lab")
 	serve.Flags().StringVar(&name, "name", "", "this machine's name in messages (default: the host name)")
 	serve.Flags().DurationVar(&offset, "test-clock-offset", 0, "tests only: pretend this machine's clock is off by this much")
 	serve.Flags().MarkHidden("test-clock-offset")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,25 +10,35 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
+	"github.com/fabriclab/fabriclab/report"
 	"github.com/spf13/cobra"
 
 	"github.com/fabriclab/fabriclab/bounded"
 )
 
 // A run is written into a hidden directory .NAME.incomplete-XXXX next to its -o and renamed into place
-// when complete. A run killed with SIGKILL cannot remove it, so the directory carries an owner file
-// ("pid starttime" of the lab run that writes it, the start time being field 22 of /proc/PID/stat, which
-// tells that process from a later one that reused its PID, then its host name); the next lab run into
-// the same parent, or lab clean, removes those whose owner is gone. The owner file is removed before the
-// rename. A PID means something only on its own machine (and in its own PID namespace: each pod or
-// container has its own, with its own host name): a tree on shared storage is filled by lab run --index
-// processes on many machines, so a directory another host owns is never judged, only reported.
+// when complete. A run killed with SIGKILL cannot remove it, so the directory carries an owner file that
+// the lab run writing it holds an flock on for as long as it writes; the next lab run into the same
+// parent, or lab clean, removes those whose lock is free. A lock needs no PID, host name or clock to
+// mean something: it is the kernel's (the file server's, on NFSv4 or CephFS), released when its holder
+// dies whatever container, pod or host that ran in (a coordinator container killed with its run
+// half-written is judged from the host or from the next container). The owner file also says who wrote
+// it ("pid starttime host bootid flock": the start time, field 22 of /proc/PID/stat, tells that process
+// from a later one that reused its PID; the boot id a host rebooted since), which is what is judged
+// where the filesystem takes no locks, and for files written by an older lab ("pid starttime host"):
+// there a directory another host owns is never judged, only reported. The owner file is removed, and
+// its lock released, before the rename.
 
 const incompleteOwner = ".owner"
 
-// markIncomplete writes dir's owner file: this process.
+// ownerLocks are the owner files this process holds locked, by run directory.
+var ownerLocks sync.Map
+
+// markIncomplete writes dir's owner file, locked: this process.
 func markIncomplete(dir string) error {
 	st, err := procStart(os.Getpid())
 	if err != nil {
@@ -37,13 +48,56 @@ func markIncomplete(dir string) error {
 	if err != nil {
 		return err
 	}
-	// By rename: an owner file is never seen half written (read as unmarked).
+	// By rename: an owner file is never seen half written (read as unmarked); locked before, so it is
+	// never seen unlocked while this process lives.
 	path := filepath.Join(dir, incompleteOwner)
-	tmp, err := writeTemp(path, []byte(fmt.Sprintf("%d %s %s\n", os.Getpid(), st, host)))
+	f, err := os.CreateTemp(dir, ".owner-")
 	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	how := "flock"
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		how = "nolock" // a filesystem without locks: judged by the rest
+	}
+	if _, err := fmt.Fprintf(f, "%d %s %s %s %s\n", os.Getpid(), st, host, bootID(), how); err != nil {
+		f.Close()
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		f.Close()
+		return err
+	}
+	ownerLocks.Store(dir, f)
+	return nil
+}
+
+// releaseIncomplete removes dir's owner file and releases its lock: the directory is about to be
+// renamed into place or removed.
+func releaseIncomplete(dir string) error {
+	err := os.Remove(filepath.Join(dir, incompleteOwner))
+	if f, ok := ownerLocks.LoadAndDelete(dir); ok {
+		f.(*os.File).Close()
+	}
+	if os.IsNotExist(err) {
+		return nil
+	}
+	return err
+}
+
+// removeIncomplete removes an unfinished run directory this process made.
+func removeIncomplete(dir string) {
+	releaseIncomplete(dir)
+	os.RemoveAll(dir)
+}
+
+// bootID is this boot of the kernel's random id ("-" where there is none): the same in every container
+// of a host, another after a reboot.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+		return "-"
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // procStart is field 22 of /proc/PID/stat: when the process started, in clock ticks since boot.
@@ -61,16 +115,49 @@ func procStart(pid int) (string, error) {
 	return f[19], nil
 }
 
+// lockFree says whether nobody holds an flock on path (true), somebody does (false), or it cannot be
+// told (err: no such file, or a filesystem without locks). The probe holds the lock for an instant.
+func lockFree(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // incompleteState says whether an incomplete run directory's owner is gone ("stale", safe to remove),
-// still running ("running"), on another host ("foreign": its PID cannot be checked here; never
-// removed), or unknown ("unmarked": no readable owner file, e.g. written by an older lab or in the
-// instant between its creation and its marking; never removed).
+// still running ("running"), on another host and not to be judged here ("foreign": an owner file
+// without a lock; never removed), or unknown ("unmarked": no readable owner file, e.g. in the instant
+// between its creation and its marking; never removed).
 func incompleteState(dir string) string {
-	b, err := bounded.ReadFile(filepath.Join(dir, incompleteOwner), 4096)
+	path := filepath.Join(dir, incompleteOwner)
+	b, err := bounded.ReadFile(path, 4096)
 	if err != nil {
 		return "unmarked"
 	}
 	f := strings.Fields(string(b))
+	if len(f) == 5 && f[4] == "flock" {
+		if free, err := lockFree(path); err == nil {
+			if free {
+				return "stale"
+			}
+			return "running"
+		}
+	}
+	if len(f) == 5 {
+		if host, err := os.Hostname(); err != nil || host != f[2] {
+			return "foreign"
+		}
+		if f[3] != "-" && f[3] != bootID() {
+			return "stale" // this host, an earlier boot
+		}
+		f = f[:2]
+	}
 	if len(f) == 3 {
 		if host, err := os.Hostname(); err != nil || host != f[2] {
 			return "foreign"
@@ -114,7 +201,7 @@ func cleanIncomplete(parent string, w io.Writer) ([]string, error) {
 			removed = append(removed, p)
 		case "foreign":
 			if fi, err := e.Info(); w != nil && err == nil && time.Since(fi.ModTime()) > time.Hour {
-				fmt.Fprintf(w, "lab: note: %s is an unfinished run directory of a lab run on another host (its .owner file says which); remove it by hand if that run is gone\n", p)
+				fmt.Fprintf(w, "lab: note: %s is an unfinished run directory of a lab run on another host, on a filesystem without locks (its .owner file says which); remove it by hand if that run is gone\n", p)
 			}
 		case "unmarked":
 			// A run marks its directory right after making it: a young unmarked one is most likely that.
@@ -126,6 +213,35 @@ func cleanIncomplete(parent string, w io.Writer) ([]string, error) {
 	return removed, nil
 }
 
+// reapStatus makes the status file at path say died when it says running and nobody holds its run's
+// lock (RunStatus.Orphaned); it holds the lock while it rewrites the file, so a run starting meanwhile
+// (lockRun) writes its own status after. It says whether it rewrote the file.
+func reapStatus(path string) (bool, error) {
+	b, err := bounded.ReadFile(path, bounded.Spec)
+	if err != nil {
+		return false, err
+	}
+	var st report.RunStatus
+	if json.Unmarshal(b, &st) != nil || st.Status != "running" {
+		return false, nil
+	}
+	dir := filepath.Dir(path)
+	base := strings.TrimSuffix(filepath.Base(path), report.StatusSuffix)
+	f, err := os.Open(filepath.Join(dir, "."+base+".lock"))
+	if err != nil {
+		return false, nil // no lock to judge by: left as it is
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return false, nil // held: running
+	}
+	if b, err = bounded.ReadFile(path, bounded.Spec); err != nil || json.Unmarshal(b, &st) != nil || st.Status != "running" {
+		return false, err // ended just before the lock was taken
+	}
+	st.MarkDied()
+	return true, writeJSONAtomic(path, &st)
+}
+
 func init() {
 	cmd := &cobra.Command{
 		Use:   "clean [DIR...]",
@@ -133,8 +249,10 @@ func init() {
 		Long: `A lab run writes into a hidden .NAME.incomplete-XXXX directory next to -o and renames it into place
 when complete; killed with SIGKILL it leaves that directory behind. lab clean removes those in each DIR
 (default: results) and in the directories below it whose owner process (recorded in the directory) is no
-longer running; the next lab run into the same directory does the same for its own. Unfinished
-directories of a run still going, and unmarked ones, are left alone.`,
+longer running (nobody holds the lock on its owner file); the next lab run into the same directory does
+the same for its own. Unfinished directories of a run still going, and unmarked ones, are left alone.
+A tree run's status file that says running while nobody holds the run's lock (its lab run --index
+process was killed) is rewritten to say died.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dflt := len(args) == 0
 			if dflt {
@@ -156,7 +274,17 @@ directories of a run still going, and unmarked ones, are left alone.`,
 			n := 0
 			for _, d := range args {
 				err := filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
-					if err != nil || !e.IsDir() {
+					if err != nil {
+						return err
+					}
+					if !e.IsDir() {
+						if !strings.HasSuffix(e.Name(), report.StatusSuffix) {
+							return nil
+						}
+						reaped, err := reapStatus(p)
+						if reaped {
+							fmt.Fprintln(cmd.OutOrStdout(), "died", p)
+						}
 						return err
 					}
 					if strings.Contains(e.Name(), ".incomplete-") {

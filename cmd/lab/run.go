@@ -256,11 +256,11 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 		return nil, nil, err
 	}
 	if err := writeInputs(tmp, l); err != nil {
-		os.RemoveAll(tmp)
+		removeIncomplete(tmp)
 		return nil, nil, err
 	}
 	if err := writeSchedule(tmp, l); err != nil {
-		os.RemoveAll(tmp)
+		removeIncomplete(tmp)
 		return nil, nil, err
 	}
 	wall := time.Now()
@@ -309,12 +309,12 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 	}
 	if err := run(ctx, l, tmp, save); err != nil {
 		if got == nil {
-			os.RemoveAll(tmp)
+			removeIncomplete(tmp)
 		}
 		return sum, got, err
 	}
 	if got == nil {
-		os.RemoveAll(tmp)
+		removeIncomplete(tmp)
 		return nil, nil, fmt.Errorf("backend %s returned no records", s.Backend)
 	}
 	if got.Partial {
@@ -390,7 +390,7 @@ func tempRunDir(out string) (string, error) {
 		return "", err
 	}
 	if err := markIncomplete(tmp); err != nil {
-		os.RemoveAll(tmp)
+		removeIncomplete(tmp)
 		return "", err
 	}
 	return tmp, nil
@@ -401,7 +401,7 @@ func commitRunDir(tmp, out string) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := os.Remove(filepath.Join(tmp, incompleteOwner)); err != nil && !os.IsNotExist(err) {
+	if err := releaseIncomplete(tmp); err != nil {
 		return err
 	}
 	old := ""

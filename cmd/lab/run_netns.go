@@ -102,6 +102,8 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 				br.Extra["cluster"] = res.Machines
 				if len(res.Lost) > 0 {
 					br.Extra["lost"] = res.Lost
+					// Engine time in paper units, as engine_s: what the records cover.
+					br.Extra["measured_until_s"] = res.Agreed.Seconds() / max(res.Dilation, 1)
 				}
 			}
 			return save(log, br)

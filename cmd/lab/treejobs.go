@@ -328,7 +328,7 @@ func runOne(ctx context.Context, p *treePlan, out string, i int64) (plannedRun, 
 // is gone; a user can submit an index twice): the second is refused, leaving the first's run and
 // status alone. flock locks are seen by every client of NFSv4 and CephFS, where shared trees live.
 func lockRun(out, dir string) (unlock func(), err error) {
-	path := filepath.Join(out, filepath.Dir(dir), "."+filepath.Base(dir)+".lock")
+	path := report.LockPath(out, dir)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -336,7 +336,15 @@ func lockRun(out, dir string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	// lab report and lab clean probe the lock for an instant (RunStatus.Orphaned): a few tries.
+	for try := 0; ; try++ {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || try == 10 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%s is being run by another process (%s is locked); not run twice at once", dir, path)

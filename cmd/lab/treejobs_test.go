@@ -267,10 +267,10 @@ func TestIncompleteOfAnotherHostKept(t *testing.T) {
 	}
 }
 
-// TestIndexedJobExample: deploy/k8s/sweep-indexed-job.yaml is an Indexed Job whose pods run lab run
+// TestIndexedJobExample: deploy/k8s/sweep/sweep-indexed-job.yaml is an Indexed Job whose pods run lab run
 // --index env with arguments lab accepts, and whose completions are the tree's run count.
 func TestIndexedJobExample(t *testing.T) {
-	b, err := os.ReadFile("../../deploy/k8s/sweep-indexed-job.yaml")
+	b, err := os.ReadFile("../../deploy/k8s/sweep/sweep-indexed-job.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,8 +375,16 @@ func TestStatusFilesAreAuthoritative(t *testing.T) {
 	if err := writeStatus(out, st); err != nil {
 		t.Fatal(err)
 	}
+	unlock, err := lockRun(out, "seed-2") // as its process holds it while it runs
+	if err != nil {
+		t.Fatal(err)
+	}
 	if s := skipped(); len(s) != 1 || !strings.Contains(s[0], "seed-2: running (on "+st.Host) {
 		t.Errorf("a run whose status says running (manifest: done): skipped %v", s)
+	}
+	unlock() // its process gone: the status file still says running, nobody holds the lock
+	if s := skipped(); len(s) != 1 || !strings.Contains(s[0], "seed-2: died") {
+		t.Errorf("a run whose status says running, its lock free: skipped %v", s)
 	}
 	for _, d := range []string{"seed-1", "seed-2"} {
 		if err := os.Remove(report.StatusPath(out, d)); err != nil {

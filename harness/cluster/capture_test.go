@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -51,7 +52,7 @@ func TestOlderServerRefused(t *testing.T) {
 		c.Recv(&m) // until the coordinator hangs up
 	}()
 	_, err = ConnectMachine(context.Background(), Machine{Name: "old", Control: ln.Addr().String()}, testSecret)
-	if err == nil || !strings.Contains(err.Error(), "machine old: agent server speaks protocol 2, this coordinator 3") {
+	if err == nil || !strings.Contains(err.Error(), "machine old: agent server speaks protocol 2, this coordinator "+strconv.Itoa(ProtocolVersion)) {
 		t.Fatalf("an old server: %v", err)
 	}
 }

@@ -40,7 +40,21 @@ type File struct {
 	// ClockBound, if set, replaces the default bound on each machine's clock offset (Duration syntax,
 	// e.g. 20us); see Bound.
 	ClockBound string `yaml:"clock_bound"`
-	dir        string
+	// WaitForAgents, if set, is how long the coordinator keeps trying a machine it cannot reach (a name
+	// that does not resolve yet, a connection refused or unanswered), saying each time which it waits
+	// for: a coordinator started with its agents (a Kubernetes Job beside a StatefulSet) may come up
+	// first. Unset, an unreachable machine is an error at once. A machine that answers and refuses (the
+	// secret, the version) is never retried.
+	WaitForAgents string `yaml:"wait_for_agents"`
+	// Log, if set, is told what the coordinator waits for (default: standard error).
+	Log func(string) `yaml:"-"`
+	dir string
+}
+
+// Wait is WaitForAgents as a duration (0 when unset).
+func (f *File) Wait() time.Duration {
+	d, _ := time.ParseDuration(f.WaitForAgents) // validated with the file
+	return d
 }
 
 // Machine is one machine: where its agent server listens and the address its VXLAN links use.
@@ -142,6 +156,11 @@ func (f *File) Validate() error {
 	if f.ClockBound != "" {
 		if d, err := time.ParseDuration(f.ClockBound); err != nil || d <= 0 {
 			return fmt.Errorf("clock_bound %q: want a positive duration such as 20us", f.ClockBound)
+		}
+	}
+	if f.WaitForAgents != "" {
+		if d, err := time.ParseDuration(f.WaitForAgents); err != nil || d <= 0 || d > time.Hour {
+			return fmt.Errorf("wait_for_agents %q: want a duration from 1s to 1h such as 5m", f.WaitForAgents)
 		}
 	}
 	return nil

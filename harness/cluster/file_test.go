@@ -9,8 +9,8 @@ import (
 
 const goodFile = `secret: secret.key
 machines:
-  - {name: m1, control: "10.0.0.1:7070", underlay: 10.0.0.1}
-  - {name: m2, control: "agent-2:7070", underlay: 10.0.0.2}
+  - {name: m1, control: "198.19.0.1:7070", underlay: 198.19.0.1}
+  - {name: m2, control: "agent-2:7070", underlay: 198.19.0.2}
 `
 
 func TestParseCluster(t *testing.T) {
@@ -31,9 +31,9 @@ func TestClusterFileErrorsNameTheField(t *testing.T) {
 		{"name: m2", "machines[1].name \"M2\""},
 		{`"agent-2:7070"`, "machines[1].control \"agent-2\""},
 		{`"agent-2:7070"`, "machines[1].control \"agent-2:70700\": port"},
-		{"underlay: 10.0.0.2", "machines[1].underlay \"10.0.0.2.5\""},
-		{"underlay: 10.0.0.2", "machines[1].underlay \"127.0.0.1\""},
-		{"underlay: 10.0.0.2", "machines[1].underlay \"10.0.0.1\" is used twice"},
+		{"underlay: 198.19.0.2", "machines[1].underlay \"198.19.0.2.5\""},
+		{"underlay: 198.19.0.2", "machines[1].underlay \"127.0.0.1\""},
+		{"underlay: 198.19.0.2", "machines[1].underlay \"198.19.0.1\" is used twice"},
 		{"", "vxlan.port 70000"},
 		{"", "vxlan.vni_base 16777216"},
 		{"", "clock_bound \"fast\""},
@@ -41,13 +41,13 @@ func TestClusterFileErrorsNameTheField(t *testing.T) {
 	} {
 		y := goodFile
 		bad := map[string]string{
-			"machines[1].name \"m1\" is used twice":           "name: m1",
-			"machines[1].name \"M2\"":                         "name: M2",
-			"machines[1].control \"agent-2\"":                 `"agent-2"`,
-			"machines[1].control \"agent-2:70700\": port":     `"agent-2:70700"`,
-			"machines[1].underlay \"10.0.0.2.5\"":             "underlay: 10.0.0.2.5",
-			"machines[1].underlay \"127.0.0.1\"":              "underlay: 127.0.0.1",
-			"machines[1].underlay \"10.0.0.1\" is used twice": "underlay: 10.0.0.1",
+			"machines[1].name \"m1\" is used twice":             "name: m1",
+			"machines[1].name \"M2\"":                           "name: M2",
+			"machines[1].control \"agent-2\"":                   `"agent-2"`,
+			"machines[1].control \"agent-2:70700\": port":       `"agent-2:70700"`,
+			"machines[1].underlay \"198.19.0.2.5\"":             "underlay: 198.19.0.2.5",
+			"machines[1].underlay \"127.0.0.1\"":                "underlay: 127.0.0.1",
+			"machines[1].underlay \"198.19.0.1\" is used twice": "underlay: 198.19.0.1",
 		}[c.want]
 		switch {
 		case c.edit == "secret: secret.key\n":

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -46,7 +48,7 @@ func Connect(ctx context.Context, f *File) (*Cluster, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := ConnectMachine(ctx, m, secret)
+			r, err := connectWaiting(ctx, m, secret, f.Wait(), f.Log)
 			if err != nil {
 				errs[i] = err
 				return
@@ -69,6 +71,41 @@ func Connect(ctx context.Context, f *File) (*Cluster, error) {
 		seen[r.Hello.Underlay] = r.Machine.Name
 	}
 	return c, nil
+}
+
+// unreachable says whether err is a machine not reachable yet (worth another try while waiting for
+// the agents), not one that answered and refused.
+func unreachable(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	return errors.As(err, &dns) || errors.As(err, &op) && op.Op == "dial"
+}
+
+// connectWaiting is ConnectMachine, tried again every 2 s for up to wait while m is unreachable; say
+// (default: standard error) is told which machine it waits for, once, and then every 30 s.
+func connectWaiting(ctx context.Context, m Machine, secret []byte, wait time.Duration, say func(string)) (*Remote, error) {
+	if say == nil {
+		say = func(s string) { fmt.Fprintln(os.Stderr, "lab:", s) }
+	}
+	start, told := time.Now(), time.Time{}
+	for {
+		r, err := ConnectMachine(ctx, m, secret)
+		if err == nil || !unreachable(err) || wait <= 0 {
+			return r, err
+		}
+		if time.Since(start) >= wait {
+			return nil, fmt.Errorf("%w; not reachable within wait_for_agents %v: is its agent server running?", err, wait)
+		}
+		if time.Since(told) >= 30*time.Second {
+			say(fmt.Sprintf("waiting for machine %s (%s), up to %v: %v", m.Name, m.Control, wait, err))
+			told = time.Now()
+		}
+		select {
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // Close closes every connection: each server removes what it made for it.

@@ -72,8 +72,9 @@ type Hello struct {
 }
 
 // ProtocolVersion changes whenever Msg or its parts change incompatibly, or a coordinator asks for
-// something an older server cannot do (3: capture), so that it is refused at the hello, naming both.
-const ProtocolVersion = 3
+// something an older server cannot do (3: capture; 4: heartbeats, conn.go), so that it is refused at the
+// hello, naming both.
+const ProtocolVersion = 4
 
 // UpReq is one machine's part of a lab: the whole graph (so node and link indices mean the same on
 // every machine), which of its nodes this machine hosts, and its links to the other machines.

@@ -39,12 +39,13 @@ func ConnectMachine(ctx context.Context, m Machine, secret []byte) (*Remote, err
 	}
 	r := &Remote{Machine: m, c: c, in: make(chan Msg, 256), pongs: make(chan Stamps, 1), downs: make(chan Msg, 1), done: make(chan struct{})}
 	var h Msg
-	c.c.SetReadDeadline(time.Now().Add(handshake))
-	if err := c.Recv(&h); err != nil || h.Type != "hello" || h.Hello == nil {
+	if err := c.Recv(&h); err == nil && h.Type == "error" {
+		c.Close()
+		return nil, fmt.Errorf("machine %s: %s", m.Name, h.Err)
+	} else if err != nil || h.Type != "hello" || h.Hello == nil { // within LostAfter
 		c.Close()
 		return nil, fmt.Errorf("machine %s (%s): no hello: %v", m.Name, m.Control, err)
 	}
-	c.c.SetReadDeadline(time.Time{})
 	if h.Hello.Version != ProtocolVersion {
 		c.Close()
 		return nil, fmt.Errorf("machine %s: agent server speaks protocol %d, this coordinator %d: run the same lab version everywhere", m.Name, h.Hello.Version, ProtocolVersion)
@@ -65,6 +66,9 @@ func (r *Remote) read() {
 		var m Msg
 		if err := r.c.Recv(&m); err != nil {
 			r.err = err
+			// A silent server may only be frozen: closed now, it finds the connection gone (and removes
+			// what it made) the moment it runs again.
+			r.Close()
 			return
 		}
 		t4 := realNow()

@@ -25,9 +25,14 @@ import (
 // hold the secret, makes the parts of labs they ask for and runs their agents. It touches only what it
 // made (netns state files, as `lab up` does) and removes a lab when the connection that made it ends.
 type Server struct {
-	Secret   []byte
-	Name     string // this machine's name in hello (default: the host name)
-	Underlay string // the underlay IPv4 address (the VXLAN links' local end)
+	Secret []byte
+	Name   string // this machine's name in hello (default: the host name)
+	// Underlay is the underlay's IPv4 address (the VXLAN links' local end), or "auto": the namespace's
+	// one non-loopback address at the time a coordinator connects. Either way the interface holding it
+	// is looked up again for each coordinator and each lab, not once at the start: a network
+	// disconnected and connected again (docker network disconnect/connect) comes back as another
+	// interface (eth1 for eth0), and with auto possibly another address.
+	Underlay string
 	// ClockOffset is added to every CLOCK_REALTIME reading the server makes (clock probes and the start
 	// epoch): a test's way to give one machine a clock that is off. Zero outside tests.
 	ClockOffset time.Duration
@@ -39,8 +44,6 @@ type Server struct {
 	HostSetup func(nl *nslink.Lab, g *topo.Graph, nodes []int, h LiveHosts) error
 	Cleanup   func(lab string)
 
-	underIf  string
-	underMTU int
 	mu       sync.Mutex
 	labs     map[string]uint64 // labs a live connection made, each with its generation (gen when made)
 	gen      uint64
@@ -62,16 +65,36 @@ func (s *Server) logf(format string, a ...any) {
 
 func (s *Server) now() int64 { return realNow() + int64(s.ClockOffset) }
 
-// Check reads the underlay's interface and MTU; Serve calls it.
+// underlay is the underlay as it is now: its address, the interface holding it and that interface's MTU.
+type underlay struct {
+	addr, ifName string
+	mtu          int
+}
+
+func (s *Server) underlay() (underlay, error) {
+	addr := s.Underlay
+	if addr == "auto" {
+		var err error
+		if addr, err = nslink.AutoUnderlay(); err != nil {
+			return underlay{}, err
+		}
+	}
+	name, mtu, err := nslink.Underlay(addr)
+	if err != nil {
+		return underlay{}, fmt.Errorf("--underlay %s: %w", s.Underlay, err)
+	}
+	return underlay{addr, name, mtu}, nil
+}
+
+// Check reads the underlay's interface and MTU (as they are at the start: each connection reads them
+// again); Serve calls it.
 func (s *Server) Check() error {
 	if len(s.Secret) < MinSecret {
 		return fmt.Errorf("secret: need at least %d bytes", MinSecret)
 	}
-	name, mtu, err := nslink.Underlay(s.Underlay)
-	if err != nil {
-		return fmt.Errorf("--underlay: %w", err)
+	if _, err := s.underlay(); err != nil {
+		return err
 	}
-	s.underIf, s.underMTU = name, mtu
 	if err := writableProcSys(); err != nil {
 		return err
 	}
@@ -91,7 +114,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	if err := s.Check(); err != nil {
 		return err
 	}
-	s.logf("%s listening on %s, underlay %s on %s (MTU %d)", s.Name, ln.Addr(), s.Underlay, s.underIf, s.underMTU)
+	u, _ := s.underlay()
+	s.logf("%s listening on %s, underlay %s on %s (MTU %d)", s.Name, ln.Addr(), u.addr, u.ifName, u.mtu)
 	var wg sync.WaitGroup
 	conns := map[*Conn]bool{}
 	var cmu sync.Mutex
@@ -137,6 +161,9 @@ type session struct {
 	s   *Server
 	c   *Conn
 	lab string
+	// under is the underlay as the hello reported it: the coordinator plans the lab's VXLAN links
+	// between machines with its address.
+	under underlay
 	// amu guards agent, gone and waiting: a capture's connection asks this one's agent (capture.go).
 	amu   sync.Mutex
 	agent *netns.LocalAgent
@@ -164,8 +191,15 @@ func (s *Server) handle(ctx context.Context, c *Conn) {
 		}
 		ss.teardown()
 	}()
-	if err := c.Send(Msg{Type: "hello", Hello: &Hello{Name: s.Name, Underlay: s.Underlay, UnderlayIf: s.underIf,
-		UnderlayMTU: s.underMTU, Version: ProtocolVersion}}); err != nil {
+	u, err := s.underlay()
+	if err != nil {
+		s.logf("coordinator %s: %v", c.Remote, err)
+		c.Send(Msg{Type: "error", Err: err.Error()})
+		return
+	}
+	ss.under = u
+	if err := c.Send(Msg{Type: "hello", Hello: &Hello{Name: s.Name, Underlay: u.addr, UnderlayIf: u.ifName,
+		UnderlayMTU: u.mtu, Version: ProtocolVersion}}); err != nil {
 		return
 	}
 	for {
@@ -213,7 +247,13 @@ func (ss *session) up(ctx context.Context, r *UpReq) error {
 	if ss.lab != "" {
 		return fmt.Errorf("this connection already made lab %s", ss.lab)
 	}
-	if err := nslink.CheckUnderlayMTU(ss.s.Name, ss.s.underMTU, r.MTU); err != nil {
+	// The interface holding the hello's address now (the hello's may be gone since: a network
+	// reconnected as another interface).
+	ifName, mtu, err := nslink.Underlay(ss.under.addr)
+	if err != nil {
+		return fmt.Errorf("underlay %s, reported at the hello, is gone: %w", ss.under.addr, err)
+	}
+	if err := nslink.CheckUnderlayMTU(ss.s.Name, mtu, r.MTU); err != nil {
 		return err
 	}
 	if r.Live != nil && ss.s.HostSetup == nil {
@@ -221,10 +261,10 @@ func (ss *session) up(ctx context.Context, r *UpReq) error {
 	}
 	vx := make([]nslink.VXLANLink, len(r.VXLAN))
 	for i, v := range r.VXLAN {
-		if v.Local != ss.s.Underlay {
-			return fmt.Errorf("vxlan link %d: local end %s is not this machine's underlay %s", v.Link, v.Local, ss.s.Underlay)
+		if v.Local != ss.under.addr {
+			return fmt.Errorf("vxlan link %d: local end %s is not this machine's underlay %s", v.Link, v.Local, ss.under.addr)
 		}
-		v.Underlay = ss.s.underIf
+		v.Underlay = ifName
 		vx[i] = v
 	}
 	t0 := time.Now()

@@ -363,11 +363,20 @@ func (ma *machineAgents) removeRest(name string, lost int, logf func(string, ...
 	err := ma.c.Down(name)
 	ma.mu.Lock()
 	defer ma.mu.Unlock()
-	ma.failed = fmt.Sprintf("machine %s lost (%s); the lab was removed from %s", ma.c.Name(lost), ma.state[lost].Lost, strings.Join(others, ", "))
-	if err != nil {
-		ma.failed += fmt.Sprintf(" (%v)", err)
-	}
+	ma.failed = fmt.Sprintf("machine %s lost (%s); %s; %s removes its own part once it finds the coordinator gone (%v without a heartbeat)",
+		ma.c.Name(lost), ma.state[lost].Lost, removedFrom(others, err), ma.c.Name(lost), cluster.LostAfter)
 	logf("%s", ma.failed)
+}
+
+// removedFrom says what removing the lab from the machines that were not lost did.
+func removedFrom(others []string, err error) string {
+	switch {
+	case len(others) == 0:
+		return "no other machine held a part of it"
+	case err != nil:
+		return fmt.Sprintf("removing it from %s failed: %v", strings.Join(others, ", "), err)
+	}
+	return "the lab was removed from " + strings.Join(others, ", ")
 }
 
 // Request implements liveAgents: inspect asks every machine and merges their devices; anything else
@@ -472,6 +481,12 @@ func (s *supervisor) doCluster(req Request) (rep Reply, err error, done bool) {
 			for _, m := range ma.state {
 				notes = append(notes, fmt.Sprintf("lab %s down on %s", s.name, m.Name))
 			}
+		} else {
+			// Already down where the supervisor could take it down: say what became of each machine,
+			// not "down" for a part a lost machine may still hold.
+			ma.mu.Lock()
+			notes = append(notes, fmt.Sprintf("lab %s was already down: %s", s.name, ma.failed))
+			ma.mu.Unlock()
 		}
 		return Reply{Notes: notes}, err, true
 	case "locate":

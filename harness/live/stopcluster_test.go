@@ -1,6 +1,7 @@
 package live
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -46,5 +47,22 @@ func TestStopClusterEndsAHungSupervisor(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the record %s is still there (%v)", dir, err)
+	}
+}
+
+// What a machine lost says of the others: never "removed from " and nothing.
+func TestRemovedFromSaysWhat(t *testing.T) {
+	for _, c := range []struct {
+		others []string
+		err    error
+		want   string
+	}{
+		{nil, nil, "no other machine held a part of it"},
+		{[]string{"m1", "m3"}, nil, "the lab was removed from m1, m3"},
+		{[]string{"m1"}, errors.New("machine m1: lab x not down within a minute"), "removing it from m1 failed: machine m1: lab x not down within a minute"},
+	} {
+		if got := removedFrom(c.others, c.err); got != c.want {
+			t.Errorf("removedFrom(%v, %v) = %q, want %q", c.others, c.err, got, c.want)
+		}
 	}
 }

@@ -124,10 +124,11 @@ type RunResult struct {
 	// Cut is how the devices were split across agents (several agents).
 	Cut  CutReport
 	Wall time.Duration
-	// Partial: a machine was lost mid-run (Lost says which and why); the records are the others',
-	// up to where they were stopped.
+	// Partial: a machine was lost mid-run (Lost says which and why: silent, gone, stalled); the records
+	// are the others', up to Agreed, the last lockstep window every machine had reached (End too).
 	Partial bool
 	Lost    []string
+	Agreed  clock.Time
 	// Machines is what the machines report of themselves (their clock offsets), for run.json.
 	Machines any
 }

@@ -253,7 +253,18 @@ func (r *netnsRun) wait(ctx context.Context, kernelDone chan kernelOut) ([]recor
 			if s := slices.Min(clocks); s > slowest {
 				slowest, moved = s, time.Now()
 			} else if r.coord != nil && time.Since(moved) > stallLimit {
-				return nil, fmt.Errorf("agents hung: the slowest clock has stood at %v for %v", s, stallLimit)
+				if r.opts.Machines == nil {
+					return nil, fmt.Errorf("agents hung: the slowest clock has stood at %v for %v", s, stallLimit)
+				}
+				// A machine whose server still beats but whose agent stopped moving is lost like one
+				// that fell silent: the others hand over what they measured.
+				for i, c := range clocks {
+					if c == s {
+						r.machineLost(i, fmt.Errorf("stalled: its clock stood at %v for %v", s, stallLimit))
+						r.procs[i].ctl.Close() // its server removes its part
+					}
+				}
+				return r.kernelRest(kernelPending, kernelDone, kernelRecs), nil
 			}
 		case <-deadline:
 			r.res.TimedOut = true

@@ -61,8 +61,10 @@ type netnsRun struct {
 	// coord is the lockstep coordinator (several agents); nil with one.
 	coord   *coordination
 	kcancel context.CancelFunc
-	// lost are the machines lost mid-run (a run over Machines); clockTol bounds their clock offsets.
+	// lost are the machines lost mid-run (a run over Machines), agreed the last window every agent had
+	// reached when the first was lost (lockstep); clockTol bounds their clock offsets.
 	lost     []int
+	agreed   clock.Time
 	clockTol time.Duration
 	parts    *plannedSplit // the machines' parts (upMachines)
 }
@@ -337,6 +339,11 @@ func (r *netnsRun) collect(kernelRecs []records.Flow) (*records.Log, error) {
 		res.Deadlock = c.mon.Verdict()
 	}
 	log.Flows = append(log.Flows, kernelRecs...)
+	if len(r.lost) > 0 && r.coord != nil {
+		// What was measured up to the last agreed window (records.Log.Until).
+		log.Until(r.agreed)
+		res.End, res.Agreed = r.agreed, r.agreed
+	}
 	res.Wall = time.Since(r.wall)
 	completed := 0
 	for _, f := range log.Flows {

@@ -139,6 +139,11 @@ func startRemote(ctx context.Context, m Machines, i int, s *lockstep.AgentSetup)
 // machineLost ends a run over several machines when one is lost mid-run: the others stop and hand over
 // what they recorded, and the result is marked partial.
 func (r *netnsRun) machineLost(i int, err error) {
+	if r.coord != nil && len(r.lost) == 0 {
+		// The last window every agent agreed on: the slowest clock any had reported reaching. Past it
+		// the others may have run on without the lost machine's frames (collect keeps only this much).
+		r.agreed = r.coord.lock.Slowest()
+	}
 	if !slices.Contains(r.lost, i) {
 		r.lost = append(r.lost, i)
 		r.res.Partial = true

@@ -19,7 +19,7 @@ func splitLine() *topo.Graph {
 
 func TestPartChecked(t *testing.T) {
 	g := splitLine()
-	v := VXLANLink{Link: 1, Node: 1, Port: 1, VNI: 5001, Local: "10.0.0.1", Remote: "10.0.0.2", DstPort: 14789, Underlay: "eth0"}
+	v := VXLANLink{Link: 1, Node: 1, Port: 1, VNI: 5001, Local: "198.19.0.1", Remote: "198.19.0.2", DstPort: 14789, Underlay: "eth0"}
 	o := Options{Nodes: []int{0, 1}, VXLAN: []VXLANLink{v}}
 	if err := o.checkPart(g); err != nil {
 		t.Fatal(err)
@@ -38,8 +38,8 @@ func TestPartChecked(t *testing.T) {
 	}{
 		{Options{Nodes: []int{0, 1}}, "link 1 leaves this machine's part but has no vxlan end"},
 		{Options{Nodes: []int{0, 1, 2}, VXLAN: []VXLANLink{v}}, "is not this machine's end"},
-		{Options{Nodes: []int{0, 1}, VXLAN: []VXLANLink{{Link: 1, Node: 1, Port: 1, VNI: 0, Local: "10.0.0.1", Remote: "10.0.0.2", DstPort: 14789, Underlay: "eth0"}}}, "VNI 0"},
-		{Options{Nodes: []int{0, 1}, VXLAN: []VXLANLink{{Link: 1, Node: 1, Port: 1, VNI: 5, Local: "10.0.0.1", Remote: "224.0.0.1", DstPort: 14789, Underlay: "eth0"}}}, "not a unicast"},
+		{Options{Nodes: []int{0, 1}, VXLAN: []VXLANLink{{Link: 1, Node: 1, Port: 1, VNI: 0, Local: "198.19.0.1", Remote: "198.19.0.2", DstPort: 14789, Underlay: "eth0"}}}, "VNI 0"},
+		{Options{Nodes: []int{0, 1}, VXLAN: []VXLANLink{{Link: 1, Node: 1, Port: 1, VNI: 5, Local: "198.19.0.1", Remote: "224.0.0.1", DstPort: 14789, Underlay: "eth0"}}}, "not a unicast"},
 		{Options{Nodes: []int{7}}, "node 7 is not in the topology"},
 		{Options{VXLAN: []VXLANLink{v}}, "need Options.Nodes"},
 	} {

@@ -1,11 +1,13 @@
 // Package cluster_test runs labs over several machines as a user would: agent servers in Docker
 // containers built from this tree (each container a machine, its eth0 the underlay), `lab run SPEC
 // --cluster FILE` on this host as the coordinator. Needs root and a Docker engine (nothing is pulled:
-// the image is FROM scratch). Every container and network it makes is named fabriclab-<tag>-... and
-// removed at the end.
+// the image is FROM scratch). Every container and network it makes is named fabriclab-tNNNN-... (or
+// $FABRICLAB_SUITE_PREFIX-tNNNN-..., so that suites run side by side on one engine by different people
+// are told apart) and removed at the end; every network is a /24 of 198.18.0.0/15 (netCreate).
 package cluster_test
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,7 +27,7 @@ func TestCluster(t *testing.T) {
 
 var (
 	labBin, dir, image string
-	tag                = fmt.Sprintf("fabriclab-t%04x", os.Getpid()&0xffff)
+	tag                = fmt.Sprintf("%s-t%04x", cmp.Or(os.Getenv("FABRICLAB_SUITE_PREFIX"), "fabriclab"), os.Getpid()&0xffff)
 	netName, smallNet  = tag + "-net", tag + "-small"
 	made               []string // containers
 	ips                = map[string]string{}
@@ -50,6 +52,25 @@ func mustDocker(args ...string) string {
 var caps = []string{"--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN", "--cap-add", "NET_RAW", "--cap-add", "SYS_NICE",
 	"--security-opt", "apparmor=unconfined", "--security-opt", "seccomp=unconfined",
 	"--tmpfs", "/run"}
+
+// netCreate makes Docker network name with MTU mtu on a /24 of 198.19.0.0/16 (198.18.0.0/15, the
+// benchmarking range, as every network of the project's: Docker's own pool is private ranges, 172.17/16
+// on), the first one Docker does not refuse as overlapping another network, starting at one the pid
+// picks so that suites run side by side seldom try the same. The lab's hosts count up from 198.18.0.1
+// inside their namespaces; the networks take the top half of 198.19.0.0/16.
+func netCreate(name string, mtu int) {
+	var outs []string
+	for try := 0; try < 32; try++ {
+		third := 128 + (os.Getpid()*2+try)%127
+		out, err := docker("network", "create", "--subnet", fmt.Sprintf("198.19.%d.0/24", third),
+			"-o", fmt.Sprintf("com.docker.network.driver.mtu=%d", mtu), name)
+		if err == nil {
+			return
+		}
+		outs = append(outs, out)
+	}
+	Fail("Docker network " + name + ": no free /24 in 198.19.128.0/17:\n" + strings.Join(outs, "\n"))
+}
 
 // startAgent starts machine name on network nw; extra flags go to `lab agent serve`.
 func startAgent(name, nw string, extra ...string) {
@@ -99,15 +120,15 @@ var _ = BeforeSuite(func() {
 	root, err := filepath.Abs("../..")
 	Expect(err).NotTo(HaveOccurred())
 	// --tools: this host's ping and iperf3 in the image too, for lab pingall and lab iperf on live labs.
-	out, err = exec.Command("bash", filepath.Join(root, "scripts/image.sh"), "--tools", tag[len("fabriclab-"):]).CombinedOutput()
+	out, err = exec.Command("bash", filepath.Join(root, "scripts/image.sh"), "--tools", tag).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "scripts/image.sh:\n%s", out)
-	image = "fabriclab/lab:" + tag[len("fabriclab-"):]
+	image = "fabriclab/lab:" + tag
 	DeferCleanup(func() { docker("rmi", "-f", image) })
 	Expect(os.WriteFile(filepath.Join(dir, "secret.key"), []byte("cluster-suite-secret-0123456789abcdef\n"), 0o600)).To(Succeed())
 	Expect(os.WriteFile(filepath.Join(dir, "wrong.key"), []byte("not-the-cluster-secret-0123456789abc\n"), 0o600)).To(Succeed())
 	// Jumbo frames on the machines' network (the lab's links need theirs + 50); 1500 on the other.
-	mustDocker("network", "create", "-o", "com.docker.network.driver.mtu=9000", netName)
-	mustDocker("network", "create", "-o", "com.docker.network.driver.mtu=1500", smallNet)
+	netCreate(netName, 9000)
+	netCreate(smallNet, 1500)
 	DeferCleanup(func() {
 		for _, c := range made {
 			docker("rm", "-f", c)

@@ -42,7 +42,9 @@ type runInfo struct {
 	Faithful bool     `json:"faithful"`
 	Partial  bool     `json:"partial"`
 	Lost     []string `json:"lost"`
-	Cluster  *struct {
+	// MeasuredUntil: a partial run's records end at the last lockstep window every machine reached.
+	MeasuredUntil float64 `json:"measured_until_s"`
+	Cluster       *struct {
 		Machines []struct {
 			Name  string `json:"name"`
 			Clock struct {
