@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -320,25 +319,7 @@ func refreshCommit() string {
 	if claimsFlags.commit != "" {
 		return claimsFlags.commit
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		rev, dirty := "", false
-		for _, s := range bi.Settings {
-			switch s.Key {
-			case "vcs.revision":
-				rev = s.Value
-			case "vcs.modified":
-				dirty = s.Value == "true"
-			}
-		}
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		if rev != "" && dirty {
-			rev += "-dirty"
-		}
-		return rev
-	}
-	return ""
+	return buildRevision()
 }
 
 // setCommit records commit on the rows ids names.
