@@ -22,7 +22,7 @@ import (
 // bring a lab up, run a sweep or a cluster.
 const (
 	fastBlockTimeout = 5 * time.Minute
-	slowBlockTimeout = 20 * time.Minute
+	slowBlockTimeout = 45 * time.Minute
 )
 
 // repoRoot is the directory holding go.mod, found from the suite's directory.
