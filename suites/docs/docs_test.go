@@ -19,7 +19,8 @@ import (
 )
 
 // Time bounds per block: a fast block is a build, a topology, a short virtual run; a slow one may
-// bring a lab up, run a sweep or a cluster.
+// bring a lab up, run benchmarks, or be the README's set-up commands (the main job, then the smoke
+// tests: minutes each on 2 busy cores).
 const (
 	fastBlockTimeout = 5 * time.Minute
 	slowBlockTimeout = 45 * time.Minute
