@@ -80,7 +80,8 @@ var _ = Describe("the documentation's commands", func() {
 	}
 })
 
-// runPage runs a page's blocks in order in a fresh copy of the tree, the slow ones too if slowToo.
+// runPage runs a page's blocks in order in a fresh copy of the tree (a git repository of one commit,
+// without the history), the slow ones too if slowToo.
 func runPage(root, page string, blocks []block, slowToo bool) {
 	var todo []block
 	for _, b := range blocks {
@@ -102,6 +103,13 @@ func runPage(root, page string, blocks []block, slowToo bool) {
 	}
 	scratch := filepath.Join(GinkgoT().TempDir(), "tree")
 	Expect(copyTree(root, scratch)).To(Succeed())
+	// The copy is a repository of one commit: the test command a page runs (scripts/test.sh) checks
+	// the formatting of the files git lists, and this suite copies what git lists.
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"},
+		{"-c", "user.name=docs test", "-c", "user.email=docs-test@invalid", "commit", "-q", "--no-gpg-sign", "-m", "docs test copy"}} {
+		out, err := exec.Command("git", append([]string{"-C", scratch}, args...)...).CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "git %s in the copy:\n%s", strings.Join(args, " "), out)
+	}
 	aside := GinkgoT().TempDir() // the block scripts, their output and the sudo shim, outside the copy
 	env := blockEnv(aside)
 
