@@ -764,7 +764,7 @@ func RegressSummary(rg *Regression) string {
 	return b.String()
 }
 
-// Exit statuses of lab compare (its help and README "Exit status").
+// Exit statuses of lab compare (its help and docs/experiments.md, "The CLI at a glance").
 const (
 	RegressPass    = 0 // nothing changed beyond its margin, every run paired and read, most metrics decided
 	RegressCannot  = 1 // missing or unreadable runs, non-finite values, or most metrics undecided

@@ -4,7 +4,7 @@
 # with WebSearch Poisson traffic plus repeated 8->1 x 1 MB incasts, comparing PortFC, PFC*, IRN,
 # go-back-N and plain PFC over SEEDS seeds (default 5). Prints every metric as mean ±95% CI and the
 # paper's numbers next to the measured ones (mean and CI over seeds, paired by seed), and writes the
-# aggregate and plots to results/portfc-ndc41-websearch/. See README.md for the time it takes and
+# aggregate and plots to results/portfc-ndc41-websearch/. See docs/experiments.md (The main job) for the time it takes and
 # lab/experiments/portfc-ndc41-websearch/README.md for the choices the paper leaves open;
 # docs/portfc.md has the claim-by-claim table.
 #

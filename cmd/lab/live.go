@@ -23,7 +23,7 @@ const liveUpHelp = "Bring a lab up live, as Mininet or containerlab do: one netw
 	"(a shell), `lab inspect LAB`, `lab watch LAB`, `lab link LAB s0 s1 down`, `lab capture LAB s0:p1`, and " +
 	"`lab down LAB`. The switches run in an agent process under a supervisor that outlives this command. With " +
 	"--cluster FILE the lab spreads over the machines of a cluster file (each running `lab agent serve`), and the " +
-	"supervisor stays here holding their connections (README: Several machines). Needs root."
+	"supervisor stays here holding their connections (docs/cluster.md). Needs root."
 
 // liveUpOpts are lab up's flags for a live lab.
 type liveUpOpts struct {

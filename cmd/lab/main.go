@@ -65,7 +65,7 @@ func buildLab(s *spec.Spec) (*lab.Lab, error) {
 	return l, nil
 }
 
-// Exit status, the same for every command (README "Exit status"): a script can tell a mistyped command
+// Exit status, the same for every command (docs/experiments.md, "The CLI at a glance"): a script can tell a mistyped command
 // from a run that failed from a comparison that found a regression.
 const (
 	exitFailure = 1 // something failed: a refused spec, a run that could not complete, an I/O error

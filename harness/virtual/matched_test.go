@@ -14,7 +14,7 @@ import (
 	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
-// The six scenarios matched against htsim (README "Performance"): lab/experiments/matched-htsim.
+// The six scenarios matched against htsim (docs/performance.md): lab/experiments/matched-htsim.
 var matched = []string{"incast-k4", "incast-k8", "incast-k12", "perm-k4", "perm-k8", "perm-k12"}
 
 func cpuTime() float64 {
@@ -77,7 +77,7 @@ func runMatched(b *testing.B, name, mon string) matchedRun {
 // BenchmarkMatched runs the six matched scenarios (incast and permutation of 1000-frame flows on
 // fat-tree k = 4, 8, 12; 100 Gb/s, 1 us links, PFC, line-rate go-back-N) and reports CPU microseconds
 // per data packet, events per data packet and the peak Go heap. Whole-process CPU and peak RSS against
-// htsim come from `lab run` (README "Performance").
+// htsim come from `lab run` (docs/performance.md).
 //
 //	go test -run XXX -bench Matched -benchtime 1x ./harness/virtual
 func BenchmarkMatched(b *testing.B) {

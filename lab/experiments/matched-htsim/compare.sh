@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Reruns the README's "Performance" comparison: each matched scenario on fabriclab's virtual backend
+# Reruns the "Performance" comparison of docs/performance.md: each matched scenario on fabriclab's virtual backend
 # and on htsim (built outside the repo, README.md here), from the same flow.cm, alternating, and prints
 # per scenario the agreement (last completion, average FCT) and the median CPU (user+sys) and peak RSS
 # of both over REPS alternating pairs, with ratios fabriclab/htsim.
 # Usage: bash lab/experiments/matched-htsim/compare.sh HTSIM_ROCE [REPS] [SCENARIO...]
 #   LIKE_FOR_LIKE=1 runs fabriclab with --meters=false --check-frames=false (htsim does neither).
-#   HTSIM_Q sets htsim's -q (default 1000000: quiet; the README's table used 500, see README.md here).
+#   HTSIM_Q sets htsim's -q (default 1000000: quiet; the table in docs/performance.md used 500, see README.md here).
 set -euo pipefail
 htsim=$(realpath "${1:?usage: compare.sh HTSIM_ROCE [REPS] [SCENARIO...]}")
 cd "$(dirname "$0")/../../.."
