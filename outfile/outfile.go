@@ -46,11 +46,9 @@ func checkDir(what, dir string) error {
 	if abs == "/" {
 		return fmt.Errorf("%s: the root directory: refusing to write there", what)
 	}
-	// Judge where the writes land: a link to /etc is /etc.
-	real := abs
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		real = r
-	}
+	// Judge where the writes land: a link to /etc is /etc, also when the link is an ancestor of a
+	// directory not made yet (-o /tmp/l/new with /tmp/l -> /etc would be made as /etc/new).
+	real := resolveExisting(abs)
 	for _, p := range []string{abs, real} {
 		if p == "/" {
 			return fmt.Errorf("%s: the root directory: refusing to write there", what)
@@ -65,6 +63,21 @@ func checkDir(what, dir string) error {
 		return fmt.Errorf("%s: %s is a symbolic link: refusing to write through it (give the directory it points at)", what, dir)
 	}
 	return nil
+}
+
+// resolveExisting resolves the symbolic links of abs's longest existing prefix and joins the rest to
+// it: where a path not made yet would be made.
+func resolveExisting(abs string) string {
+	rest := ""
+	for p := abs; ; p = filepath.Dir(p) {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if p == "/" || p == "." {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
 }
 
 // CheckOwnDir refuses dir as an output directory unless it is absent, empty, or ours says its entries

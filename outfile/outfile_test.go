@@ -114,3 +114,18 @@ func TestCheckOwnDir(t *testing.T) {
 		t.Error("/ accepted")
 	}
 }
+
+// A directory not made yet under a link to a system directory is judged where it would be made.
+func TestCheckDirFollowsAnAncestorLink(t *testing.T) {
+	l := filepath.Join(t.TempDir(), "l")
+	if err := os.Symlink("/etc", l); err != nil {
+		t.Fatal(err)
+	}
+	err := CheckDir(filepath.Join(l, "new", "deeper"))
+	if err == nil || !strings.Contains(err.Error(), "system directory /etc") {
+		t.Fatalf("CheckDir under a link to /etc: %v", err)
+	}
+	if err := CheckDir(filepath.Join(t.TempDir(), "new", "deeper")); err != nil {
+		t.Fatalf("a new directory under a temporary one: %v", err)
+	}
+}

@@ -275,6 +275,7 @@ func (l *Log) Dilate(d clock.Time) {
 	if d == 1 {
 		return
 	}
+	l.FlushPauses() // chunked pauses would keep their times undilated
 	for i := range l.Flows {
 		f := &l.Flows[i]
 		f.Start, f.Ideal = f.Start*d, f.Ideal*d
@@ -303,17 +304,21 @@ func (l *Log) Dilate(d clock.Time) {
 	}
 }
 
-// Until keeps what was measured up to t and drops the rest: pauses, drops and queue samples after t,
-// and the completion of flows that finished after t (they count as not completed, their delivered
-// bytes as recorded). A run that lost a machine keeps only the window every machine agreed on (the
-// netns backend's lockstep: the slowest clock every agent had reported when the machine was lost),
-// since past it the others ran on without the lost machine's frames. Counters, meters and words stay
-// whole: they carry no time.
+// Until keeps what was measured up to t and drops the rest: pauses, drops, queue samples, link and
+// flow byte meters and fault events after t, and the completion of flows that finished after t (they
+// count as not completed; their delivered bytes stay as recorded, since the log holds no per-flow
+// bytes at t: goodput of a partial run may count bytes a flow got after t). A run that lost a machine
+// keeps only the window every machine agreed on (the netns backend's lockstep: the slowest clock every
+// agent had reported when the machine was lost), since past it the others ran on without the lost
+// machine's frames. Counters and words stay whole: they carry no time.
 func (l *Log) Until(t clock.Time) {
 	l.FlushPauses()
 	l.Pauses = keepUntil(l.Pauses, t, func(p Pause) clock.Time { return p.At })
 	l.Drops = keepUntil(l.Drops, t, func(d Drop) clock.Time { return d.At })
 	l.Samples = keepUntil(l.Samples, t, func(s QueueSample) clock.Time { return s.At })
+	l.Links = keepUntil(l.Links, t, func(b LinkBytes) clock.Time { return b.At })
+	l.FlowRx = keepUntil(l.FlowRx, t, func(b FlowBytes) clock.Time { return b.At })
+	l.Faults = keepUntil(l.Faults, t, func(f FaultEvent) clock.Time { return f.At })
 	for i := range l.Flows {
 		if f := &l.Flows[i]; f.Completed && f.Finish > t {
 			f.Completed, f.Finish = false, 0

@@ -109,6 +109,7 @@ const (
 	VerdictEquivalent = "equivalent"  // within the margin
 	VerdictUndecided  = "undecided"   // the CI straddles a margin: more seeds would decide
 	VerdictNotFinite  = "not finite"  // a value, a mean or the ratio is NaN or infinite: no verdict (exit 1)
+	VerdictOneSide    = "one side"    // one tree measured it, the other did not: no verdict (exit 1)
 )
 
 // MetricChange is one metric of one group, BASE against NEW.
@@ -213,7 +214,7 @@ func CompareTrees(base, new *Tree, opts RegressOptions) (*Regression, error) {
 			rg.Counts[c.Verdict]++
 			rg.Failed = rg.Failed || c.Fails()
 			switch c.Verdict {
-			case VerdictNotFinite:
+			case VerdictNotFinite, VerdictOneSide:
 				rg.Missing = append(rg.Missing, fmt.Sprintf("%s %s: %s", c.Group, c.Metric, c.Note))
 			case VerdictUndecided:
 				if c.Ratio != nil {
@@ -341,8 +342,18 @@ func compareMetric(bg, ng *Group, m string, opts RegressOptions, level float64) 
 		c.Verdict, c.Note = VerdictNotFinite, strings.Join(bad, "; ")
 		return c, true
 	}
-	if len(bs) == 0 || len(ns) == 0 {
+	if len(bs) == 0 && len(ns) == 0 {
 		return MetricChange{}, false
+	}
+	if len(bs) == 0 || len(ns) == 0 {
+		// One tree measured it and the other did not (a window goodput that fell to 0, a traffic
+		// class gone): a change nothing can judge, never a pass.
+		side := "BASE"
+		if len(bs) == 0 {
+			side = "NEW"
+		}
+		c.Verdict, c.Note = VerdictOneSide, fmt.Sprintf("measured in %s only: runs %s", side, strings.Join(append(runNames(bg), runNames(ng)...), ", "))
+		return c, true
 	}
 	bv, nv := values(bs), values(ns)
 	c.BaseN, c.NewN = len(bv), len(nv)
@@ -735,6 +746,9 @@ func RegressSummary(rg *Regression) string {
 	fmt.Fprintf(&b, "%d metrics: %d changed, %d zero broken, %d expected, %d equivalent, %d undecided, %d not finite\n",
 		len(rg.Changes), rg.Counts[VerdictChanged], rg.Counts[VerdictZeroBroken], rg.Counts[VerdictExpected],
 		rg.Counts[VerdictEquivalent], rg.Counts[VerdictUndecided], rg.Counts[VerdictNotFinite])
+	if n := rg.Counts[VerdictOneSide]; n > 0 {
+		fmt.Fprintf(&b, "%d measured by one tree only\n", n)
+	}
 	for _, c := range rg.Changes {
 		if !c.Fails() {
 			continue

@@ -345,3 +345,17 @@ func TestRegressPlotsLogAndIdentity(t *testing.T) {
 		t.Fatalf("svg lacks the flows_differing panel (%v): %s", err, svg)
 	}
 }
+
+// A metric one tree measured and the other did not (a window goodput that fell to 0 reads as not
+// measured) is no pass: it is named as missing and the comparison cannot decide.
+func TestCompareTreesMetricOnOneSide(t *testing.T) {
+	seeds, fct, zero := []int64{1, 2, 3}, []float64{1e-3, 1e-3, 1e-3}, []int{0, 0, 0}
+	a, b := regressTree(seeds, fct, zero), regressTree(seeds, fct, zero)
+	for _, r := range a.Groups[0].Runs {
+		r.Summary.WindowGoodputBps = 1e9
+	}
+	rg := mustCompare(t, a, b, RegressOptions{}, RegressCannot, "window_goodput_bps: measured in BASE only")
+	if c := change(t, rg, "window_goodput_bps"); c.Verdict != VerdictOneSide {
+		t.Fatalf("%+v", c)
+	}
+}

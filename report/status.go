@@ -70,7 +70,7 @@ func (st *RunStatus) Orphaned(tree string) bool {
 	if st.Status != "running" {
 		return false
 	}
-	f, err := os.Open(LockPath(tree, st.Dir))
+	f, err := os.OpenFile(LockPath(tree, st.Dir), os.O_RDWR, 0) // writable, as NFS needs for flock
 	if err != nil {
 		return false
 	}

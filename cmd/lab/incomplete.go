@@ -118,7 +118,7 @@ func procStart(pid int) (string, error) {
 // lockFree says whether nobody holds an flock on path (true), somebody does (false), or it cannot be
 // told (err: no such file, or a filesystem without locks). The probe holds the lock for an instant.
 func lockFree(path string) (bool, error) {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0) // writable: NFS clients emulate flock with byte-range locks, which need it
 	if err != nil {
 		return false, err
 	}
@@ -227,7 +227,7 @@ func reapStatus(path string) (bool, error) {
 	}
 	dir := filepath.Dir(path)
 	base := strings.TrimSuffix(filepath.Base(path), report.StatusSuffix)
-	f, err := os.Open(filepath.Join(dir, "."+base+".lock"))
+	f, err := os.OpenFile(filepath.Join(dir, "."+base+".lock"), os.O_RDWR, 0)
 	if err != nil {
 		return false, nil // no lock to judge by: left as it is
 	}

@@ -33,10 +33,10 @@ const (
 	// times the faithful runs' spread and well under the +8% of unsynchronised agents.
 	crossFCTRel = 0.03
 	// crossSetRel bounds the flows only one run completed (outside the edge, see flowPairs), relative to
-	// the schedule-keeping run's completed flows. Runs that keep the schedule exactly still break ties
-	// between frames due at the same instant in another order than the virtual backend (by port, not by
-	// scheduling order), and under a busy workload individual flows then diverge: Dragonfly(2,4,2)
-	// WebSearch 0.5, 3 ms, netns identical with one and two agents, against the virtual backend 9 of
+	// the schedule-keeping run's completed flows. It serves only a fractional dilation, where the agents
+	// run engines on configs scaled by D and their rounding differs from the paper's (a whole D runs the
+	// paper's configs on a dilated clock and is compared exactly). Measured before the shared order of
+	// simultaneous events, when ties still broke differently: Dragonfly(2,4,2) WebSearch 0.5, 3 ms, 9 of
 	// 447 completed flows (2.0%) in one run only, paired FCT +0.6%, per-flow median 2.2% apart.
 	crossSetRel = 0.05
 )
