@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	_ "github.com/fabriclab/fabriclab/harness/netns/agent" // the backend re-executes the test binary as its agents
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
 	"github.com/fabriclab/fabriclab/harness/portio"
 	"github.com/fabriclab/fabriclab/lab"
 )
@@ -34,7 +35,7 @@ func netnsLock(b *testing.B) {
 //
 //	go test -run - -bench AgentDatapath -benchtime 3x ./harness/bench/
 func BenchmarkAgentDatapath(b *testing.B) {
-	needRoot(b)
+	nstest.NeedRoot(b)
 	netnsLock(b)
 	s, err := Fabric{Family: "ndc", Params: map[string]string{"n": "2", "k": "1"}}.Spec(fmt.Sprintf("bd%d", os.Getpid()))
 	if err != nil {

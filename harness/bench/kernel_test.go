@@ -2,20 +2,13 @@ package bench
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
 )
-
-func needRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: creates network namespaces")
-	}
-}
 
 // chainSpec is h0 - s0 - s1 - h1 (a 3-switch ring with a host each; h0->h1 crosses two switches).
 func chainSpec(t testing.TB, extra string) *lab.Lab {
@@ -43,7 +36,7 @@ duration: 1s
 }
 
 func TestKernelTwoHops(t *testing.T) {
-	needRoot(t)
+	nstest.NeedRoot(t)
 	l := chainSpec(t, "")
 	res, err := RunKernel(context.Background(), "ut-kchain", l, 0)
 	if err != nil {
@@ -72,7 +65,7 @@ func TestKernelTwoHops(t *testing.T) {
 }
 
 func TestFramesPerSecond(t *testing.T) {
-	needRoot(t)
+	nstest.NeedRoot(t)
 	r, err := FramesPerSecond(context.Background(), FramesOptions{Lab: "ut-fps", Duration: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
