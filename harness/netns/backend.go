@@ -131,6 +131,9 @@ type RunResult struct {
 	Agreed  clock.Time
 	// Machines is what the machines report of themselves (their clock offsets), for run.json.
 	Machines any
+	// Twin is the cross-check's virtual run compared with this one (nil: it did not run, or not to its
+	// end): `lab run --check-against virtual` reports on it instead of running the twin again.
+	Twin *VirtualTwin
 }
 
 // Verdict applies the fidelity rule: unfaithful when more than bound of the frames were late by more

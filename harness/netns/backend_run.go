@@ -371,7 +371,7 @@ func (r *netnsRun) judge(ctx context.Context, log *records.Log) {
 	res.Fidelity = Verdict(res.Monitor, bound)
 	res.Fidelity = stallVerdict(res.Fidelity, res.Monitor, log, stallBudget(r.dl))
 	if len(r.dl.Kernel) == 0 && r.opts.CrossCheck >= 0 && !res.Partial {
-		res.Fidelity = crossCheck(ctx, r.l, log, *res, r.opts.CrossCheck)
+		res.Fidelity, res.Twin = crossCheck(ctx, r.l, log, *res, r.opts.CrossCheck)
 	}
 	r.clusterVerdict(ctx)
 	if res.Monitor.KernelFull > 0 {

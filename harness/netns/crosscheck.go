@@ -44,16 +44,27 @@ const (
 // DefaultCrossCheckBudget bounds the schedule-keeping run's wall time (at least the netns run's own).
 const DefaultCrossCheckBudget = 10 * time.Second
 
+// VirtualTwin is the virtual backend's run of a netns run's lab, compared flow by flow with the netns
+// run (report.CompareRuns; at the nearest whole D below a fractional one, where every time differs,
+// which is the answer), and how long the virtual run took.
+type VirtualTwin struct {
+	Diff report.RunDiff
+	Wall time.Duration
+}
+
 // crossCheck compares what the netns run measured with what a run that keeps the schedule exactly gives:
 // the virtual backend on the same lab. Frame lateness alone can pass a run whose timing errors, each
 // within a frame time, still add up where queues decide (a drop threshold, a pause, a retransmission
 // timer): it judged faithful a lossy incast with half again the drops. A difference beyond the
 // tolerances makes the run unfaithful, naming each figure; a lab the virtual backend cannot run (kernel
 // hosts) or cannot run within budget is left to the lateness verdict, and the reason says so.
-func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult, budget time.Duration) report.Fidelity {
+//
+// The comparison with the twin is returned too (nil when the twin did not run to its end), so that `lab
+// run --check-against virtual` reports on it rather than running the twin a second time.
+func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult, budget time.Duration) (report.Fidelity, *VirtualTwin) {
 	f := res.Fidelity
 	if res.Cancelled {
-		return f
+		return f, nil
 	}
 	if budget <= 0 {
 		budget = DefaultCrossCheckBudget
@@ -61,16 +72,21 @@ func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult
 	budget = max(budget, res.Wall)
 	vctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	start := time.Now()
 	vf, err := virtual.New(l)
 	if err != nil {
 		f.Reason += fmt.Sprintf("; not cross-checked (virtual backend: %v)", err)
-		return f
+		return f, nil
 	}
 	vres := vf.Run(vctx)
 	if vres.Cancelled {
 		f.Reason += fmt.Sprintf("; not cross-checked (the schedule-keeping run took longer than %v)", budget)
-		return f
+		return f, nil
 	}
+	e := max(int64(res.Dilation), 1)
+	twin := &VirtualTwin{Wall: time.Since(start), Diff: report.CompareRuns(
+		report.RunSide{Log: log, D: e, Deadlock: res.Deadlock.Detected, DeadlockAt: res.Deadlock.At},
+		report.RunSide{Log: vf.Log, D: 1, Deadlock: vres.Deadlock.Detected, DeadlockAt: vres.Deadlock.At})}
 	n := report.Summarize(log, report.Meta{Dilation: res.Dilation, Duration: res.End, Graph: l.Graph, Deadlock: res.Deadlock})
 	v := report.Summarize(vf.Log, report.Meta{Dilation: 1, Duration: vres.End, Graph: l.Graph, Deadlock: vres.Deadlock})
 	var off []string
@@ -83,10 +99,8 @@ func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult
 		off = append(off, fmt.Sprintf("deadlock %v vs %v", n.Deadlock.Detected, v.Deadlock.Detected))
 	}
 	p := pairFlows(log.Flows, vf.Log.Flows, res.Dilation, res.End, vres.End)
-	if e := int64(res.Dilation); float64(e) == res.Dilation {
-		return exactCheck(f, n, v, p, report.CompareRuns(
-			report.RunSide{Log: log, D: e, Deadlock: res.Deadlock.Detected, DeadlockAt: res.Deadlock.At},
-			report.RunSide{Log: vf.Log, D: 1, Deadlock: vres.Deadlock.Detected, DeadlockAt: vres.Deadlock.At}))
+	if float64(e) == res.Dilation {
+		return exactCheck(f, n, v, p, twin.Diff), twin
 	}
 	// After a deadlock both runs stop where their monitors fired: the counts up to then are not comparable.
 	if !n.Deadlock.Detected && !v.Deadlock.Detected {
@@ -113,12 +127,12 @@ func crossCheck(ctx context.Context, l *lab.Lab, log *records.Log, res RunResult
 	if len(off) > 0 {
 		return report.Fidelity{Faithful: false, Reason: fmt.Sprintf(
 			"distorted: against a schedule-keeping run of the same lab (virtual backend), %s; %s",
-			strings.Join(off, ", "), f.Reason)}
+			strings.Join(off, ", "), f.Reason)}, twin
 	}
 	f.Reason += fmt.Sprintf("; cross-checked against a schedule-keeping run: drops %d vs %d, retransmissions %d vs %d, pauses %d vs %d, FCT avg %.4g vs %.4g s (over the %d flows both completed %.4g vs %.4g s)",
 		n.Drops.Lossy+n.Drops.Lossless, v.Drops.Lossy+v.Drops.Lossless, n.Retransmissions, v.Retransmissions,
 		n.Pauses.Sent, v.Pauses.Sent, n.FCT.Avg, v.FCT.Avg, p.both, p.netns, p.virtual)
-	return f
+	return f, twin
 }
 
 // exactCheck is the verdict of a run whose agents ran the engines on the paper's configs (a whole D,

@@ -111,3 +111,26 @@ func TestExactCheckNamesADelayedFrame(t *testing.T) {
 	}
 	t.Logf("one frame of flow %d delayed %v: %s", victim, clock.TxTime(1048, 100e9), d.Describe(5))
 }
+
+// crossCheck hands back its comparison with the virtual twin (RunResult.Twin), which `lab run
+// --check-against virtual` reports instead of running the twin again: identical for a run that is the
+// twin's (dilated by D), naming the flow of a run that is not; none for a cancelled run.
+func TestCrossCheckReturnsTheTwin(t *testing.T) {
+	l := nstest.Lab(t, exactSpec)
+	base, bres := runVirtual(t, l, nil)
+	res := RunResult{Dilation: 1000, End: bres.End * 1000, Fidelity: report.Fidelity{Faithful: true, Reason: "no frame late"}}
+	f, twin := crossCheck(context.Background(), l, dilated(base, 1000), res, 0)
+	if twin == nil || !twin.Diff.Identical() || twin.Diff.Flows != len(base.Flows) || twin.Wall <= 0 || !f.Faithful {
+		t.Fatalf("identical run: verdict %+v, twin %+v", f, twin)
+	}
+	moved := dilated(base, 1000)
+	moved.Flows[0].Finish++
+	f, twin = crossCheck(context.Background(), l, moved, res, 0)
+	if twin == nil || twin.Diff.Identical() || len(twin.Diff.Differing) != 1 || twin.Diff.Differing[0].ID != moved.Flows[0].ID || f.Faithful {
+		t.Fatalf("a flow finishing 1 ps later: verdict %+v, twin %+v", f, twin)
+	}
+	res.Cancelled = true
+	if _, twin = crossCheck(context.Background(), l, moved, res, 0); twin != nil {
+		t.Fatalf("a cancelled run got a twin: %+v", twin)
+	}
+}

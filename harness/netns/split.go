@@ -3,6 +3,7 @@ package netns
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/nodes"
@@ -63,14 +64,26 @@ func linkFrames(l *lab.Lab) []float64 {
 // the refinement ends. gonum's graph packages partition for modularity (community.Modularize), not for
 // a balanced k-way minimum cut, and no maintained Go package does the latter (METIS is C); the fabrics
 // an agent split sees have tens to hundreds of devices, where this greedy pass takes milliseconds.
+//
+// Devices bound by a flow dependency move together (dependencyGroups): every dependency stays inside one
+// agent, so a flow released by a completion starts at the virtual backend's instant and order.
 func TrafficParts(l *lab.Lab, dl *Dilated, n int) (map[int]int, CutReport) {
 	g := l.Graph
 	part := connectedParts(g, dl, n)
 	w := linkFrames(l)
-	parts := 0
+	group := dependencyGroups(l, part)
+	// A group may have taken a whole part: number the parts left 0, 1, ... in their order.
+	var used []int
 	for _, a := range part {
-		parts = max(parts, a+1)
+		if !slices.Contains(used, a) {
+			used = append(used, a)
+		}
 	}
+	slices.Sort(used)
+	for v, a := range part {
+		part[v] = slices.Index(used, a)
+	}
+	parts := len(used)
 	load := make([]float64, parts)
 	dev := map[int]float64{}
 	total := 0.0
@@ -88,12 +101,22 @@ func TrafficParts(l *lab.Lab, dl *Dilated, n int) (map[int]int, CutReport) {
 	for _, a := range part {
 		size[a]++
 	}
-	// ext[b] is the weight of v's links into agent b.
-	ext := func(v int) map[int]float64 {
+	// unit is what moves with v: v, or every device of its dependency group.
+	unit := func(v int) []int {
+		if m, ok := group[v]; ok {
+			return m
+		}
+		return []int{v}
+	}
+	// ext[b] is the weight of the unit's links into agent b (links inside the unit do not count).
+	ext := func(u []int) map[int]float64 {
 		m := map[int]float64{}
-		for p, li := range g.Nodes[v].Ports {
-			if b, ok := part[g.Peer(v, p).Node]; ok {
-				m[b] += w[li]
+		for _, v := range u {
+			for p, li := range g.Nodes[v].Ports {
+				peer := g.Peer(v, p).Node
+				if b, ok := part[peer]; ok && !slices.Contains(u, peer) {
+					m[b] += w[li]
+				}
 			}
 		}
 		return m
@@ -102,17 +125,22 @@ func TrafficParts(l *lab.Lab, dl *Dilated, n int) (map[int]int, CutReport) {
 		moved := false
 		for v := range g.Nodes {
 			a, ok := part[v]
-			if !ok || size[a] == 1 {
+			u := unit(v)
+			if !ok || size[a] <= len(u) || u[0] != v { // a group is weighed once, from its first device
 				continue
 			}
-			e := ext(v)
+			du := 0.0
+			for _, x := range u {
+				du += dev[x]
+			}
+			e := ext(u)
 			best, bestGain := -1, math.Inf(-1)
 			for b := range e {
-				if b == a || load[b]+dev[v] > share {
+				if b == a || load[b]+du > share {
 					continue
 				}
 				gain := e[b] - e[a]
-				even := math.Abs((load[a]-dev[v])-(load[b]+dev[v])) < math.Abs(load[a]-load[b])
+				even := math.Abs((load[a]-du)-(load[b]+du)) < math.Abs(load[a]-load[b])
 				if load[a] > share || gain > 0 || gain == 0 && even {
 					if gain > bestGain {
 						best, bestGain = b, gain
@@ -120,11 +148,13 @@ func TrafficParts(l *lab.Lab, dl *Dilated, n int) (map[int]int, CutReport) {
 				}
 			}
 			if best >= 0 {
-				load[a] -= dev[v]
-				load[best] += dev[v]
-				size[a]--
-				size[best]++
-				part[v] = best
+				load[a] -= du
+				load[best] += du
+				size[a] -= len(u)
+				size[best] += len(u)
+				for _, x := range u {
+					part[x] = best
+				}
 				moved = true
 			}
 		}
@@ -145,4 +175,80 @@ func TrafficParts(l *lab.Lab, dl *Dilated, n int) (map[int]int, CutReport) {
 		cut.Load[i] = math.Round(cut.Load[i])
 	}
 	return part, cut
+}
+
+// dependencyGroups joins the source NICs of every flow and of the flows it waits for (Flow.After) into
+// groups, moves each group whole into the agent that holds most of it (part is changed), and returns
+// each grouped device's group (sorted devices; ungrouped devices are absent).
+//
+// A flow completes at its source NIC, when the acknowledgement of its last byte arrives, and releases
+// its dependents at that instant (a harness event after every device's events of the instant:
+// docs/architecture.md §Order of simultaneous events). That is a dependency of no delay between two
+// NICs, so lockstep has no lookahead across it: an agent could learn of a completion in another agent
+// only after its own clock had passed it (agents run up to a link delay apart), and the released flow
+// started late or out of order (with two agents, ps had 1-8 of 16 flows differ, moe 0-1 of 290).
+// Keeping every dependency inside one agent makes the release local, hence exact, at the cost of a
+// split less free to balance: a workload whose dependencies join every host (ps, moe) puts its hosts in
+// one agent, and the others hold switches.
+func dependencyGroups(l *lab.Lab, part map[int]int) map[int][]int {
+	src := map[uint32]int{}
+	for _, f := range l.Flows {
+		src[f.ID] = f.SrcNode
+	}
+	root := map[int]int{}
+	var find func(v int) int
+	find = func(v int) int {
+		r, ok := root[v]
+		if !ok || r == v {
+			return v
+		}
+		r = find(r)
+		root[v] = r
+		return r
+	}
+	for _, f := range l.Flows {
+		if _, ok := part[f.SrcNode]; !ok {
+			continue // not hosted by an agent (a kernel host: dependencies are refused there)
+		}
+		for _, id := range f.After {
+			s, ok := src[id]
+			if _, hosted := part[s]; !ok || !hosted {
+				continue
+			}
+			if a, b := find(f.SrcNode), find(s); a != b {
+				root[max(a, b)] = min(a, b)
+			}
+		}
+	}
+	members := map[int][]int{}
+	for v := range root {
+		r := find(v)
+		members[r] = append(members[r], v)
+	}
+	group := map[int][]int{}
+	for r, m := range members {
+		if !slices.Contains(m, r) {
+			m = append(m, r)
+		}
+		if len(m) < 2 {
+			continue
+		}
+		slices.Sort(m)
+		// The agent holding most of the group takes it (ties: the smaller agent index).
+		votes := map[int]int{}
+		for _, v := range m {
+			votes[part[v]]++
+		}
+		to := -1
+		for a, c := range votes {
+			if to < 0 || c > votes[to] || c == votes[to] && a < to {
+				to = a
+			}
+		}
+		for _, v := range m {
+			part[v] = to
+			group[v] = m
+		}
+	}
+	return group
 }

@@ -128,3 +128,61 @@ func TestTrafficParts(t *testing.T) {
 		}
 	}
 }
+
+// Every flow dependency stays inside one agent (dependencyGroups): a completion releases its dependents
+// at its own instant, which lockstep cannot carry to another agent in time.
+func TestTrafficPartsKeepsDependencies(t *testing.T) {
+	for _, c := range []struct{ topo, workload string }{
+		{"{family: ndc, n: 4, k: 1}", "{kind: ps, server: h0, workers: 4, push_size: 200KB, broadcast_size: 100KB, rounds: 2}"},
+		{"{family: ndc, n: 4, k: 1}", "{kind: moe, experts: 8, top_k: 2, tokens: 64, token_size: 4KB, zipf: 1.0, layers: 2}"},
+		{"{family: fattree, k: 4}", "{kind: ps, server: h0, workers: 6, push_size: 200KB, broadcast_size: 100KB, rounds: 2}"},
+	} {
+		y := "name: dep\nbackend: netns\ndilation: 1000\nduration: 5ms\nseed: 1\nhost: {transport: lossless}\ntopology: " + c.topo +
+			"\nworkload: [" + c.workload + "]\n"
+		s, err := spec.Parse([]byte(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := lab.Build(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dl, err := Dilate(l, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := map[uint32]int{}
+		deps := 0
+		for _, f := range l.Flows {
+			src[f.ID] = f.SrcNode
+			deps += len(f.After)
+		}
+		if deps == 0 {
+			t.Fatalf("%s: no dependencies to keep", c.workload)
+		}
+		for _, n := range []int{2, 3} {
+			part, cut := TrafficParts(l, dl, n)
+			used := map[int]bool{}
+			for _, a := range part {
+				used[a] = true
+			}
+			if len(part) != len(l.Graph.Nodes) || cut.Agents != len(used) || cut.Agents < 2 {
+				t.Fatalf("%s n=%d: %d of %d devices, %d parts used, %d reported", c.workload, n, len(part), len(l.Graph.Nodes), len(used), cut.Agents)
+			}
+			for a := range cut.Agents {
+				if !used[a] {
+					t.Errorf("%s n=%d: part %d is empty", c.workload, n, a)
+				}
+			}
+			for _, f := range l.Flows {
+				for _, id := range f.After {
+					if part[f.SrcNode] != part[src[id]] {
+						t.Errorf("%s n=%d: flow %d (node %d, agent %d) waits for flow %d (node %d, agent %d)", c.workload, n,
+							f.ID, f.SrcNode, part[f.SrcNode], id, src[id], part[src[id]])
+					}
+				}
+			}
+			t.Logf("%s n=%d: %s", c.workload, n, cut)
+		}
+	}
+}

@@ -44,7 +44,13 @@ type runInfo struct {
 	Lost     []string `json:"lost"`
 	// MeasuredUntil: a partial run's records end at the last lockstep window every machine reached.
 	MeasuredUntil float64 `json:"measured_until_s"`
-	Cluster       *struct {
+	// Against is --check-against virtual's finding (run.json check_against_virtual).
+	Against *struct {
+		Identical bool `json:"identical"`
+		Reused    bool `json:"reused_cross_check"`
+	} `json:"check_against_virtual"`
+	dir     string // the run directory (faithfulRun)
+	Cluster *struct {
 		Machines []struct {
 			Name  string `json:"name"`
 			Clock struct {
@@ -88,6 +94,7 @@ func faithfulRun(spec string, args ...string) (summary, runInfo) {
 		var ri runInfo
 		readJSON(filepath.Join(d, "summary.json"), &s)
 		readJSON(filepath.Join(d, "run.json"), &ri)
+		ri.dir = d
 		if ri.Faithful {
 			return s, ri
 		}
@@ -119,9 +126,25 @@ var _ = Describe("A lab over several machines", Ordered, ContinueOnFailure, func
 		Expect(one.Pause.Sent).To(BeNumerically(">", 0), "the incast must pause for the comparison to mean something")
 	})
 
-	It("runs a spec across two machines with the results of one", Label("smoke"), func() {
-		s, ri := faithfulRun(incast, "--cluster", clusterFile("c2", "secret.key", "m1", "m2"))
+	It("runs a spec across two machines with the results of one, byte for byte the virtual backend's", Label("smoke"), func() {
+		// --check-against virtual exits 3 (faithfulRun fails) on any flow, drop or pause record that differs.
+		s, ri := faithfulRun(incast, "--cluster", clusterFile("c2", "secret.key", "m1", "m2"), "--check-against", "virtual")
 		same(one, s)
+		Expect(ri.Against).NotTo(BeNil(), "run.json has no check_against_virtual")
+		Expect(ri.Against.Identical).To(BeTrue())
+		Expect(ri.Against.Reused).To(BeTrue(), "the cross-check's virtual run is reported, not run twice")
+		// The files themselves, against a run of the same spec on the virtual backend.
+		vspec, vdir := filepath.Join(dir, "c2-virtual.yaml"), filepath.Join(dir, "c2-virtual")
+		Expect(os.WriteFile(vspec, []byte(strings.Replace(incast, "backend: netns", "backend: virtual", 1)), 0o644)).To(Succeed())
+		out, err := exec.Command(labBin, "run", vspec, "-o", vdir, "-q").CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "%s", out)
+		for _, f := range []string{"flows.csv", "fct.txt", "pfc.csv", "drops.csv"} {
+			a, err := os.ReadFile(filepath.Join(ri.dir, f))
+			Expect(err).NotTo(HaveOccurred())
+			b, err := os.ReadFile(filepath.Join(vdir, f))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(string(a)).To(Equal(string(b)), "%s differs from the virtual backend's", f)
+		}
 		Expect(ri.Cluster).NotTo(BeNil())
 		Expect(ri.Cluster.Machines).To(HaveLen(2))
 		for _, m := range ri.Cluster.Machines {
