@@ -115,10 +115,18 @@ func CheckOwnDir(what, dir string, ours func(names []string) bool) error {
 }
 
 // Check refuses path as an output file: a symbolic link, a directory or anything not a regular file,
-// in the root or a system directory, or (policy New) any existing file.
+// in the root or a system directory or a directory that does not exist, or (policy New) any existing
+// file.
 func Check(path string, policy Policy) error {
 	if err := checkDir(path, filepath.Dir(path)); err != nil {
 		return err
+	}
+	// Its directory must be there now: a file checked before a long run (a profile) and written after
+	// it would otherwise be lost at the end.
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("%s: its directory: %w", path, err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%s: %s is not a directory", path, filepath.Dir(path))
 	}
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -44,10 +44,16 @@ func TestNeverReplacesWhatIsNotOurs(t *testing.T) {
 		{"/compare.json", Replace, "root directory"},
 		{"/etc/fabriclab.json", Replace, "system directory /etc"},
 		{user, New, "never replaces a file it did not create"},
+		{filepath.Join(dir, "nosuch", "cpu.pprof"), New, "its directory"},
+		{filepath.Join(user, "cpu.pprof"), New, "is not a directory"},
 	} {
 		err := WriteBytes(tc.path, tc.policy, []byte("new"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.path, err, tc.want)
+		}
+		// Check alone says so too: a path checked before a long run is not refused only after it.
+		if err := Check(tc.path, tc.policy); err == nil {
+			t.Errorf("Check %s: accepted", tc.path)
 		}
 	}
 	if read(t, user) != "mine" {
