@@ -1,9 +1,9 @@
 // Package outfile is the one way fabriclab's commands write an output file a user named or a file into
 // an output directory: into a temporary file in the same directory, synced, then renamed over the
-// target, so a reader (or a full disk, or a SIGKILL) never leaves a half-written file. It refuses what
-// would replace something that is not the lab's: a symbolic link (which would redirect the write), a
-// directory, a device, and the root and system directories. A test in cmd/lab greps the commands for
-// writes around it.
+// target, the directory synced after, so a reader (or a full disk, a SIGKILL or a crash) never sees a
+// half-written file; a replaced file keeps its permissions. It refuses what would replace something
+// that is not the lab's: a symbolic link (which would redirect the write), a directory, a device, and
+// the root and system directories. A test in cmd/lab greps the commands for writes around it.
 package outfile
 
 import (
@@ -197,11 +197,17 @@ func Create(path string, policy Policy) (*File, error) {
 	if dir == "" {
 		dir = "."
 	}
+	// A replaced file keeps its permissions (a claims table a user made group-writable, a report
+	// readable by its owner only); a new one is 0644, as the lab's directories' files are.
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		mode = fi.Mode().Perm()
+	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-")
 	if err != nil {
 		return nil, err
 	}
-	if err := f.Chmod(0o644); err != nil {
+	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return nil, err
@@ -209,7 +215,7 @@ func Create(path string, policy Policy) (*File, error) {
 	return &File{File: f, path: path, policy: policy}, nil
 }
 
-// Close syncs and closes the temporary and puts it at its path; on an error (a full disk's ENOSPC from
+// Close syncs and closes the temporary, puts it at its path and syncs the directory; on an error (a full disk's ENOSPC from
 // the sync, a path that appeared meanwhile) the temporary is removed and the error returned.
 func (f *File) Close() (err error) {
 	if f.done {
@@ -237,9 +243,28 @@ func (f *File) Close() (err error) {
 		if err = os.Link(tmp, f.path); err != nil {
 			return fmt.Errorf("%s: %w", f.path, err)
 		}
-		return os.Remove(tmp)
+		if err = os.Remove(tmp); err != nil {
+			return err
+		}
+	} else if err = os.Rename(tmp, f.path); err != nil {
+		return err
 	}
-	return os.Rename(tmp, f.path)
+	// The new name is an entry of the directory: until the directory is synced too, a crash can leave
+	// the old file (or none) however well the data was synced.
+	if err := syncDir(filepath.Dir(f.path)); err != nil {
+		return fmt.Errorf("%s: syncing its directory: %w", f.path, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory (a variable: the tests see that Close calls it).
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // Abort removes the temporary; the path is left as it was.
