@@ -143,10 +143,21 @@ func Check(path string, policy Policy) error {
 	case !m.IsRegular():
 		return fmt.Errorf("%s: not a regular file (%s): refusing to write there", path, m.Type())
 	case policy == New:
-		return fmt.Errorf("%s: exists, and this command never replaces a file it did not create: remove it or give a new name", path)
+		return existsError{path}
 	}
 	return nil
 }
+
+// existsError is policy New's refusal of an existing file; it is fs.ErrExist (errors.Is), as link(2)'s
+// refusal of a path that appeared meanwhile is, so a caller creating a file once among many processes
+// tells "another made it" by one test.
+type existsError struct{ path string }
+
+func (e existsError) Error() string {
+	return e.path + ": exists, and this command never replaces a file it did not create: remove it or give a new name"
+}
+
+func (e existsError) Is(target error) bool { return target == fs.ErrExist }
 
 // Write writes path through write: checked (Check), into a temporary .NAME.tmp-* in the same directory,
 // synced, then renamed over path (policy Replace) or linked to it (policy New: fails if path appeared
