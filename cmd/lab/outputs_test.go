@@ -240,3 +240,76 @@ func TestNoReadsOrWritesAroundTheHelpers(t *testing.T) {
 		}
 	}
 }
+
+// TestOutDirsRecognizedByContent: an output directory is the lab's by what its files hold, not by a
+// name a user's files share (report.txt, summary.json, spec.yaml: such directories were written into,
+// or with lab run -o replaced whole); and only a lab tree's manifest.json makes an ancestor a tree (a
+// web app's manifest.json made every -o below it refused).
+func TestOutDirsRecognizedByContent(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, files map[string]string) string {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f, text := range files {
+			if err := os.WriteFile(filepath.Join(d, f), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	users := []string{
+		mk("thesis", map[string]string{"report.txt": "chapter 1", "thesis.tex": "mine"}),
+		mk("project", map[string]string{"spec.yaml": "openapi: 3.0", "main.go": "package main"}),
+		mk("stats", map[string]string{"summary.json": "{}", "run.json": `{"name":"mine"}`, "spec.yaml": "x: 1"}),
+		mk("verdicts", map[string]string{"compare.json": `{"a":1}`, "notes.txt": "mine"}),
+	}
+	for _, d := range users {
+		if err := checkOutDir("-o", d); err == nil {
+			t.Errorf("checkOutDir %s: a user's directory accepted", filepath.Base(d))
+		}
+		if err := checkRunDir(d); err == nil {
+			t.Errorf("checkRunDir %s: a user's directory accepted (lab run would replace it)", filepath.Base(d))
+		}
+	}
+	// A real run directory, an earlier comparison and a tree are the lab's.
+	spec := writeTreeSpec(t, dir, "o", "virtual", "")
+	run := filepath.Join(dir, "run1")
+	if code, out := labExit(t, dir, "run", spec, "-o", run, "-q"); code != 0 {
+		t.Fatalf("lab run: %d %s", code, out)
+	}
+	cmp := filepath.Join(dir, "cmp")
+	if code, out := labExit(t, dir, "report", run, run, "-o", cmp, "--no-plots"); code != 0 {
+		t.Fatalf("lab report: %d %s", code, out)
+	}
+	cmp2 := filepath.Join(dir, "cmp2")
+	if code, out := labExit(t, dir, "compare", run, run, "-o", cmp2); code != 0 && code != exitFailure {
+		t.Fatalf("lab compare: %d %s", code, out)
+	}
+	for _, f := range []string{filepath.Join(cmp, "comparison.csv"), filepath.Join(cmp2, "compare.json")} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatal(err) // else the checks below would pass on an absent directory
+		}
+	}
+	for _, d := range []string{run, cmp, cmp2} {
+		if err := checkOutDir("-o", d); err != nil {
+			t.Errorf("checkOutDir %s: %v", filepath.Base(d), err)
+		}
+	}
+	if err := checkRunDir(run); err != nil {
+		t.Errorf("checkRunDir of a run: %v", err)
+	}
+	// A web app's manifest.json above -o is no tree; a lab tree's is.
+	app := mk("app", map[string]string{"manifest.json": `{"name":"app","start_url":"/","icons":[]}`})
+	if err := checkTreeDir(filepath.Join(app, "results", "tree")); err != nil {
+		t.Errorf("-o under a web app's manifest.json: %v", err)
+	}
+	tree := mk("tree", map[string]string{"manifest.json": `{"specs":["o.yaml"],"seeds":2,"runs":[{"dir":"seed-1"},{"dir":"seed-2"}]}`})
+	if err := checkTreeDir(filepath.Join(tree, "seed-1", "sub")); err == nil || !strings.Contains(err.Error(), "inside the run tree") {
+		t.Errorf("-o inside a lab tree: %v", err)
+	}
+	if err := checkOutDir("-o", tree); err != nil {
+		t.Errorf("checkOutDir of a tree: %v", err)
+	}
+}

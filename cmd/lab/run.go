@@ -358,8 +358,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 	return sum, got, nil
 }
 
-// runDirFiles are files only a run directory has: lab run replaces a directory holding one of them
-// (a previous run) and refuses to replace any other non-empty directory.
+// runDirFiles are the files every run directory has: lab run replaces a directory that is a run
+// (isRunDir: all of them, run.json as lab run writes it) and refuses to replace any other non-empty
+// directory (a user's project holding a spec.yaml of its own).
 var runDirFiles = []string{"run.json", "summary.json", "spec.yaml"}
 
 func checkRunDir(out string) error {
@@ -390,12 +391,10 @@ func checkRunDir(out string) error {
 	if len(ents) == 0 {
 		return nil
 	}
-	for _, f := range runDirFiles {
-		if _, err := os.Stat(filepath.Join(out, f)); err == nil {
-			return nil
-		}
+	if isRunDir(out) {
+		return nil
 	}
-	return fmt.Errorf("-o %s: a non-empty directory that is not a run directory (no %v): refusing to replace it", out, runDirFiles)
+	return fmt.Errorf("-o %s: a non-empty directory that is not a run directory (no lab run.json beside %v): refusing to replace it", out, runDirFiles[1:])
 }
 
 // cleanedParents are the directories tempRunDir has cleaned of stale incomplete runs.
