@@ -118,3 +118,36 @@ func TestStatusJSONSnakeCase(t *testing.T) {
 		t.Errorf("ReadState of no lab: %v", err)
 	}
 }
+
+// TestOwnerAlive: a lab's owner is alive while its PID runs with the start time the state file
+// recorded; a killed owner, a zombie and a later process that took the PID (another start time) are not
+// (lab status called a SIGKILLed run's lab "up": issue 8 of the review).
+func TestOwnerAlive(t *testing.T) {
+	p := exec.Command("sleep", "60")
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Process.Kill(); p.Wait() })
+	pid := p.Process.Pid
+	st, err := procStartTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ownerAlive(&State{PID: pid, PIDStart: st}) || !ownerAlive(&State{PID: pid}) {
+		t.Fatal("a running owner is not alive")
+	}
+	if ownerAlive(&State{PID: pid, PIDStart: st + "1"}) {
+		t.Error("a process of another start time (a reused PID) taken for the owner")
+	}
+	p.Process.Kill()
+	for i := 0; i < 100 && !zombie(pid); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ownerAlive(&State{PID: pid, PIDStart: st}) {
+		t.Error("a killed owner (a zombie not yet reaped) is alive")
+	}
+	p.Wait()
+	if ownerAlive(&State{PID: pid, PIDStart: st}) {
+		t.Error("a killed owner is alive")
+	}
+}
