@@ -340,6 +340,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 	if err := run(ctx, l, tmp, save); err != nil {
 		if got == nil {
 			removeIncomplete(tmp)
+			// Say where the run would have been (a hung netns run named neither it nor what to read):
+			// the backend's own messages above are all there is.
+			err = fmt.Errorf("%w; nothing was written to %s", err, out)
 		}
 		return sum, got, err
 	}
