@@ -1,5 +1,7 @@
 package clock
 
+import "fmt"
+
 // Order places an event among the events due at the same picosecond (docs/architecture.md §Order of
 // simultaneous events). Both clocks fire events in (time, Order, sequence) order, where the sequence is
 // the order in which the events of one Order were scheduled. An Order names the device the event
@@ -36,12 +38,34 @@ const (
 // Harness is the Order of the harness's own events: after every device's.
 const Harness Order = (1<<orderDeviceBits - 1) << orderClassBits
 
-// DeviceOrder is the Order of device's own timers (device: its graph node index).
-func DeviceOrder(device int) Order { return Order(uint64(device) << orderClassBits) }
+// CheckOrderRoom refuses a fabric whose devices or ports an Order cannot name (lab.Build calls it
+// before any engine is made): past the room, one device's keys would alias another's, or Harness, and
+// simultaneous events would fire in another order than the rule's without a word.
+func CheckOrderRoom(devices, maxPorts int) error {
+	if devices > MaxOrderDevice+1 {
+		return fmt.Errorf("%d devices: more than the %d an event's order can name (clock.Order)", devices, MaxOrderDevice+1)
+	}
+	if maxPorts > MaxOrderPort+1 {
+		return fmt.Errorf("a device of %d ports: more than the %d an event's order can name (clock.Order)", maxPorts, MaxOrderPort+1)
+	}
+	return nil
+}
 
-// ArrivalOrder is the Order of frames arriving on device's port.
+// DeviceOrder is the Order of device's own timers (device: its graph node index). A device beyond
+// MaxOrderDevice panics: CheckOrderRoom refuses such a fabric first, so this is a harness's bug.
+func DeviceOrder(device int) Order {
+	if device < 0 || device > MaxOrderDevice {
+		panic(fmt.Sprintf("clock.DeviceOrder(%d): outside 0..%d (CheckOrderRoom refuses such a fabric)", device, MaxOrderDevice))
+	}
+	return Order(uint64(device) << orderClassBits)
+}
+
+// ArrivalOrder is the Order of frames arriving on device's port. Out of range panics, as DeviceOrder.
 func ArrivalOrder(device, port int) Order {
-	return Order(uint64(device)<<orderClassBits | uint64(port+1))
+	if port < 0 || port > MaxOrderPort {
+		panic(fmt.Sprintf("clock.ArrivalOrder(%d, %d): port outside 0..%d (CheckOrderRoom refuses such a fabric)", device, port, MaxOrderPort))
+	}
+	return DeviceOrder(device) | Order(port+1)
 }
 
 // Device returns the device an Order names (MaxOrderDevice+1 for Harness).
@@ -61,14 +85,19 @@ var (
 )
 
 // For returns c as seen by the events of Order o: every AfterFunc, Schedule and Rearm through it
-// carries o. Engines are given For(clk, DeviceOrder(node)); harness code takes Harness. A clock
-// without Orders is returned as it is.
+// carries o. Engines are given For(clk, DeviceOrder(node)); harness code takes Harness. A view given
+// again is viewed by o (it kept its old Order: an engine handed another device's view would have run
+// its events in that device's place). A clock without Orders is returned as it is.
 func For(c Clock, o Order) Clock {
 	switch c := c.(type) {
 	case *Virtual:
 		return &virtualView{v: c, o: o}
+	case *virtualView:
+		return &virtualView{v: c.v, o: o}
 	case *Real:
 		return &realView{r: c, o: o}
+	case *realView:
+		return &realView{r: c.r, o: o}
 	case *Dilated:
 		return &Dilated{c: For(c.c, o).(Ordered), d: c.d}
 	}

@@ -82,3 +82,63 @@ func TestDilated(t *testing.T) {
 		t.Fatalf("engine/wrapped times %v, want [7 7000 10 10000]", at)
 	}
 }
+
+// TestOrderRoom: the largest device and port an Order names stay below Harness and apart; past them
+// DeviceOrder and ArrivalOrder panic (they aliased other devices' keys, or Harness, without a word) and
+// CheckOrderRoom refuses the fabric.
+func TestOrderRoom(t *testing.T) {
+	last := ArrivalOrder(MaxOrderDevice, MaxOrderPort)
+	if last >= Harness || last.Device() != MaxOrderDevice || DeviceOrder(MaxOrderDevice) >= last {
+		t.Fatalf("the last device's last port: %#x, Harness %#x", last, Harness)
+	}
+	if ArrivalOrder(1, MaxOrderPort) >= DeviceOrder(2) {
+		t.Fatal("the last port of device 1 is not before device 2")
+	}
+	for name, f := range map[string]func(){
+		"DeviceOrder(MaxOrderDevice+1)":     func() { DeviceOrder(MaxOrderDevice + 1) },
+		"DeviceOrder(-1)":                   func() { DeviceOrder(-1) },
+		"ArrivalOrder(0, MaxOrderPort+1)":   func() { ArrivalOrder(0, MaxOrderPort+1) },
+		"ArrivalOrder(MaxOrderDevice+1, 0)": func() { ArrivalOrder(MaxOrderDevice+1, 0) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+	if err := CheckOrderRoom(MaxOrderDevice+1, MaxOrderPort+1); err != nil {
+		t.Errorf("the largest fabric an Order names: %v", err)
+	}
+	if err := CheckOrderRoom(MaxOrderDevice+2, 1); err == nil || !strings.Contains(err.Error(), "devices") {
+		t.Errorf("one device too many: %v", err)
+	}
+	if err := CheckOrderRoom(1, MaxOrderPort+2); err == nil || !strings.Contains(err.Error(), "ports") {
+		t.Errorf("one port too many: %v", err)
+	}
+}
+
+// TestForAViewTakesTheNewOrder: For on a view is viewed by the new Order (it kept the old one, so an
+// engine given another device's view ran its events in that device's place).
+func TestForAViewTakesTheNewOrder(t *testing.T) {
+	for name, c := range map[string]Ordered{"virtual": NewVirtual(), "real": NewReal(MonotonicNanos() - 1e12)} {
+		var got []string
+		note := func(s string) func() { return func() { got = append(got, s) } }
+		d2 := For(c, DeviceOrder(2))
+		d1 := For(d2, DeviceOrder(1)) // device 1's events: before device 2's at one instant
+		d2.AfterFunc(10, note("d2"))
+		d1.AfterFunc(10, note("d1"))
+		For(Dilate(For(c, DeviceOrder(3)).(Ordered), 2), DeviceOrder(0)).AfterFunc(5, note("d0"))
+		switch c := c.(type) {
+		case *Virtual:
+			c.RunUntil(Second)
+		case *Real:
+			c.RunDue()
+		}
+		if g := strings.Join(got, " "); g != "d0 d1 d2" {
+			t.Errorf("%s: fired %s, want d0 d1 d2", name, g)
+		}
+	}
+}

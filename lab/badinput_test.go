@@ -140,3 +140,22 @@ func TestDesignExampleBuilds(t *testing.T) {
 		t.Fatalf("the documented example does not build: %v", err)
 	}
 }
+
+// TestOrderRoomRefused: a switch of more ports than an event's order can name (clock.CheckOrderRoom) is
+// refused by name, whatever --budget allows: its ports' arrival orders would alias the next device's.
+func TestOrderRoomRefused(t *testing.T) {
+	s, err := spec.Parse([]byte(withBase(fmt.Sprintf("topology: {family: ring, n: 3, hosts_per_switch: %d}", clock.MaxOrderPort))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Devices raised past the ring's 196605; the routing tables' limit stays, so a lab that let the ports
+	// through is refused by it instead of building 4e10 table entries.
+	b, err := lab.ParseBudget("devices=1e6", lab.DefaultBudget)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lab.BuildWithin(s, b)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("a device of %d ports", clock.MaxOrderPort+2)) {
+		t.Fatalf("ring of %d hosts per switch: %v", clock.MaxOrderPort, err)
+	}
+}

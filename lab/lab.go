@@ -94,6 +94,14 @@ func BuildWithin(s *spec.Spec, b Budget) (*Lab, error) {
 		}
 		return nil, fmt.Errorf("topology: %w", err)
 	}
+	maxPorts := 0
+	for _, n := range g.Nodes {
+		maxPorts = max(maxPorts, len(n.Ports))
+	}
+	// A hard limit, unlike the budget: no --budget raises what an event's order can name.
+	if err := clock.CheckOrderRoom(len(g.Nodes), maxPorts); err != nil {
+		return nil, fmt.Errorf("topology: %w", err)
+	}
 	if err := b.checkTopology(len(g.Nodes), len(g.Hosts)); err != nil {
 		return nil, err
 	}

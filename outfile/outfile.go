@@ -1,9 +1,9 @@
 // Package outfile is the one way fabriclab's commands write an output file a user named or a file into
 // an output directory: into a temporary file in the same directory, synced, then renamed over the
-// target, so a reader (or a full disk, or a SIGKILL) never leaves a half-written file. It refuses what
-// would replace something that is not the lab's: a symbolic link (which would redirect the write), a
-// directory, a device, and the root and system directories. A test in cmd/lab greps the commands for
-// writes around it.
+// target, the directory synced after, so a reader (or a full disk, a SIGKILL or a crash) never sees a
+// half-written file; a replaced file keeps its permissions. It refuses what would replace something
+// that is not the lab's: a symbolic link (which would redirect the write), a directory, a device, and
+// the root and system directories. A test in cmd/lab greps the commands for writes around it.
 package outfile
 
 import (
@@ -115,10 +115,18 @@ func CheckOwnDir(what, dir string, ours func(names []string) bool) error {
 }
 
 // Check refuses path as an output file: a symbolic link, a directory or anything not a regular file,
-// in the root or a system directory, or (policy New) any existing file.
+// in the root or a system directory or a directory that does not exist, or (policy New) any existing
+// file.
 func Check(path string, policy Policy) error {
 	if err := checkDir(path, filepath.Dir(path)); err != nil {
 		return err
+	}
+	// Its directory must be there now: a file checked before a long run (a profile) and written after
+	// it would otherwise be lost at the end.
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("%s: its directory: %w", path, err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("%s: %s is not a directory", path, filepath.Dir(path))
 	}
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -135,10 +143,21 @@ func Check(path string, policy Policy) error {
 	case !m.IsRegular():
 		return fmt.Errorf("%s: not a regular file (%s): refusing to write there", path, m.Type())
 	case policy == New:
-		return fmt.Errorf("%s: exists, and this command never replaces a file it did not create: remove it or give a new name", path)
+		return existsError{path}
 	}
 	return nil
 }
+
+// existsError is policy New's refusal of an existing file; it is fs.ErrExist (errors.Is), as link(2)'s
+// refusal of a path that appeared meanwhile is, so a caller creating a file once among many processes
+// tells "another made it" by one test.
+type existsError struct{ path string }
+
+func (e existsError) Error() string {
+	return e.path + ": exists, and this command never replaces a file it did not create: remove it or give a new name"
+}
+
+func (e existsError) Is(target error) bool { return target == fs.ErrExist }
 
 // Write writes path through write: checked (Check), into a temporary .NAME.tmp-* in the same directory,
 // synced, then renamed over path (policy Replace) or linked to it (policy New: fails if path appeared
@@ -189,11 +208,17 @@ func Create(path string, policy Policy) (*File, error) {
 	if dir == "" {
 		dir = "."
 	}
+	// A replaced file keeps its permissions (a claims table a user made group-writable, a report
+	// readable by its owner only); a new one is 0644, as the lab's directories' files are.
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() {
+		mode = fi.Mode().Perm()
+	}
 	f, err := os.CreateTemp(dir, "."+base+".tmp-")
 	if err != nil {
 		return nil, err
 	}
-	if err := f.Chmod(0o644); err != nil {
+	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return nil, err
@@ -201,7 +226,7 @@ func Create(path string, policy Policy) (*File, error) {
 	return &File{File: f, path: path, policy: policy}, nil
 }
 
-// Close syncs and closes the temporary and puts it at its path; on an error (a full disk's ENOSPC from
+// Close syncs and closes the temporary, puts it at its path and syncs the directory; on an error (a full disk's ENOSPC from
 // the sync, a path that appeared meanwhile) the temporary is removed and the error returned.
 func (f *File) Close() (err error) {
 	if f.done {
@@ -229,9 +254,28 @@ func (f *File) Close() (err error) {
 		if err = os.Link(tmp, f.path); err != nil {
 			return fmt.Errorf("%s: %w", f.path, err)
 		}
-		return os.Remove(tmp)
+		if err = os.Remove(tmp); err != nil {
+			return err
+		}
+	} else if err = os.Rename(tmp, f.path); err != nil {
+		return err
 	}
-	return os.Rename(tmp, f.path)
+	// The new name is an entry of the directory: until the directory is synced too, a crash can leave
+	// the old file (or none) however well the data was synced.
+	if err := syncDir(filepath.Dir(f.path)); err != nil {
+		return fmt.Errorf("%s: syncing its directory: %w", f.path, err)
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory (a variable: the tests see that Close calls it).
+var syncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // Abort removes the temporary; the path is left as it was.

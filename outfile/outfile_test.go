@@ -44,10 +44,16 @@ func TestNeverReplacesWhatIsNotOurs(t *testing.T) {
 		{"/compare.json", Replace, "root directory"},
 		{"/etc/fabriclab.json", Replace, "system directory /etc"},
 		{user, New, "never replaces a file it did not create"},
+		{filepath.Join(dir, "nosuch", "cpu.pprof"), New, "its directory"},
+		{filepath.Join(user, "cpu.pprof"), New, "is not a directory"},
 	} {
 		err := WriteBytes(tc.path, tc.policy, []byte("new"))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.path, err, tc.want)
+		}
+		// Check alone says so too: a path checked before a long run is not refused only after it.
+		if err := Check(tc.path, tc.policy); err == nil {
+			t.Errorf("Check %s: accepted", tc.path)
 		}
 	}
 	if read(t, user) != "mine" {
@@ -127,5 +133,47 @@ func TestCheckDirFollowsAnAncestorLink(t *testing.T) {
 	}
 	if err := CheckDir(filepath.Join(t.TempDir(), "new", "deeper")); err != nil {
 		t.Fatalf("a new directory under a temporary one: %v", err)
+	}
+}
+
+// TestReplaceKeepsModeAndSyncsDir: a replaced file keeps its permissions (it became 0644), a new one is
+// 0644, and the directory is synced after the rename or link that names the file (it was not: a crash
+// could lose the new name).
+func TestReplaceKeepsModeAndSyncsDir(t *testing.T) {
+	var synced []string
+	defer func(f func(string) error) { syncDir = f }(syncDir)
+	syncDir = func(dir string) error { synced = append(synced, dir); return nil }
+	dir := t.TempDir()
+	p := filepath.Join(dir, "claims.json")
+	if err := WriteBytes(p, New, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o644 {
+		t.Fatalf("a new file: %v %v, want 0644", fi.Mode(), err)
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(p, Replace, []byte("two")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 || read(t, p) != "two" {
+		t.Fatalf("a replaced 0600 file: %v %v, want 0600", fi.Mode(), err)
+	}
+	if len(synced) != 2 || synced[0] != dir || synced[1] != dir {
+		t.Fatalf("directories synced: %q, want %s after each of the two writes", synced, dir)
+	}
+	// A failed write commits nothing and so syncs nothing.
+	synced = nil
+	Write(p, Replace, func(io.Writer) error { return io.ErrUnexpectedEOF })
+	if len(synced) != 0 {
+		t.Errorf("a failed write synced %q", synced)
+	}
+}
+
+// TestSyncDir: the real syncDir syncs a directory (fsync on a directory's descriptor is allowed).
+func TestSyncDir(t *testing.T) {
+	if err := syncDir(t.TempDir()); err != nil {
+		t.Fatal(err)
 	}
 }

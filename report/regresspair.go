@@ -40,7 +40,7 @@ func pairGroups(base, new *Tree, explicit [][2]string, rg *Regression) ([]groupP
 			return nil, err
 		}
 		if usedB[b] || usedN[n] {
-			return nil, fmt.Errorf("--pair %s=%s: a group is already paired", e[0], e[1])
+			return nil, PairError{fmt.Errorf("--pair %s=%s: %s is already paired by an earlier --pair (each group pairs once)", e[0], e[1], alreadyPaired(usedB[b], e[0], e[1]))}
 		}
 		add(b, n)
 	}
@@ -90,6 +90,20 @@ func pairGroups(base, new *Tree, explicit [][2]string, rg *Regression) ([]groupP
 		return nil, fmt.Errorf("no spec is in both trees (%s)", strings.Join(append(append([]string(nil), rg.Missing...), rg.OnlyIn...), "; "))
 	}
 	return pairs, nil
+}
+
+// PairError is a --pair that cannot be honoured as given (a group paired twice): the command line is
+// wrong, not the trees, so lab compare exits with its usage status rather than "cannot decide".
+type PairError struct{ Err error }
+
+func (e PairError) Error() string { return e.Err.Error() }
+func (e PairError) Unwrap() error { return e.Err }
+
+func alreadyPaired(base bool, a, b string) string {
+	if base {
+		return "BASE group " + strconv.Quote(a)
+	}
+	return "NEW group " + strconv.Quote(b)
 }
 
 // findGroup finds the group a --pair side names: its label, or a spec name with one group in the tree.

@@ -13,6 +13,7 @@ if [ "$labbin" = bin/lab ] && [ ! -x bin/lab -o -n "${BUILD:-}" ]; then
 	go build -o bin/lab ./cmd/lab || exit 1
 fi
 labbin=$(realpath "$labbin")
+. scripts/bad-input-lib.sh # run, say
 dir=$(mktemp -d)
 lab=bi$$c
 cleanup() {
@@ -26,24 +27,6 @@ cleanup() {
 trap cleanup EXIT
 cd "$dir"
 
-run() { # label, command...
-	local label=$1
-	shift
-	local start end out rc
-	start=$(date +%s%N)
-	out=$( (ulimit -v 4000000; timeout -k 5 20 "$@") 2>&1)
-	rc=$?
-	end=$(date +%s%N)
-	[ $rc -eq 124 ] && out="timeout after 20 s"
-	[ $rc -eq 137 ] && out="timeout after 20 s; still running 5 s after SIGTERM (killed)"
-	# A failure's own line (lab: ...) rather than the progress printed before it.
-	if [ $rc -ne 0 ] && echo "$out" | grep -q '^lab: '; then
-		out=$(echo "$out" | grep '^lab: ')
-	fi
-	printf '%-16s %7.2f s  exit %-3d %s\n' "$label" "$(echo "($end - $start) / 1000000000" | bc -l)" "$rc" \
-		"$(echo "$out" | grep -v '^\s*$' | head -1 | cut -c1-200 | grep . || echo '(no output)')"
-}
-say() { printf '%-16s %7s    exit %-3s %s\n' "$1" "-" "${3:--}" "$2"; }
 kept() { # label, file: says whether the user's file still holds "mine"
 	[ "$(cat "$2" 2>/dev/null)" = mine ] && say "$1" "the user's file kept" ||
 		say "$1" "the user's file REPLACED: $(head -c 60 "$2" 2>/dev/null | tr '\n' ' ' | tr -cd '[:print:]')"

@@ -53,18 +53,8 @@ spec buffer $'switch: {flow_control: pfc, buffer: 60000}\nworkload: [{kind: inca
 spec headroom $'switch: {flow_control: pfc, buffer: 1MB, headroom: 10KB}\nworkload: [{kind: incast, senders: 3, size: 64KB}]'
 spec xoff $'switch: {flow_control: pfc, buffer: 1MB, xoff: 990KB, xon: 500KB}\nworkload: [{kind: incast, senders: 3, size: 64KB}]'
 
-run() { # label, command...
-	local label=$1
-	shift
-	local start end out rc
-	start=$(date +%s%N)
-	out=$( (ulimit -v 4000000; timeout 20 "$@") 2>&1)
-	rc=$?
-	end=$(date +%s%N)
-	[ $rc -eq 124 ] && out="timeout after 20 s"
-	printf '%-14s %7.2f s  exit %-3d %s\n' "$label" "$(echo "($end - $start) / 1000000000" | bc -l)" "$rc" \
-		"$(echo "$out" | grep -v '^\s*$' | head -1 | cut -c1-220)"
-}
+BI_WIDTH=14
+. scripts/bad-input-lib.sh
 
 for s in size duration dilation alpha dcqcn poisson tracestart cdfinf incast moe moeok ndc104 hpcc2s hpcc2srebase buffer headroom xoff; do
 	run "$s" "$labbin" run "$dir/$s.yaml" -o "$dir/out-$s"
@@ -76,22 +66,9 @@ run topo-ndc317 "$labbin" topo ndc n=317 k=1 --budget devices=2e5
 run topo-devzero "$labbin" topo file path=/dev/zero
 
 # --- begin: sweeps, sampling and --set (issue 23, defects 1, 2 and 7) ---
-# runk is run with a SIGKILL 5 s after the timeout's SIGTERM: a lab that ignores SIGTERM (the planning
-# of an unbounded sweep did) must not hang the script. runterm starts a command, sends it SIGTERM after
-# 2 s and reports how long it took to exit after the signal.
-runk() {
-	local label=$1
-	shift
-	local start end out rc
-	start=$(date +%s%N)
-	out=$( (ulimit -v 4000000; timeout -k 5 20 "$@") 2>&1)
-	rc=$?
-	end=$(date +%s%N)
-	[ $rc -eq 124 ] && out="timeout after 20 s"
-	[ $rc -eq 137 ] && out="timeout after 20 s; still running 5 s after SIGTERM (killed)"
-	printf '%-14s %7.2f s  exit %-3d %s\n' "$label" "$(echo "($end - $start) / 1000000000" | bc -l)" "$rc" \
-		"$(echo "$out" | grep -v '^\s*$' | head -1 | cut -c1-220)"
-}
+# run sends a SIGKILL 5 s after the timeout's SIGTERM: a lab that ignores SIGTERM (the planning of an
+# unbounded sweep did) must not hang the script. runterm starts a command, sends it SIGTERM after 2 s
+# and reports how long it took to exit after the signal.
 runterm() {
 	local label=$1
 	shift
@@ -116,11 +93,11 @@ runterm() {
 }
 spec sweep $'duration: 2ms\nworkload: [{kind: flows, list: [{src: h0, dst: h1, size: 10KB}]}]'
 sizes=$(seq -s, -f '%gKB' 1 1000)
-runk sweep-1e6 "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep1" --set "workload.0.list.0.size=$sizes" --seeds 1000
-runk seeds-1e9 "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep2" --seeds 1000000000
+run sweep-1e6 "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep1" --set "workload.0.list.0.size=$sizes" --seeds 1000
+run seeds-1e9 "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep2" --seeds 1000000000
 runterm sweep-sigterm "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep3" --set "workload.0.list.0.size=$sizes" --seeds 1000 --budget runs=1e7
-runk sample-1ps "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep4" --sample-every 1ps
-runk set-twice "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep5" --set duration=1ms,2ms --set duration=3ms
+run sample-1ps "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep4" --sample-every 1ps
+run set-twice "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep5" --set duration=1ms,2ms --set duration=3ms
 # --- end: sweeps, sampling and --set ---
 
 # --- begin: files, processes, namespaces, zeros, frames (issue 23, defects 3-6 and 8-10) ---
@@ -128,7 +105,6 @@ runk set-twice "$labbin" run "$dir/sweep.yaml" -o "$dir/out-sweep5" --set durati
 # a PNG whole) rather than a message, the last column says what was found. The cases marked (root) bring
 # up a lab (names bi<pid>...): run the script as root under the shared lock for them, e.g.
 #   flock /tmp/fabriclab-netns.lock bash scripts/bad-input.sh
-say() { printf '%-14s %7s    exit %-3s %s\n' "$1" "-" "${3:--}" "$2"; }
 spec okrun $'workload: [{kind: permutation, size: 10KB}]'
 # 3: -o naming an existing file
 echo x >"$dir/afile"

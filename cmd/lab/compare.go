@@ -79,7 +79,7 @@ Writes compare_<spec>.png/.svg (new/base with CIs on a log axis against the marg
 beside) and compare.json into -o (default NEW/compare).
 Exit status: 0 nothing changed beyond its margin; 3 something did (or a zero count broke); 1 cannot
 decide (a run missing, unfinished or unreadable, a value not finite, most metrics undecided) or
-another failure; 2 bad usage (arguments, flags, a --pair naming no group).`,
+another failure; 2 bad usage (arguments, flags, a --pair naming no group or a group twice).`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usage(fmt.Errorf("compare takes two run trees, BASE and NEW (got %d arguments)", len(args)))
@@ -136,6 +136,9 @@ func runCompare(w io.Writer, baseDir, newDir, out string, opts report.RegressOpt
 		opts.Pairs = append(opts.Pairs, ab)
 	}
 	rg, err := report.CompareTrees(base, nw, opts)
+	if pe := (report.PairError{}); errors.As(err, &pe) {
+		return usage(err)
+	}
 	if err != nil {
 		return fmt.Errorf("compare: cannot decide: %w", err)
 	}

@@ -136,6 +136,10 @@ func TestCompareExitStatus(t *testing.T) {
 	if code, out := status(nw, "--pair", "a=nosuch"); code != exitUsage || !strings.Contains(out, `NEW has no group "nosuch"`) {
 		t.Fatalf("--pair a=nosuch: exit %d: %s", code, tailLines(out, 5))
 	}
+	// The same group paired twice is a usage mistake (it exited 1, "cannot decide", as if a tree were bad).
+	if code, out := status(nw, "--pair", "a=a", "--pair", "a=b"); code != exitUsage || !strings.Contains(out, `BASE group "a" is already paired`) {
+		t.Fatalf("--pair a=a --pair a=b: exit %d: %s", code, tailLines(out, 5))
+	}
 }
 
 func tailLines(s string, n int) string {

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/outfile"
 	"github.com/fabriclab/fabriclab/report"
 )
@@ -47,8 +50,10 @@ func checkTreeDir(out string) error {
 	if err != nil {
 		return err
 	}
+	// Only a lab tree's manifest makes an ancestor a tree: manifest.json is a common name (a web app's,
+	// a package's), and a project holding one is no reason to refuse -o project/results/tree.
 	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
-		if _, err := os.Stat(filepath.Join(p, report.ManifestFile)); err == nil {
+		if isTreeManifest(p) {
 			return fmt.Errorf("-o %s: inside the run tree %s (its manifest.json): refusing to write another tree among its runs", out, p)
 		}
 		if p == filepath.Dir(p) {
@@ -57,20 +62,75 @@ func checkTreeDir(out string) error {
 	}
 }
 
-// reportFiles are names only the lab writes into a report's or comparison's directory (besides a run
-// directory's and a tree's own files): such a directory is the lab's to write into again.
-var reportFiles = []string{"report.txt", "comparison.csv", "compare.json", "aggregate.csv", "aggregate.json"}
-
-// checkOutDir refuses flag's directory dir unless it is absent, empty, or holds what the lab writes: a
-// run directory, a run tree, or an earlier report or comparison.
-func checkOutDir(flag, dir string) error {
-	return outfile.CheckOwnDir(flag, dir, func(names []string) bool {
-		for _, n := range names {
-			if slices.Contains(runDirFiles, n) || n == report.ManifestFile || slices.Contains(reportFiles, n) {
-				return true
-			}
-		}
+// isTreeManifest says whether dir holds a run tree's manifest.json: one that parses as the manifest lab run
+// writes, listing runs by directory.
+func isTreeManifest(dir string) bool {
+	b, err := bounded.ReadFile(filepath.Join(dir, report.ManifestFile), bounded.Summary)
+	if err != nil {
 		return false
+	}
+	var m report.Manifest
+	if json.Unmarshal(b, &m) != nil || len(m.Runs) == 0 {
+		return false
+	}
+	for _, r := range m.Runs {
+		if r.Dir == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// isRunDir says whether dir is a run directory: its run.json is the object lab run writes (backend and
+// engine time), beside summary.json and spec.yaml.
+func isRunDir(dir string) bool {
+	for _, f := range runDirFiles {
+		if fi, err := os.Lstat(filepath.Join(dir, f)); err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+	}
+	return jsonHasKeys(filepath.Join(dir, "run.json"), "backend", "engine_s")
+}
+
+// jsonHasKeys says whether path holds a JSON object with all of keys.
+func jsonHasKeys(path string, keys ...string) bool {
+	b, err := bounded.ReadFile(path, bounded.Summary)
+	if err != nil {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// firstLineIs says whether path's first line starts with prefix.
+func firstLineIs(path, prefix string) bool {
+	f, err := bounded.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, len(prefix))
+	_, err = io.ReadFull(f, buf)
+	return err == nil && string(buf) == prefix
+}
+
+// checkOutDir refuses flag's directory dir unless it is absent, empty, or one the lab wrote, recognized
+// by its files' content, not only their names (report.txt, summary.json and spec.yaml are a user's names
+// too): a run directory (isRunDir), a run tree (isTreeManifest), an earlier lab compare (its compare.json) or
+// an earlier lab report of several runs (its comparison.csv).
+func checkOutDir(flag, dir string) error {
+	return outfile.CheckOwnDir(flag, dir, func([]string) bool {
+		return isRunDir(dir) || isTreeManifest(dir) ||
+			jsonHasKeys(filepath.Join(dir, "compare.json"), "metrics_with_ci", "verdicts") ||
+			firstLineIs(filepath.Join(dir, "comparison.csv"), "metric,")
 	})
 }
 

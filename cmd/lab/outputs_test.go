@@ -159,8 +159,9 @@ func TestOutputFlagsNeverReplaceAUsersFile(t *testing.T) {
 	}
 }
 
-// ioCall is a read or write of a file by the os package's own functions.
-var ioCall = regexp.MustCompile(`os\.(ReadFile|WriteFile|Create|OpenFile|Open)\(`)
+// ioCall is a read or write of a file by the os package's own functions (os.CreateTemp too: a
+// temporary renamed over an output is outfile's job).
+var ioCall = regexp.MustCompile(`os\.(ReadFile|WriteFile|Create|CreateTemp|OpenFile|Open)\(`)
 
 // allowedIO are the commands' reads and writes that go around bounded (inputs) and outfile (outputs),
 // each with why: files of the kernel (/proc, /sys), of the lab's own state and of directories the lab
@@ -171,7 +172,7 @@ var allowedIO = map[string]struct {
 	why string
 }{
 	"cmd/lab/filepages.go":         {1, "/proc/self/smaps"},
-	"cmd/lab/incomplete.go":        {4, "/proc/PID/stat and boot_id, lock files opened to probe their flock"},
+	"cmd/lab/incomplete.go":        {5, "/proc/PID/stat and boot_id, lock files opened to probe their flock, the owner file (flocked before its rename: the lock must be on the file that is renamed into place)"},
 	"report/status.go":             {1, "a run's lock file, opened to probe its flock"},
 	"cmd/lab/runfiles.go":          {3, "files of the run's own new .incomplete-* directory, committed by its rename"},
 	"cmd/lab/run.go":               {3, "files of the run's own new .incomplete-* directory, committed by its rename"},
@@ -181,6 +182,7 @@ var allowedIO = map[string]struct {
 	"report/rundir.go":             {1, "files of the run's own new .incomplete-* directory, committed by its rename"},
 	"harness/kernelhost/setup.go":  {3, "/proc/sys"},
 	"harness/virtual/pcap.go":      {1, "pcaps into the run's own new directory"},
+	"harness/virtual/virtual.go":   {1, "an unlinked temporary file pause records spill to (no name to replace)"},
 	"harness/netns/calibrate.go":   {3, "/proc/cpuinfo and the calibration cache under the lab's state"},
 	"harness/nslink/nsops.go":      {2, "/proc/sys and a namespace file (O_NOFOLLOW)"},
 	"harness/netns/agent/live.go":  {1, "a capture's pcap: created exclusively (O_EXCL|O_NOFOLLOW)"},
@@ -188,7 +190,7 @@ var allowedIO = map[string]struct {
 	"harness/netns/agent/agent.go": {1, "FABRICLAB_AGENT_CPUPROFILE, a developer's knob"},
 	"harness/nslink/netns.go":      {1, "the lab's lock file under /run/fabriclab/LAB"},
 	"harness/nslink/procs.go":      {6, "/proc/PID/{stat,environ} and the lab's agents file"},
-	"harness/nslink/state.go":      {1, "the lab's state directory"},
+	"harness/nslink/state.go":      {2, "the lab's state directory and its state file (written by rename, under /run)"},
 	"harness/live/live.go":         {2, "the lab's hosts file and log under its state directory"},
 	"harness/live/cluster.go":      {2, "the supervisor file under the lab's state directory"},
 	"harness/live/supervisor.go":   {1, "the lab's events log under its state directory"},
@@ -236,5 +238,78 @@ func TestNoReadsOrWritesAroundTheHelpers(t *testing.T) {
 		if _, ok := got[f]; !ok {
 			t.Errorf("allowedIO lists %s, which no longer reads or writes around the helpers", f)
 		}
+	}
+}
+
+// TestOutDirsRecognizedByContent: an output directory is the lab's by what its files hold, not by a
+// name a user's files share (report.txt, summary.json, spec.yaml: such directories were written into,
+// or with lab run -o replaced whole); and only a lab tree's manifest.json makes an ancestor a tree (a
+// web app's manifest.json made every -o below it refused).
+func TestOutDirsRecognizedByContent(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, files map[string]string) string {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for f, text := range files {
+			if err := os.WriteFile(filepath.Join(d, f), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	users := []string{
+		mk("thesis", map[string]string{"report.txt": "chapter 1", "thesis.tex": "mine"}),
+		mk("project", map[string]string{"spec.yaml": "openapi: 3.0", "main.go": "package main"}),
+		mk("stats", map[string]string{"summary.json": "{}", "run.json": `{"name":"mine"}`, "spec.yaml": "x: 1"}),
+		mk("verdicts", map[string]string{"compare.json": `{"a":1}`, "notes.txt": "mine"}),
+	}
+	for _, d := range users {
+		if err := checkOutDir("-o", d); err == nil {
+			t.Errorf("checkOutDir %s: a user's directory accepted", filepath.Base(d))
+		}
+		if err := checkRunDir(d); err == nil {
+			t.Errorf("checkRunDir %s: a user's directory accepted (lab run would replace it)", filepath.Base(d))
+		}
+	}
+	// A real run directory, an earlier comparison and a tree are the lab's.
+	spec := writeTreeSpec(t, dir, "o", "virtual", "")
+	run := filepath.Join(dir, "run1")
+	if code, out := labExit(t, dir, "run", spec, "-o", run, "-q"); code != 0 {
+		t.Fatalf("lab run: %d %s", code, out)
+	}
+	cmp := filepath.Join(dir, "cmp")
+	if code, out := labExit(t, dir, "report", run, run, "-o", cmp, "--no-plots"); code != 0 {
+		t.Fatalf("lab report: %d %s", code, out)
+	}
+	cmp2 := filepath.Join(dir, "cmp2")
+	if code, out := labExit(t, dir, "compare", run, run, "-o", cmp2); code != 0 && code != exitFailure {
+		t.Fatalf("lab compare: %d %s", code, out)
+	}
+	for _, f := range []string{filepath.Join(cmp, "comparison.csv"), filepath.Join(cmp2, "compare.json")} {
+		if _, err := os.Stat(f); err != nil {
+			t.Fatal(err) // else the checks below would pass on an absent directory
+		}
+	}
+	for _, d := range []string{run, cmp, cmp2} {
+		if err := checkOutDir("-o", d); err != nil {
+			t.Errorf("checkOutDir %s: %v", filepath.Base(d), err)
+		}
+	}
+	if err := checkRunDir(run); err != nil {
+		t.Errorf("checkRunDir of a run: %v", err)
+	}
+	// A web app's manifest.json above -o is no tree; a lab tree's is.
+	app := mk("app", map[string]string{"manifest.json": `{"name":"app","start_url":"/","icons":[]}`})
+	if err := checkTreeDir(filepath.Join(app, "results", "tree")); err != nil {
+		t.Errorf("-o under a web app's manifest.json: %v", err)
+	}
+	tree := mk("tree", map[string]string{"manifest.json": `{"specs":["o.yaml"],"seeds":2,"runs":[{"dir":"seed-1"},{"dir":"seed-2"}]}`})
+	if err := checkTreeDir(filepath.Join(tree, "seed-1", "sub")); err == nil || !strings.Contains(err.Error(), "inside the run tree") {
+		t.Errorf("-o inside a lab tree: %v", err)
+	}
+	if err := checkOutDir("-o", tree); err != nil {
+		t.Errorf("checkOutDir of a tree: %v", err)
 	}
 }

@@ -106,17 +106,22 @@ can fill at once; each run leaves DIR.status.json, and lab report aggregates wha
 }
 
 // startProfiles starts --cpuprofile and --memprofile (either may be empty); stop writes them. A run tree
-// is profiled whole: one process runs all its runs.
+// is profiled whole: one process runs all its runs. Both paths are checked before either file is made:
+// the files are write-once, so a --cpuprofile committed before a refused --memprofile would make the
+// corrected command line refuse it in turn.
 func startProfiles(cpuprofile, memprofile string) (stop func(), err error) {
-	stopCPU, stopHeap := func() {}, func() error { return nil }
+	if err := checkProfiles(cpuprofile, memprofile); err != nil {
+		return nil, err
+	}
+	stopCPU, abortCPU, stopHeap := func() {}, func() {}, func() error { return nil }
 	if cpuprofile != "" {
-		if stopCPU, err = startCPUProfile(cpuprofile); err != nil {
+		if stopCPU, abortCPU, err = startCPUProfile(cpuprofile); err != nil {
 			return nil, err
 		}
 	}
 	if memprofile != "" {
 		if stopHeap, err = startPeakHeapProfile(memprofile); err != nil {
-			stopCPU()
+			abortCPU() // not committed: the run did not start
 			return nil, err
 		}
 	}
@@ -128,22 +133,47 @@ func startProfiles(cpuprofile, memprofile string) (stop func(), err error) {
 	}, nil
 }
 
-// startCPUProfile writes this process's CPU profile to path until the returned stop is called.
-func startCPUProfile(path string) (stop func(), err error) {
+// checkProfiles refuses, before any profile file is made, a profile path outfile would refuse and one
+// path given to both flags (the second write would be refused after the whole run).
+func checkProfiles(cpuprofile, memprofile string) error {
+	for _, p := range []struct{ flag, path string }{{"--cpuprofile", cpuprofile}, {"--memprofile", memprofile}} {
+		if p.path == "" {
+			continue
+		}
+		if err := outfile.Check(p.path, outfile.New); err != nil {
+			return fmt.Errorf("%s: %w", p.flag, err)
+		}
+	}
+	if cpuprofile != "" && memprofile != "" {
+		a, aerr := filepath.Abs(cpuprofile)
+		b, berr := filepath.Abs(memprofile)
+		if aerr == nil && berr == nil && a == b {
+			return usage(fmt.Errorf("--cpuprofile and --memprofile: both name %s: give each its own file", cpuprofile))
+		}
+	}
+	return nil
+}
+
+// startCPUProfile writes this process's CPU profile to path until the returned stop is called; abort
+// stops it and leaves no file.
+func startCPUProfile(path string) (stop, abort func(), err error) {
 	f, err := outfile.Create(path, outfile.New) // a new file only, never a user's
 	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		f.Abort()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
+		return nil, nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	return func() {
-		pprof.StopCPUProfile()
-		if err := f.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "--cpuprofile:", err)
-		}
-	}, nil
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "--cpuprofile:", err)
+			}
+		}, func() {
+			pprof.StopCPUProfile()
+			f.Abort()
+		}, nil
 }
 
 // A backend runs a built lab and hands its records to save exactly once (a netns run does it before its
@@ -310,6 +340,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 	if err := run(ctx, l, tmp, save); err != nil {
 		if got == nil {
 			removeIncomplete(tmp)
+			// Say where the run would have been (a hung netns run named neither it nor what to read):
+			// the backend's own messages above are all there is.
+			err = fmt.Errorf("%w; nothing was written to %s", err, out)
 		}
 		return sum, got, err
 	}
@@ -328,8 +361,9 @@ func runSpec(ctx context.Context, s *spec.Spec, out string) (*report.Summary, *b
 	return sum, got, nil
 }
 
-// runDirFiles are files only a run directory has: lab run replaces a directory holding one of them
-// (a previous run) and refuses to replace any other non-empty directory.
+// runDirFiles are the files every run directory has: lab run replaces a directory that is a run
+// (isRunDir: all of them, run.json as lab run writes it) and refuses to replace any other non-empty
+// directory (a user's project holding a spec.yaml of its own).
 var runDirFiles = []string{"run.json", "summary.json", "spec.yaml"}
 
 func checkRunDir(out string) error {
@@ -360,12 +394,10 @@ func checkRunDir(out string) error {
 	if len(ents) == 0 {
 		return nil
 	}
-	for _, f := range runDirFiles {
-		if _, err := os.Stat(filepath.Join(out, f)); err == nil {
-			return nil
-		}
+	if isRunDir(out) {
+		return nil
 	}
-	return fmt.Errorf("-o %s: a non-empty directory that is not a run directory (no %v): refusing to replace it", out, runDirFiles)
+	return fmt.Errorf("-o %s: a non-empty directory that is not a run directory (no lab run.json beside %v): refusing to replace it", out, runDirFiles[1:])
 }
 
 // cleanedParents are the directories tempRunDir has cleaned of stale incomplete runs.

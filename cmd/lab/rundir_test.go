@@ -164,6 +164,27 @@ func TestProfilesOnTrees(t *testing.T) {
 	}
 }
 
+// TestProfilesCheckedBeforeAnyIsMade: a refused --memprofile (or one path for both flags) leaves no
+// --cpuprofile behind; it used to commit an empty one, which the corrected command then refused as "exists".
+func TestProfilesCheckedBeforeAnyIsMade(t *testing.T) {
+	dir := t.TempDir()
+	cpu, user := filepath.Join(dir, "cpu.pprof"), filepath.Join(dir, "user.pprof")
+	os.WriteFile(user, []byte("mine"), 0o644)
+	for _, mem := range []string{user, filepath.Join(dir, "nosuchdir", "mem.pprof"), cpu} {
+		stop, err := startProfiles(cpu, mem)
+		if err == nil {
+			stop()
+			t.Fatalf("--memprofile %s: accepted", mem)
+		}
+		if _, serr := os.Lstat(cpu); serr == nil {
+			t.Fatalf("--memprofile %s refused (%v), but --cpuprofile %s was made", mem, err, cpu)
+		}
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d entries left in the directory, want only the user's file", len(ents))
+	}
+}
+
 // TestTopoTakesSpecAndJSON: lab topo describes the topology of a spec file lab up accepts, and a
 // topology JSON file, not only FAMILY key=value (issue 23).
 func TestTopoTakesSpecAndJSON(t *testing.T) {

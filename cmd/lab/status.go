@@ -80,6 +80,9 @@ func labState(s nslink.LabStatus) string {
 		return "up (live)"
 	case s.PIDAlive:
 		return "up (running)" // a lab run's namespaces, while it runs
+	case s.BoundToPID:
+		// A run's lab whose run is gone without its teardown (SIGKILL, a crash): nothing runs in it.
+		return "dead (run killed; `lab down " + s.Lab + "` cleans up)"
 	case s.Recorded > 0 && len(s.Processes) == 0:
 		// Its processes were killed (lab inspect: "not a live lab"): the namespaces are left, inert.
 		return "down (its supervisor and agents are gone: nothing forwards; lab down " + s.Lab + " removes the rest)"

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fabriclab/fabriclab/bounded"
+	"github.com/fabriclab/fabriclab/outfile"
 	"github.com/fabriclab/fabriclab/report"
 )
 
@@ -221,12 +222,8 @@ func ensureManifest(out string, m *report.Manifest) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := writeTemp(path, append(b, '\n'))
-	if err != nil {
-		return err
-	}
-	err = os.Link(tmp, path) // fails if path exists: exactly one process creates it
-	os.Remove(tmp)
+	// Policy New creates it by link(2), which fails if it exists: exactly one process creates it.
+	err = outfile.WriteBytes(path, outfile.New, append(b, '\n'))
 	if err == nil {
 		return nil
 	}
@@ -363,41 +360,12 @@ func writeStatus(out string, st *report.RunStatus) error {
 	return writeJSONAtomic(path, st)
 }
 
-// writeJSONAtomic writes v as JSON to path by a rename, so a reader (or a process killed mid-write)
-// never sees half a file.
+// writeJSONAtomic writes v as JSON to path through outfile (a synced temporary renamed into place,
+// the directory synced), so a reader (or a process killed mid-write) never sees half a file.
 func writeJSONAtomic(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp, err := writeTemp(path, append(b, '\n'))
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
-// writeTemp writes data to a new file beside path (same filesystem, for the rename or link that
-// follows) and returns its name.
-func writeTemp(path string, data []byte) (string, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return "", err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
+	return outfile.WriteBytes(path, outfile.Replace, append(b, '\n'))
 }

@@ -78,7 +78,7 @@ func init() {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			errw := cmd.ErrOrStderr()
-			opts := nslink.Options{MTU: mtu, TxQueueLen: txqlen, KeepOffloads: keepOffloads}
+			opts := nslink.Options{MTU: mtu, TxQueueLen: txqlen, KeepOffloads: keepOffloads, Outlives: true}
 			if !quiet {
 				opts.Progress = func(phase string, done, total int, d time.Duration) {
 					fmt.Fprintf(errw, "lab up %s: %-10s %4d/%-4d %v\n", labName, phase, done, total, d.Round(time.Millisecond))

@@ -182,7 +182,7 @@ func Up(ctx context.Context, cfg Config, progress func(string)) (*Info, error) {
 	info := &Info{Name: cfg.Name, Lab: l, Notes: notes, Dilation: l.Spec.EffectiveDilation(), MTU: netns.LabMTU(l)}
 	// Hold: the lab stays locked until its supervisor is ready, so a `lab down` (or `lab down --all`)
 	// from another process finds it busy instead of removing namespaces the bring-up still uses.
-	nl, err := nslink.Up(ctx, cfg.Name, l.Graph, nslink.Options{MTU: info.MTU, Hold: true,
+	nl, err := nslink.Up(ctx, cfg.Name, l.Graph, nslink.Options{MTU: info.MTU, Hold: true, Outlives: true,
 		Progress: func(phase string, done, total int, _ time.Duration) {
 			progress(fmt.Sprintf("%s %d/%d", phase, done, total))
 		}})

@@ -29,16 +29,9 @@ func TestStopClusterEndsAHungSupervisor(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- sup.Wait() }()
 	defer sup.Process.Kill()
-	// Start returns once the child has replaced its memory (vfork's release), before the kernel has
-	// laid out the new environment: /proc/PID/environ can read empty for an instant (seen once in CI
-	// under load). A real supervisor has long been running when StopCluster looks; wait until this one
-	// shows its token too.
-	for deadline := time.Now().Add(5 * time.Second); !nslink.HasToken(sup.Process.Pid, token); {
-		if time.Now().After(deadline) {
-			t.Fatal("the stand-in supervisor never showed its token in /proc/PID/environ")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	// StopCluster looks at once, as a lab down racing a lab up does: /proc/PID/environ can still read
+	// empty right after Start (exec lays out the new environment after vfork releases the parent; seen
+	// in CI under load), and the token check reads it again until it is there (nslink.procHasEnv).
 	dir := ClusterDir(name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

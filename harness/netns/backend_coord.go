@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -174,6 +175,31 @@ func (c *coordination) stopIfDone(procs []*agentProc, stopWhenDone bool) {
 // moving altogether ends the run.
 const stallLimit = 60 * time.Second
 
+// hungError says which agents' clocks stood at s for d (the run's slowest), and where to look: the
+// agents' own messages went to this process's stderr (the run's lab and agents are gone once it
+// returns). It said only "agents hung", naming neither the agents nor what to read.
+func hungError(procs []*agentProc, clocks []clock.Time, s clock.Time, d time.Duration) error {
+	var stuck []string
+	for i, c := range clocks {
+		if c != s {
+			continue
+		}
+		p := *procs[i]
+		if len(p.devices) > 6 { // an agent of a large lab holds hundreds
+			p.devices = append(p.devices[:6:6], fmt.Sprintf("... %d in all", len(procs[i].devices)))
+		}
+		stuck = append(stuck, p.name())
+	}
+	const show = 3
+	more := ""
+	if len(stuck) > show {
+		more = fmt.Sprintf(" and %d more", len(stuck)-show)
+		stuck = stuck[:show]
+	}
+	return fmt.Errorf("agents hung: the slowest clock has stood at %v for %v: %s%s of %d agents; their own messages, if any, are above on stderr",
+		s, d, strings.Join(stuck, "; "), more, len(procs))
+}
+
 // wait runs the run to its end: every agent's "end" (its clock reached the run's end, or the end the
 // coordinator set), or, with one agent that stops when done, its "done"; Ctrl-C or an agent's death
 // end it early. It relays completions between agents and, in lockstep, grants time.
@@ -254,7 +280,7 @@ func (r *netnsRun) wait(ctx context.Context, kernelDone chan kernelOut) ([]recor
 				slowest, moved = s, time.Now()
 			} else if r.coord != nil && time.Since(moved) > stallLimit {
 				if r.opts.Machines == nil {
-					return nil, fmt.Errorf("agents hung: the slowest clock has stood at %v for %v", s, stallLimit)
+					return nil, hungError(r.procs, clocks, s, stallLimit)
 				}
 				// A machine whose server still beats but whose agent stopped moving is lost like one
 				// that fell silent: the others hand over what they measured.

@@ -118,3 +118,70 @@ func TestStatusJSONSnakeCase(t *testing.T) {
 		t.Errorf("ReadState of no lab: %v", err)
 	}
 }
+
+// TestOwnerAlive: a lab's owner is alive while its PID runs with the start time the state file
+// recorded; a killed owner, a zombie and a later process that took the PID (another start time) are not
+// (lab status called a SIGKILLed run's lab "up": issue 8 of the review).
+func TestOwnerAlive(t *testing.T) {
+	p := exec.Command("sleep", "60")
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Process.Kill(); p.Wait() })
+	pid := p.Process.Pid
+	st, err := procStartTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ownerAlive(&State{PID: pid, PIDStart: st}) || !ownerAlive(&State{PID: pid}) {
+		t.Fatal("a running owner is not alive")
+	}
+	if ownerAlive(&State{PID: pid, PIDStart: st + "1"}) {
+		t.Error("a process of another start time (a reused PID) taken for the owner")
+	}
+	p.Process.Kill()
+	for i := 0; i < 100 && !zombie(pid); i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if ownerAlive(&State{PID: pid, PIDStart: st}) {
+		t.Error("a killed owner (a zombie not yet reaped) is alive")
+	}
+	p.Wait()
+	if ownerAlive(&State{PID: pid, PIDStart: st}) {
+		t.Error("a killed owner is alive")
+	}
+}
+
+// TestTokenReadAgainWhileEnvironEmpty: a process whose /proc/PID/environ reads empty (just after exec,
+// before the kernel laid out its environment) is read again, so a lab down racing a lab up finds its
+// token (it took the new supervisor for another's and left it running); one that stays empty is still
+// not the lab's.
+func TestTokenReadAgainWhileEnvironEmpty(t *testing.T) {
+	p := exec.Command("sleep", "60") // a live, not zombie, process for procZombie to look at
+	if err := p.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Process.Kill(); p.Wait() })
+	defer func(r func(int) ([]byte, error), d time.Duration) { readEnviron, envSettle = r, d }(readEnviron, envSettle)
+	token, env := ProcessToken("envtest")
+	reads := 0
+	readEnviron = func(int) ([]byte, error) {
+		reads++
+		if reads <= 3 {
+			return nil, nil // exec not done laying out the environment
+		}
+		return []byte("PATH=/bin\x00" + env + "\x00"), nil
+	}
+	if !HasToken(p.Process.Pid, token) || reads != 4 {
+		t.Fatalf("token after 3 empty reads: not found (%d reads)", reads)
+	}
+	envSettle = 50 * time.Millisecond
+	readEnviron = func(int) ([]byte, error) { return nil, nil }
+	start := time.Now()
+	if HasToken(p.Process.Pid, token) {
+		t.Fatal("an environment that stays empty taken for the lab's")
+	}
+	if d := time.Since(start); d < envSettle {
+		t.Errorf("gave up after %v, before envSettle %v", d, envSettle)
+	}
+}

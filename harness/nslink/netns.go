@@ -79,6 +79,9 @@ type Options struct {
 	// bringing the lab up (kernel hosts, agents) is not raced by a `lab down` from another process,
 	// which says the lab is busy instead of removing its namespaces from under it.
 	Hold bool
+	// Outlives: the lab stays up after the process that brings it up exits (lab up). Otherwise the lab
+	// is that process's (a run's) and lab status calls it dead once the process is gone.
+	Outlives bool
 
 	hosted map[int]bool
 }
@@ -270,8 +273,13 @@ func Up(ctx context.Context, name string, g *topo.Graph, opts Options) (*Lab, er
 	if err != nil {
 		return nil, err
 	}
-	rec := &recorder{st: State{Lab: name, PID: os.Getpid(), Created: time.Now().UTC(), Family: g.Family,
-		MTU: opts.MTU, TxQueueLen: opts.TxQueueLen, Token: token, Namespaces: []NSEntry{}, Links: []LinkEntry{}}}
+	pidStart, err := procStartTime(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	rec := &recorder{st: State{Lab: name, PID: os.Getpid(), PIDStart: pidStart, BoundToPID: !opts.Outlives,
+		Created: time.Now().UTC(), Family: g.Family, MTU: opts.MTU, TxQueueLen: opts.TxQueueLen, Token: token,
+		Namespaces: []NSEntry{}, Links: []LinkEntry{}}}
 	if err := rec.update(func(*State) {}); err != nil {
 		return nil, err
 	}
@@ -747,11 +755,13 @@ func NewToken() (string, error) {
 
 // LabStatus says whether a lab's objects exist.
 type LabStatus struct {
-	Lab               string   `json:"lab"`
-	Family            string   `json:"family"`
-	PID               int      `json:"pid"`       // the process that brought it up (lab up, or a run)
-	PIDAlive          bool     `json:"pid_alive"` // ... still runs (a finished lab up has exited: normal)
-	Complete          bool     `json:"complete"`  // bring-up finished
+	Lab      string `json:"lab"`
+	Family   string `json:"family"`
+	PID      int    `json:"pid"`       // the process that brought it up (lab up, or a run)
+	PIDAlive bool   `json:"pid_alive"` // ... still runs (a finished lab up has exited: normal)
+	// BoundToPID: the lab is PID's (a run's): PID gone (PIDAlive false) means it was killed.
+	BoundToPID        bool     `json:"bound_to_pid"`
+	Complete          bool     `json:"complete"` // bring-up finished
 	Namespaces        int      `json:"namespaces"`
 	NamespacesPresent int      `json:"namespaces_present"`
 	Links             int      `json:"links"`
@@ -764,6 +774,20 @@ type LabStatus struct {
 	// Recorded is how many processes the lab recorded (running or not): a lab that recorded some and
 	// has none running (its agent killed, its supervisor gone with it) forwards nothing.
 	Recorded int `json:"recorded_processes"`
+}
+
+// ownerAlive says whether the process that brought the lab up still runs: its PID exists, is not a
+// zombie, and (when the state file recorded it) has the start time recorded, so a later process that
+// took the PID is not taken for it.
+func ownerAlive(st *State) bool {
+	if st.PID <= 0 || unix.Kill(st.PID, 0) != nil || procZombie(st.PID) {
+		return false
+	}
+	if st.PIDStart == "" {
+		return true // an older state file: the PID is all there is
+	}
+	now, err := procStartTime(st.PID)
+	return err == nil && now == st.PIDStart
 }
 
 // Status reports every lab with a valid state file and how much of it exists; bad state files come back
@@ -781,11 +805,9 @@ func Status() ([]LabStatus, []error) {
 }
 
 func labStatus(st *State) LabStatus {
-	s := LabStatus{Lab: st.Lab, Family: st.Family, PID: st.PID, Complete: st.Complete,
+	s := LabStatus{Lab: st.Lab, Family: st.Family, PID: st.PID, Complete: st.Complete, BoundToPID: st.BoundToPID,
 		Namespaces: len(st.Namespaces), Links: len(st.Links)}
-	if st.PID > 0 && unix.Kill(st.PID, 0) == nil {
-		s.PIDAlive = true
-	}
+	s.PIDAlive = ownerAlive(st)
 	s.Processes, s.Recorded = labProcesses(st.Lab)
 	l := newLab(st, nil)
 	handles := map[string]*netlink.Handle{}

@@ -102,11 +102,22 @@ func HasToken(pid int, token string) bool { return procHasEnv(pid, TokenEnv+"="+
 // IsAgent says whether pid is an agent process (of any fabriclab build since AgentEnv was named).
 func IsAgent(pid int) bool { return procHasEnv(pid, AgentEnv+"=1") }
 
-// procHasEnv says whether pid's environment (as it was at exec) has the entry kv.
+// procHasEnv says whether pid's environment (as it was at exec) has the entry kv. Right after exec
+// (exec.Cmd.Start has returned: vfork released the parent) the kernel may not have laid out the new
+// environment yet, and /proc/PID/environ reads empty for an instant: a lab down racing a lab up then
+// took the new supervisor for someone else's and left it running. An empty read of a process that is
+// not a zombie is read again for up to envSettle; every process a lab starts has an environment (its
+// token), so one that stays empty is still not taken for the lab's.
 func procHasEnv(pid int, kv string) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-	if err != nil {
-		return false
+	var b []byte
+	for deadline := time.Now().Add(envSettle); ; time.Sleep(2 * time.Millisecond) {
+		var err error
+		if b, err = readEnviron(pid); err != nil {
+			return false
+		}
+		if len(b) > 0 || procZombie(pid) || time.Now().After(deadline) {
+			break
+		}
 	}
 	for _, e := range bytes.Split(b, []byte{0}) {
 		if string(e) == kv {
@@ -115,6 +126,13 @@ func procHasEnv(pid int, kv string) bool {
 	}
 	return false
 }
+
+// envSettle bounds how long procHasEnv reads an empty environment again (a variable for the tests).
+var envSettle = 500 * time.Millisecond
+
+// readEnviron reads pid's environment as the kernel shows it (a variable for the tests: the window in
+// which a new process's reads empty is too short to hit on purpose).
+var readEnviron = func(pid int) ([]byte, error) { return os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)) }
 
 // ourProcess says whether the agents-file line fs (pid, start time, token, exe) names a process that is
 // running now and is the one lab recorded. foreign says why not when the line names a running process

@@ -25,8 +25,14 @@ var NetnsDir = "/run/netns"
 // State is a lab's state file: every namespace and link the lab made, written before each is made.
 // Teardown trusts this file and nothing else.
 type State struct {
-	Lab        string    `json:"lab"`
-	PID        int       `json:"pid"` // the process that brought the lab up
+	Lab string `json:"lab"`
+	PID int    `json:"pid"` // the process that brought the lab up
+	// PIDStart is PID's start time (/proc/PID/stat field 22), so a PID reused later is not taken for it.
+	PIDStart string `json:"pid_start,omitempty"`
+	// BoundToPID: the lab lives only while PID runs (a lab run's, an agent server's part of a lab): PID
+	// gone means it was killed before its teardown. False for lab up, whose process exits by design
+	// (Options.Outlives), and in state files written before the field.
+	BoundToPID bool      `json:"bound_to_pid,omitempty"`
 	Created    time.Time `json:"created"`
 	Family     string    `json:"family,omitempty"`
 	MTU        int       `json:"mtu"`
