@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
-	"github.com/fabriclab/fabriclab/harness/lockstep"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/harness/portio"
 	"github.com/fabriclab/fabriclab/lab"
@@ -81,7 +80,6 @@ type AgentResult struct {
 	Engine   clock.Time    // engine time reached (dilated)
 	Dilation float64
 	Fidelity report.Fidelity
-	Monitor  lockstep.AgentFidelity // the agents' loop counters, summed (catch-up steps, timers, ...)
 }
 
 // FramesPerCPUSecond is the agents' frame-hops per second of their CPU.
@@ -129,5 +127,5 @@ func RunAgents(ctx context.Context, l *lab.Lab, name string, agents int, datapat
 		return AgentResult{}, err
 	}
 	return AgentResult{Datapath: datapath, Used: res.Monitor.Datapath, Agents: res.Agents, Frames: res.Monitor.Frames, CPU: res.Monitor.CPUTime,
-		Wall: res.Wall - benchLead, Engine: res.End, Dilation: res.Dilation, Fidelity: res.Fidelity, Monitor: res.Monitor}, nil
+		Wall: res.Wall - benchLead, Engine: res.End, Dilation: res.Dilation, Fidelity: res.Fidelity}, nil
 }
