@@ -256,7 +256,7 @@ func netnsLabName() string {
 // netnsDilation settles the run's dilation before anything is made: a spec without one gets the
 // smallest D this machine keeps pace at with agents agents (printed with why and the forecast pace,
 // and returned for run.json); an explicit one that cannot keep up is warned about. Both measure this
-// machine's agent first if no calibration is cached (about 15 s, once a week). Kernel-host labs keep
+// machine's agent first if no calibration is cached (about 25 s, once a week). Kernel-host labs keep
 // their own rule (they need real time).
 func netnsDilation(ctx context.Context, l *lab.Lab, agents int) (string, error) {
 	agents = max(agents, netns.DefaultAgents)

@@ -7,16 +7,16 @@ import (
 	"github.com/fabriclab/fabriclab/lab"
 )
 
-// An agent's frame-hops per CPU-second are not one number. On the 2-core VM (5acf6e9, 2026-12-07,
-// WebSearch, one agent catching up, load average 7-17 from other work) it moved 605 k per
-// CPU-second on NDC(2,1) (16 ports) as the issue that asked for this measured, 370-520 k on fat-tree
-// k=4 (96 ports), 310 k on fat-tree k=6 (324), 225-440 k on NDC(8,1) (256), 200-400 k on
-// Dragonfly(2,4,2) (324) and 160-210 k on fat-tree k=8 (768). Half of its CPU is the kernel's (the
-// sendto that moves a batch over a veth into the peer's AF_XDP memory), and every port has its own
-// rings and memory, so the more ports an agent serves the more of that is out of cache: the cost of
-// a frame-hop grew about as the 0.3-0.4th power of the ports, across families. So the agent is
-// measured on two fabrics of different size (Calibrate) and a lab's capacity is read off the power
-// law through them at the ports each of its agents serves.
+// An agent's frame-hops per CPU-second are not one number. On the 2-core VM (5acf6e9 to 564ef6f,
+// 2026-12-07, WebSearch, one agent catching up, load average 9-23 from other work) it moved 550-670 k
+// per CPU-second on NDC(2,1) (16 ports), 370-520 k on fat-tree k=4 (96), 250-360 k on fat-tree k=6
+// (324), 186-440 k on NDC(8,1) (256), 185-400 k on Dragonfly(2,4,2) (324) and 140-210 k on fat-tree
+// k=8 (768). Half of its CPU is the kernel's (the sendto that moves a batch over a veth into the
+// peer's AF_XDP memory), and every port has its own rings and memory, so the more ports an agent
+// serves the more of that is out of cache: the cost of a frame-hop grew about as the 0.27-0.33th
+// power of the ports, across families. So the agent is measured on two fabrics of different size
+// (Calibrate) and a lab's capacity is read off the power law through them at the ports each of its
+// agents serves.
 
 // CostPoint is one calibration run: a fabric, the ports its agent served, and what it moved.
 type CostPoint struct {
