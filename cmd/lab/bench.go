@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fabriclab/fabriclab/harness/bench"
+	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/harness/portio"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
@@ -38,6 +39,7 @@ type benchFlags struct {
 	flowSize  string
 	cc        string
 	baseline  string
+	forecast  bool
 }
 
 func init() {
@@ -57,7 +59,9 @@ func init() {
     through the agent's switches, run as lab run runs it (with its fidelity verdict).
  3. (--baseline BIN) the same fabric run by BIN's lab run and by this binary's, alternated, one agent
     each (or the first --agents count): another build's agent, measured the same way as ours, from
-    outside (its agent processes' CPU clocks, polled while they live; frames from the fidelity line).`,
+    outside (its agent processes' CPU clocks, polled while they live; frames from the fidelity line).
+ 4. (--forecast) beside each pace of 1., the pace this machine's calibration forecasts for the fabric
+    (lab run's automatic dilation and agents use it), the ratio forecast/measured and the load average.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -84,6 +88,7 @@ func init() {
 	f.DurationVar(&bf.dur, "duration", 2*time.Millisecond, "engine time of the agent bench's arrivals (the run lasts 1 ms longer)")
 	f.IntVar(&bf.repeat, "repeat", 1, "runs of each configuration, alternated")
 	f.StringVar(&bf.baseline, "baseline", "", "also run the same spec with the fabriclab `BIN` (e.g. built from 26274ad) and with this binary, each by its lab run, alternated, measured from outside (the agents' CPU clocks)")
+	f.BoolVar(&bf.forecast, "forecast", false, "also print the pace this machine's calibration forecasts (what lab run chooses D and agents by) beside the measured one, with their ratio (forecast/measured) and the load average of each run (calibrates first if no calibration is cached)")
 	f.BoolVar(&bf.substrate, "substrate", false, "also measure frames/s through the agent's Go switch vs a Linux bridge")
 	f.IntVar(&bf.size, "size", 64, "--substrate: frame size in bytes (60-1514)")
 	f.DurationVar(&bf.frameDur, "frames-duration", 2*time.Second, "--substrate: length of each frames/s measurement")
@@ -141,7 +146,22 @@ func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string)
 		return fmt.Errorf("fabric: %w", err)
 	}
 	fmt.Fprintf(w, "agent bench: %s %v, %d devices, WebSearch load %g for %v, D=%g\n", bf.fabric, params, len(l.Graph.Nodes), bf.load, bf.dur, bf.dilation)
-	fmt.Fprintf(w, "  %-8s %6s %10s %8s %14s %7s  %s\n", "datapath", "agents", "frames", "cpu_s", "frames/cpu_s", "pace", "fidelity")
+	var model *netns.CostModel
+	if bf.forecast {
+		cal, err := netns.MachineCalibration(ctx, bf.name+"c", func(s string) { fmt.Fprintln(w, " ", s) })
+		if err != nil {
+			return err
+		}
+		m := cal.Model()
+		model = &m
+		fmt.Fprintf(w, "  forecast: %s, frame-hops per CPU-second %.0f on %s (%d ports), %.0f on %s (%d ports): cost per frame-hop ~ ports^%.2f; %d ports, %.0f frame-hops/s of engine time (calibrated %s)\n",
+			netns.CalibrationPath(), m.Small.FramesPerCPUSecond, m.Small.Fabric, m.Small.Ports, m.Large.FramesPerCPUSecond, m.Large.Fabric, m.Large.Ports,
+			m.Exponent(), netns.AgentPorts(l), netns.FrameRate(l).PerSecond(), cal.At.Format("2006-01-02 15:04 UTC"))
+		fmt.Fprintf(w, "  %-8s %6s %10s %8s %14s %7s %8s %6s %5s  %s\n", "datapath", "agents", "frames", "cpu_s", "frames/cpu_s", "pace", "forecast", "ratio", "load", "fidelity")
+	} else {
+		fmt.Fprintf(w, "  %-8s %6s %10s %8s %14s %7s  %s\n", "datapath", "agents", "frames", "cpu_s", "frames/cpu_s", "pace", "fidelity")
+	}
+	ratios := map[int][]float64{}
 	rate := map[string][]float64{}
 	for r := 0; r < bf.repeat; r++ {
 		for _, n := range counts {
@@ -157,8 +177,16 @@ func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string)
 				if res.Used != "" && res.Used != dp {
 					verdict += " (" + res.Used + ")"
 				}
-				fmt.Fprintf(w, "  %-8s %6d %10d %8.2f %14.0f %7.2f  %s\n", dp, res.Agents, res.Frames, res.CPU.Seconds(),
-					res.FramesPerCPUSecond(), res.Pace(), verdict)
+				if model != nil {
+					f := netns.ForecastRun(netns.FrameRate(l), netns.AgentPorts(l), res.Agents, *model, res.Dilation)
+					load, _ := loadAverage()
+					fmt.Fprintf(w, "  %-8s %6d %10d %8.2f %14.0f %7.2f %8.2f %6.2f %5.1f  %s\n", dp, res.Agents, res.Frames, res.CPU.Seconds(),
+						res.FramesPerCPUSecond(), res.Pace(), f.Pace, f.Pace/res.Pace(), load, verdict)
+					ratios[res.Agents] = append(ratios[res.Agents], f.Pace/res.Pace())
+				} else {
+					fmt.Fprintf(w, "  %-8s %6d %10d %8.2f %14.0f %7.2f  %s\n", dp, res.Agents, res.Frames, res.CPU.Seconds(),
+						res.FramesPerCPUSecond(), res.Pace(), verdict)
+				}
 				k := fmt.Sprintf("%s/%d", dp, n)
 				rate[k] = append(rate[k], res.FramesPerCPUSecond())
 			}
@@ -167,6 +195,11 @@ func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string)
 	if bf.baseline != "" {
 		if err := benchBaseline(ctx, w, bf, fab, counts[0]); err != nil {
 			return err
+		}
+	}
+	for _, n := range counts {
+		if r := ratios[n]; len(r) > 0 {
+			fmt.Fprintf(w, "  %d agents: forecast/measured pace %.2f (mean of %d runs; within 30%% of the measured pace: 0.70-1.30)\n", n, mean(r), len(r))
 		}
 	}
 	for _, n := range counts {
@@ -222,6 +255,14 @@ func benchBaseline(ctx context.Context, w io.Writer, bf benchFlags, fab bench.Fa
 	}
 	fmt.Fprintf(w, "  this/baseline (%s) frames per CPU-second %.2fx (mean of %d side-by-side pairs)\n", bf.baseline, meanRatio(rate["this"], rate["baseline"]), bf.repeat)
 	return nil
+}
+
+func mean(a []float64) float64 {
+	s := 0.0
+	for _, v := range a {
+		s += v
+	}
+	return s / float64(len(a))
 }
 
 func meanRatio(a, b []float64) float64 {

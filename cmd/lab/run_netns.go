@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/fabriclab/fabriclab/bounded"
@@ -57,10 +58,17 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			fmt.Fprintln(os.Stderr, "netns:", s)
 		}
 	}
-	why := ""
+	why, agentsWhy := "", ""
+	agents := netnsFlags.agents
 	var err error
+	if netnsFlags.cluster == "" && !slices.Contains(netnsFlags.given, "agents") {
+		agents, agentsWhy, err = netnsAgents(ctx, l)
+	}
+	if err != nil {
+		return err
+	}
 	if netnsFlags.cluster == "" {
-		why, err = netnsDilation(ctx, l)
+		why, err = netnsDilation(ctx, l, agents)
 	} else if l.Spec.AutoDilation() {
 		// The calibration measures this machine's agent, not the cluster's (nor does the coordinator
 		// need to make namespaces at all).
@@ -75,7 +83,7 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 	if rt <= 0 {
 		rt = -1 // RunOptions: negative is the ordinary scheduler, 0 the default priority
 	}
-	opts := netns.RunOptions{Realtime: rt, Pcap: netnsFlags.pcap, Agents: netnsFlags.agents, Name: netnsFlags.name,
+	opts := netns.RunOptions{Realtime: rt, Pcap: netnsFlags.pcap, Agents: agents, Name: netnsFlags.name,
 		Progress: note, Kernel: kernelhost.ForNetns(l),
 		OnClock: func(now clock.Time, completed, total int) { bar.update(now, completed, total) },
 		Save: func(log *records.Log, res netns.RunResult) error {
@@ -94,6 +102,12 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 				}
 				br.Extra = map[string]any{"check_against_virtual": verdict}
 				against = verdict.err()
+			}
+			if agentsWhy != "" {
+				if br.Extra == nil {
+					br.Extra = map[string]any{}
+				}
+				br.Extra["agents_chosen"] = agentsWhy
 			}
 			if res.Machines != nil {
 				if br.Extra == nil {
@@ -133,17 +147,26 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 // every frame to its schedule (the exact cross-check says whether it did); under the ordinary
 // scheduler (--realtime 0) any process on the machine can delay them.
 func busyWarning() {
-	b, err := bounded.ReadFile("/proc/loadavg", 4096)
-	if err != nil {
-		return
-	}
-	var load float64
-	if _, err := fmt.Sscan(string(b), &load); err != nil {
+	load, ok := loadAverage()
+	if !ok {
 		return
 	}
 	if cpus := runtime.NumCPU(); load > float64(cpus) {
 		fmt.Fprintf(os.Stderr, "lab: warning: the machine is busy (load average %.1f on %d CPUs): the agents will fall behind the wall clock and the run will take longer (with Go NIC hosts, not differently: the cross-check compares it with the virtual backend's exactly); kernel-tcp hosts keep the wall clock's time and can be changed by it\n", load, cpus)
 	}
+}
+
+// loadAverage is the machine's 1-minute load average.
+func loadAverage() (float64, bool) {
+	b, err := bounded.ReadFile("/proc/loadavg", 4096)
+	if err != nil {
+		return 0, false
+	}
+	var load float64
+	if _, err := fmt.Sscan(string(b), &load); err != nil {
+		return 0, false
+	}
+	return load, true
 }
 
 // againstVirtual is what --check-against virtual found (run.json check_against_virtual).
@@ -215,23 +238,42 @@ func checkAgainstVirtual(ctx context.Context, l *lab.Lab, log *records.Log, res 
 	return a, nil
 }
 
+// netnsAgents chooses the agents of a run whose command line gives no --agents: as many as this
+// machine's CPUs can carry and the fabric justifies (netns.ChooseAgents), printed with why and
+// returned for run.json. It measures this machine's agent first if no calibration is cached.
+func netnsAgents(ctx context.Context, l *lab.Lab) (int, string, error) {
+	load, _ := loadAverage()
+	c, err := netns.AutoAgents(ctx, l, netns.CPUs{N: runtime.NumCPU(), Load: load}, netnsLabName(), netnsSay)
+	if err != nil {
+		return 0, "", err
+	}
+	netnsSay(c.Why)
+	return c.N, c.Why, nil
+}
+
+func netnsSay(s string) {
+	if showProgress {
+		fmt.Fprintln(os.Stderr, "netns:", s)
+	}
+}
+
+func netnsLabName() string {
+	if netnsFlags.name != "" {
+		return netnsFlags.name
+	}
+	return fmt.Sprintf("r%d", os.Getpid())
+}
+
 // netnsDilation settles the run's dilation before anything is made: a spec without one gets the
-// smallest D this machine keeps pace at (printed with why, and returned for run.json); an explicit one
-// that cannot keep up is warned about. Both measure this machine's agent first if no calibration is
-// cached (about a second, once a week). Kernel-host labs keep their own rule (they need real time).
-func netnsDilation(ctx context.Context, l *lab.Lab) (string, error) {
-	say := func(s string) {
-		if showProgress {
-			fmt.Fprintln(os.Stderr, "netns:", s)
-		}
-	}
-	agents := max(netnsFlags.agents, netns.DefaultAgents)
-	name := netnsFlags.name
-	if name == "" {
-		name = fmt.Sprintf("r%d", os.Getpid())
-	}
+// smallest D this machine keeps pace at with agents agents (printed with why and the forecast pace,
+// and returned for run.json); an explicit one that cannot keep up is warned about. Both measure this
+// machine's agent first if no calibration is cached (about 25 s, once a week). Kernel-host labs keep
+// their own rule (they need real time).
+func netnsDilation(ctx context.Context, l *lab.Lab, agents int) (string, error) {
+	agents = max(agents, netns.DefaultAgents)
+	name := netnsLabName()
 	if !l.Spec.AutoDilation() {
-		warn, err := netns.ExplicitDilationWarning(ctx, l, agents, name, say)
+		warn, err := netns.ExplicitDilationWarning(ctx, l, agents, name, netnsSay)
 		if err != nil {
 			return "", err
 		}
@@ -240,12 +282,12 @@ func netnsDilation(ctx context.Context, l *lab.Lab) (string, error) {
 		}
 		return "", nil
 	}
-	c, err := netns.AutoDilation(ctx, l, agents, name, say)
+	c, err := netns.AutoDilation(ctx, l, agents, name, netnsSay)
 	if err != nil {
 		return "", err
 	}
 	l.Spec.Dilation = c.D
-	say(c.Why)
+	netnsSay(c.Why)
 	return c.Why, nil
 }
 

@@ -3,6 +3,7 @@ package netns
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
@@ -13,7 +14,8 @@ import (
 // A netns run is faithful only while its agents keep up with the frames the workload puts on the
 // fabric; dilation D slows the fabric down by D so that they can. These functions choose D: the
 // frame-hops per second of wall time the workload needs at D (FrameRate / D, per agent) against the
-// frame-hops per CPU-second this machine's agent measured (Calibration, calibrate.go).
+// frame-hops per CPU-second this machine's agent moves on a fabric of the lab's size (Calibration,
+// calibrate.go; the cost model, forecast.go).
 
 // Dilations are the round values the automatic choice takes, smallest first.
 var Dilations = []float64{100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 500000, 1e6}
@@ -77,6 +79,28 @@ type Choice struct {
 	PerAgent float64 // frame-hops per wall second one agent must move at D
 	Capacity float64 // frame-hops per CPU-second this machine's agent measured
 	Why      string
+	// Forecast is the run's forecast at D (ChooseDilationFor; zero from ChooseDilation).
+	Forecast Forecast
+}
+
+// ChooseDilationFor is ChooseDilation at the capacity this machine's cost model forecasts for agents
+// agents serving ports ports in all, with the forecast pace at the chosen D in Why.
+func ChooseDilationFor(need Need, ports, agents int, m CostModel) Choice {
+	agents = max(agents, 1)
+	capacity := ForecastRun(need, ports, agents, m, 1).Capacity
+	c := ChooseDilation(need, agents, capacity)
+	if capacity <= 0 {
+		return c
+	}
+	c.Forecast = ForecastRun(need, ports, agents, m, c.D)
+	per := "agent"
+	if agents > 1 {
+		per = fmt.Sprintf("agent of %d in lockstep", agents)
+	}
+	c.Why = strings.Replace(c.Why, "this machine's agent does",
+		fmt.Sprintf("this machine's %s serving %d ports does", per, c.Forecast.Ports), 1)
+	c.Why += "; " + c.Forecast.String()
+	return c
 }
 
 // ChooseDilation returns the smallest of Dilations at which each of agents agents needs at most
