@@ -79,11 +79,10 @@ type RunOptions struct {
 	Machines Machines
 }
 
-// DefaultAgents is one process hosting every device. Two agents in lockstep give identical results
-// and on the 2-core VM (WebSearch 0.5, D=1000, 3 ms, other work running) took 0.75-0.8 of one's wall
-// time on fat-tree k=4 and 0.55-0.65 on Dragonfly(2,4,2), but 0.9-1.4 on NDC(2,1) and NDC(4,1),
-// where one agent keeps up and the windows only add wake-ups; --agents 2 is the choice for the larger
-// fabrics.
+// DefaultAgents is what a library caller or a suite gets without asking: one process hosting every
+// device, so a test's cost does not depend on the machine it lands on. `lab run` without --agents
+// chooses instead (ChooseAgents, agents.go): from the fabric's forecast and the CPUs the machine has
+// free. Any count gives identical results; only the wall time differs.
 const DefaultAgents = 1
 
 // KernelMTU is the link MTU of a lab with kernel-tcp hosts and no host.mtu: Ethernet's.
