@@ -20,16 +20,17 @@ func (l *Lab) checkFC() error {
 	switch s.Switch.FlowControl {
 	case "portfc":
 		if g.Family != "ndc" {
-			return fmt.Errorf("switch.flow_control: portfc needs an NDC(n,1) topology (every switch neighbour a two-port node), got family %q", g.Family)
+			return fmt.Errorf("switch.flow_control: portfc needs an NDC(n,k) topology (every switch neighbour a node of k+1 ports), got family %q", g.Family)
 		}
 		for _, h := range g.Hosts {
-			if len(g.Nodes[h].Ports) != 2 {
-				return fmt.Errorf("switch.flow_control: portfc is defined for NDC(n,1) (topology.k: 1); nodes here have %d ports", len(g.Nodes[h].Ports))
+			if len(g.Nodes[h].Ports) < 2 {
+				return fmt.Errorf("switch.flow_control: portfc needs relaying nodes (NDC k >= 1); nodes here have %d port", len(g.Nodes[h].Ports))
 			}
 		}
+		k1 := len(g.Nodes[g.Hosts[0]].Ports)
 		for _, sw := range g.Switches {
-			if n := len(g.Nodes[sw].Ports); n > 32 {
-				return fmt.Errorf("switch.flow_control: portfc needs 2n node queues per port, at most 64: n = %d is too large", n)
+			if n := len(g.Nodes[sw].Ports); k1*(n-1)+2 > 64 {
+				return fmt.Errorf("switch.flow_control: portfc needs (k+1)(n-1)+2 node queues per port, at most 64: n = %d with k = %d is too large", n, k1-1)
 			}
 		}
 		if s.Switch.Alpha != 0 {

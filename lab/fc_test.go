@@ -217,7 +217,7 @@ func TestRelayPFCModesIncast(t *testing.T) {
 func TestFCRefusals(t *testing.T) {
 	for _, c := range []struct{ topo, sw, want string }{
 		{"{family: fattree, k: 4}", "{flow_control: portfc}", "switch.flow_control"},
-		{"{family: ndc, n: 2, k: 2}", "{flow_control: portfc}", "switch.flow_control"},
+		{"{family: ndc, n: 33, k: 1}", "{flow_control: portfc}", "switch.flow_control"}, // 2 x 32 + 2 node queues
 		{"{family: ndc, n: 4, k: 1}", "{flow_control: portfc, alpha: 0.125}", "switch.alpha"},
 		{"{family: ndc, n: 4, k: 1}", "{flow_control: pfcstar, priorities: 8}", "switch.priorities"},
 	} {

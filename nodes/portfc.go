@@ -32,11 +32,14 @@ func (c *Config) checkFlowControl() error {
 		}
 	case FCPortFC:
 		pc := c.PortFC
-		if len(c.Ports) != 2 {
-			return fmt.Errorf("nodes: config.flow_control portfc: PortFC node queues are defined for two-port nodes (NDC k=1), this NIC has %d ports", len(c.Ports))
+		if len(c.Ports) < 2 {
+			return fmt.Errorf("nodes: config.flow_control portfc: PortFC nodes relay, so they need at least two ports (NDC k >= 1); this NIC has %d", len(c.Ports))
 		}
-		if pc.N < 2 || 2*pc.N > 64 {
-			return fmt.Errorf("nodes: config.portfc.n: want 2..32 (switch radix), got %d", pc.N)
+		if pc.N < 2 {
+			return fmt.Errorf("nodes: config.portfc.n: want at least 2 (switch radix), got %d", pc.N)
+		}
+		if q := len(c.Ports)*(pc.N-1) + 2; q > 64 {
+			return fmt.Errorf("nodes: config.portfc.n: %d ports x (n-1) + 2 = %d queues per port, at most 64 (n = %d is too large)", len(c.Ports), q, pc.N)
 		}
 		if len(pc.Self) != len(c.Ports) {
 			return fmt.Errorf("nodes: config.portfc.self: want %d entries (one per port), got %d", len(c.Ports), len(pc.Self))
@@ -83,45 +86,63 @@ func compress(e, self int) int {
 	return e
 }
 
-// PortFCLayout is PortFC's node egress port for k = 1: 2n queues per port (paper §III-B.2).
+// PortFCLayout is PortFC's node egress port on NDC(n,k): (k+1)(n-1)+2 queues per port (paper §III-B.2),
+// a node having k+1 ports. Locally originated traffic is typed by the number of switches h it still
+// crosses (1..k+1; the paper's "k+1 types according to the number of hops"), n-1 queues per type:
 //
-//	0 .. n-2    a: four-hop flows from this node, by the egress port at the next switch (toward the relay)
-//	n-1 .. 2n-3 b: two-hop flows from this node, by the egress port at the next switch (toward the destination)
-//	2n-2        RQ: everything this node relays, one FIFO, never paused
-//	2n-1        HQ: ACK/NACK/CNP and PortFC frames, strict priority
+//	t(n-1) .. t(n-1)+n-2  type t = k+1-h, by the egress port at the next switch: for k = 1, t = 0 is the
+//	                      paper's four-hop queues (0..n-2), t = 1 its two-hop queues (n-1..2n-3)
+//	(k+1)(n-1)            RQ: everything this node relays, one FIFO, never paused
+//	(k+1)(n-1)+1          HQ: ACK/NACK/CNP and PortFC frames, strict priority
 //
-// Indices at the next switch leave out this node's own port there (docs/portfc.md, resolution 1).
+// Indices at the next switch leave out this node's own port there (docs/portfc.md, resolution 1). A
+// non-minimal path crossing more than k+1 switches shares type 0, the most hops the paper types.
 type PortFCLayout struct {
 	N    int
 	Self []int
 }
 
-func (l *PortFCLayout) Queues(int) int  { return 2 * l.N }
-func (l *PortFCLayout) Control(int) int { return 2*l.N - 1 }
+// k is the NDC level: the node has k+1 ports.
+func (l *PortFCLayout) k() int { return len(l.Self) - 1 }
 
-// Local needs the flow's source route: the queue depends on the next switch's egress port. A flow
-// without one gets -1, which StartFlow reports as an error.
+func (l *PortFCLayout) rq() int                    { return (l.k() + 1) * (l.N - 1) }
+func (l *PortFCLayout) Queues(int) int             { return l.rq() + 2 }
+func (l *PortFCLayout) Control(int) int            { return l.rq() + 1 }
+func (l *PortFCLayout) Relay(int, *pkt.Packet) int { return l.rq() }
+
+// Local needs the flow's source route: the queue depends on the next switch's egress port and on how
+// many switches the route still crosses. A flow without one gets -1, which StartFlow reports as an error.
 func (l *PortFCLayout) Local(port int, p *pkt.Packet) int {
 	e := p.PortAhead(1)
 	if e < 0 || e >= l.N || e == l.Self[port] {
 		return -1
 	}
-	q := compress(e, l.Self[port])
-	if p.PortAhead(2) < 0 { // the next switch delivers: two-hop
-		return l.N - 1 + q
-	}
-	return q
+	h := (len(p.Route) - int(p.Hop)) / 2 // the route alternates node and switch ports from here
+	t := max(l.k()+1-h, 0)
+	return t*(l.N-1) + compress(e, l.Self[port])
 }
-
-func (l *PortFCLayout) Relay(int, *pkt.Packet) int { return 2*l.N - 2 }
 
 // PFC: PortFC fabrics send no PFC frames; a stray one pauses nothing.
 func (l *PortFCLayout) PFC(int, int) []int { return nil }
 
-// onPortFC is Algorithm 3 (the paper titles it "Switch", but it is the node's handler): an IHFQ-class
-// frame pauses the four-hop queue a[port]; a DDQ-class frame pauses the two-hop queue b[port] and is
-// relayed unchanged to the switches on this node's other ports, whose IHFQ feeding the congested port
-// it pauses (Algorithm 4). Nodes detect nothing and originate nothing; the RQ is never paused.
+// onPortFC is Algorithm 3 (the paper titles it "Switch", but it is the node's handler). An IHFQ-class
+// frame pauses the local queues that feed the congested port's IHFQs: for k = 1 the four-hop queue
+// a[port], in general every type that crosses at least one more switch. A DDQ-class frame pauses the
+// one-switch (two-hop) queue of the port and is relayed to the switches on this node's other ports,
+// whose IHFQ feeding the congested port it pauses (Algorithm 4). Nodes detect nothing and originate
+// nothing; the RQ is never paused.
+//
+// For k > 1 an IHFQ-class frame is relayed too, but only to the switches of lower layers than the one
+// that sent it (a node's port l faces its layer-l switch). The congested IHFQs then also hold frames
+// relayed into them (a six-hop path's middle switch), which no local queue feeds, and without the relay
+// nothing would stop them; the lab's routes correct the lowest layer first, so such frames always come
+// from a lower layer. Relaying upward too would let IHFQ groups wait on each other round a cycle: an
+// upstream IHFQ is shared by the frames for all of this node's other switches, and one congested switch
+// holds them all (a run of NDC(4,2) deadlocked so). Downward only, a paused IHFQ group waits on groups of
+// higher layers and on DDQs, which never wait: no cycle, whatever the routes. The paper gives
+// Algorithm 3 for two-port nodes only (docs/portfc.md §9). The relayed frame carries the port it came in
+// by (pkt.Packet.SetFCVia): the receiving switch must know which of this node's switches the congested
+// port is on.
 func (l *PortFCLayout) onPortFC(n *NIC, in int, p *pkt.Packet) {
 	now := n.clk.Now()
 	cp := int(p.FCPort)
@@ -131,27 +152,32 @@ func (l *PortFCLayout) onPortFC(n *NIC, in int, p *pkt.Packet) {
 		return
 	}
 	q := compress(cp, l.Self[in])
+	first, last := 0, l.k()-1 // IHFQ class: the types crossing two or more switches
 	switch cq := int(p.FCQueue); {
 	case cq >= 0 && cq < l.N-1:
 	case cq == l.N-1:
-		q += l.N - 1
+		first, last = l.k(), l.k()
 	default:
 		n.log.Violations = append(n.log.Violations, fmt.Sprintf("host %d port %d: PortFC frame names queue %d of %d at %v",
 			n.cfg.Host, in, cq, l.N, now))
 		return
 	}
-	n.PauseQueue(in, q, p.FCPause)
-	n.log.AddPause(records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
-		Port: int16(in), Queue: int16(q), On: p.FCPause})
-	if int(p.FCQueue) != l.N-1 {
+	for t := first; t <= last; t++ {
+		n.PauseQueue(in, t*(l.N-1)+q, p.FCPause)
+		n.log.AddPause(records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
+			Port: int16(in), Queue: int16(t*(l.N-1) + q), On: p.FCPause})
+	}
+	ihfq := int(p.FCQueue) != l.N-1
+	if ihfq && l.k() < 2 {
 		return
 	}
 	for out := range n.ports {
-		if out == in {
+		if out == in || (ihfq && out > in) {
 			continue
 		}
 		f := *p
 		f.InPort, f.Raw = 0, nil
+		f.SetFCVia(in)
 		n.SendControl(out, &f)
 		n.log.AddPause(records.Pause{At: now, Device: n.cfg.Device, Kind: records.Host,
 			Port: int16(out), Queue: p.FCQueue, On: p.FCPause, Sent: true, Hops: 1})

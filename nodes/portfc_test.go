@@ -171,13 +171,13 @@ func TestPortFCNodeIsolation(t *testing.T) {
 
 func TestPortFCNodeConfigErrors(t *testing.T) {
 	for name, mut := range map[string]func(c *Config){
-		"portfc.n":       func(c *Config) { c.PortFC.N = 1 },
-		"portfc.self":    func(c *Config) { c.PortFC.Self = []int{1} },
-		"portfc.self[1]": func(c *Config) { c.PortFC.Self = []int{1, 4} },
-		"two-port":       func(c *Config) { c.Ports = c.Ports[:1] },
-		"flow_control":   func(c *Config) { c.FlowControl = "credit" },
-		"relay_pfc":      func(c *Config) { c.RelayPFC.Mode = RelayIngress },
-		"relay_pfc.mode": func(c *Config) { c.FlowControl = FCPFC; c.RelayPFC.Mode = "egress" },
+		"portfc.n":           func(c *Config) { c.PortFC.N = 1 },
+		"portfc.self":        func(c *Config) { c.PortFC.Self = []int{1} },
+		"portfc.self[1]":     func(c *Config) { c.PortFC.Self = []int{1, 4} },
+		"at least two ports": func(c *Config) { c.Ports = c.Ports[:1] },
+		"flow_control":       func(c *Config) { c.FlowControl = "credit" },
+		"relay_pfc":          func(c *Config) { c.RelayPFC.Mode = RelayIngress },
+		"relay_pfc.mode":     func(c *Config) { c.FlowControl = FCPFC; c.RelayPFC.Mode = "egress" },
 		"xoff_bytes, got 5": func(c *Config) {
 			c.FlowControl = FCPFC
 			c.RelayPFC = RelayPFCConfig{Mode: RelayIngress, XOFFBytes: 5, XONBytes: 5}
@@ -224,5 +224,113 @@ func TestFCConfigJSON(t *testing.T) {
 	var r2 Config
 	if err := json.Unmarshal(b, &r2); err != nil || !reflect.DeepEqual(r, r2) {
 		t.Fatalf("relay_pfc round trip: %v\n%s", err, b)
+	}
+}
+
+// threePort is a node of NDC(4,2) (k = 2): port l faces its layer-l switch, on which it sits at port
+// Self[l] = 1, 2, 3.
+func threePort(t *testing.T) (*NIC, *clock.Virtual, []*tlink, *records.Log) {
+	t.Helper()
+	clk := clock.NewVirtual()
+	var links []*tlink
+	var el []egress.Link
+	c := Config{Device: 21, Host: 21, Relay: true, RTO: clock.Second, FlowControl: FCPortFC,
+		PortFC: PortFCConfig{N: 4, Self: []int{1, 2, 3}}}
+	for i := 0; i < 3; i++ {
+		links = append(links, &tlink{clk: clk, delay: us, to: discard{}})
+		el = append(el, links[i])
+		c.Ports = append(c.Ports, PortConfig{RateBps: g100, Delay: us})
+	}
+	log := &records.Log{}
+	n, err := New(c, clk, el, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, clk, links, log
+}
+
+// TestPortFCNodeQueuesK2: (k+1)(n-1)+2 = 11 queues; local flows are typed by the switches they cross
+// (three: type 0, queues 0-2; two: type 1, 3-5; one: type 2, 6-8), each by the compressed egress port
+// at the next switch; the RQ is 9 and the HQ 10.
+func TestPortFCNodeQueuesK2(t *testing.T) {
+	n, clk, _, _ := threePort(t)
+	if n.Port(0).NumQueues() != 11 {
+		t.Fatalf("queues per port %d, want (k+1)(n-1)+2 = 11", n.Port(0).NumQueues())
+	}
+	for q := 0; q < 11; q++ {
+		n.PauseQueue(0, q, true)
+	}
+	for i, f := range []struct {
+		route []uint8
+		want  int
+	}{
+		{[]uint8{0, 3, 1, 0, 2, 1}, 2}, // six-hop via port 3 of the layer-0 switch (self 1: 3-1)
+		{[]uint8{0, 0, 1, 0}, 3},       // four-hop via port 0: type 1
+		{[]uint8{0, 2}, 7},             // two-hop to port 2: type 2, 6 + (2-1)
+	} {
+		if err := n.StartFlow(Flow{ID: uint32(i + 1), Dst: 5, Size: 10_000, Route: f.route}); err != nil {
+			t.Fatal(err)
+		}
+		clk.RunUntil(clock.Time(i+1) * us)
+		if n.Port(0).Frames(f.want) == 0 {
+			t.Errorf("route %v: queue %d empty", f.route, f.want)
+		}
+	}
+	n.Receive(1, &pkt.Packet{Kind: pkt.Data, Size: 1100, Src: 40, Dst: 5, Flow: 99, Route: []uint8{1, 2, 0, 1}, Hop: 2})
+	if n.Port(0).Frames(9) != 1 {
+		t.Errorf("relayed frame not in RQ 9")
+	}
+}
+
+// TestPortFCAlgorithm3K2: an IHFQ-class frame pauses the queues of every type crossing two or more
+// switches (types 0 and 1) and is relayed, with its via, only to the switches of lower layers; a
+// DDQ-class frame pauses the one-switch queue and is relayed to every other switch.
+func TestPortFCAlgorithm3K2(t *testing.T) {
+	n, clk, links, log := threePort(t)
+	fr := func(q, port int, on bool) *pkt.Packet {
+		return &pkt.Packet{Kind: pkt.PortFC, Size: pkt.MinFrame, Src: -1, Dst: -1, FCQueue: int16(q), FCPort: int16(port), FCPause: on}
+	}
+	paused := func(port int) (qs []int) {
+		for q := 0; q < 11; q++ {
+			if n.Port(port).Paused(q) {
+				qs = append(qs, q)
+			}
+		}
+		return qs
+	}
+	// From the layer-1 switch (port 1, self 2), IHFQ group of its port 3: compressed 2, types 0 and 1.
+	n.Receive(1, fr(0, 3, true))
+	if got := paused(1); !reflect.DeepEqual(got, []int{2, 5}) {
+		t.Fatalf("IHFQ pause: paused %v, want [2 5]", got)
+	}
+	clk.RunUntil(5 * us)
+	if links[0].count(pkt.PortFC) != 1 || links[2].count(pkt.PortFC) != 0 {
+		t.Fatalf("IHFQ relay: port0 %d port2 %d, want only down to layer 0", links[0].count(pkt.PortFC), links[2].count(pkt.PortFC))
+	}
+	if r := links[0].tap[0].p; r.FCVia() != 1 || r.FCPort != 3 || r.FCQueue != 0 {
+		t.Fatalf("relayed frame %+v, want via 1, port 3, queue 0", r)
+	}
+	// From the layer-0 switch: an IHFQ-class frame has no lower layer to go to.
+	n.Receive(0, fr(1, 0, true))
+	clk.RunUntil(10 * us)
+	if links[1].count(pkt.PortFC) != 0 || links[2].count(pkt.PortFC) != 0 {
+		t.Fatal("an IHFQ-class frame from layer 0 was relayed")
+	}
+	// DDQ class from the layer-2 switch (self 3), port 0: type 2 queue 6, relayed to ports 0 and 1.
+	n.Receive(2, fr(3, 0, true))
+	if got := paused(2); !reflect.DeepEqual(got, []int{6}) {
+		t.Fatalf("DDQ pause: paused %v, want [6]", got)
+	}
+	clk.RunUntil(15 * us)
+	if links[0].count(pkt.PortFC) != 2 || links[1].count(pkt.PortFC) != 1 {
+		t.Fatalf("DDQ relay: port0 %d port1 %d", links[0].count(pkt.PortFC), links[1].count(pkt.PortFC))
+	}
+	for _, r := range log.Pauses {
+		if r.Queue == 9 {
+			t.Fatal("RQ paused")
+		}
+		if r.Sent && r.Hops != 1 {
+			t.Fatalf("relayed record %+v", r)
+		}
 	}
 }

@@ -52,8 +52,12 @@ type Packet struct {
 	// It is 128 bytes, a size class down, since the fields fill it without padding: the packets queued
 	// at the fat-tree k=12 incast's peak were 11.3 MB of its 38 MB live heap (a segment count that
 	// nothing read went for it).
-	Kind   Kind
-	Hop    uint8 // this packet's position in Route (the device holding the packet uses Route[Hop])
+	Kind Kind
+	// Hop is this packet's position in Route (the device holding the packet uses Route[Hop]). A PortFC
+	// frame has no route; there Hop says which port of the relaying node it came in by, as port+1 (0:
+	// sent by the switch that detected the congestion). A switch behind a node of more than two ports
+	// (NDC k > 1) needs it to know which of the node's switches the congested port is on (FCVia).
+	Hop    uint8
 	InPort int16 // the port the packet arrived on at the device holding it (set by the device on receive)
 	Size   int32 // bytes on the wire
 
@@ -93,6 +97,13 @@ type Packet struct {
 	// (kernel TCP frames); the netns port writes Raw back out after patching ECN/priority.
 	Raw []byte
 }
+
+// FCVia is the port by which the node that relayed this PortFC frame received it, or -1 when no node
+// relayed it (see Hop).
+func (p *Packet) FCVia() int { return int(p.Hop) - 1 }
+
+// SetFCVia records that a node relays this PortFC frame, received on its port via.
+func (p *Packet) SetFCVia(via int) { p.Hop = uint8(via + 1) }
 
 // NextPort is the egress port the source route names for the device holding the packet, or -1 when the
 // packet has no route or the route is exhausted.

@@ -202,7 +202,7 @@ func Encode(p *pkt.Packet, buf []byte) ([]byte, error) {
 		copy(f[0:6], PortFCDstMAC)
 		copy(f[6:12], LinkSrcMAC)
 		binary.BigEndian.PutUint16(f[12:], EtherTypePortFC)
-		PutPortFC(f[14:], p.FCPause, p.FCQueue, p.FCPort)
+		PutPortFC(f[14:], p.FCPause, p.FCQueue, p.FCPort, p.Hop)
 		return buf, nil
 	case pkt.IP:
 		return encodeRaw(p, buf)
@@ -381,7 +381,8 @@ const (
 	PortFCResume  = 2
 )
 
-// PortFCLen is the PortFC header after the Ethernet header: version/type, reserved, queue, port, reserved.
+// PortFCLen is the PortFC header after the Ethernet header: version/type, hops (reserved, 0), queue,
+// port, via (the relaying node's ingress port + 1, 0 when not relayed: pkt.Packet.FCVia).
 const PortFCLen = 8
 
 func clockTime(v uint64) clock.Time { return clock.Time(int64(v)) }
@@ -401,7 +402,7 @@ func PutProbe(b []byte, flow, psn uint32, last bool, sentAt, delay int64) {
 }
 
 // PutPortFC writes a PortFC header (PortFCLen bytes after the Ethernet header) into b.
-func PutPortFC(b []byte, pause bool, queue, port int16) {
+func PutPortFC(b []byte, pause bool, queue, port int16, via uint8) {
 	t := byte(PortFCResume)
 	if pause {
 		t = PortFCPause
@@ -410,7 +411,7 @@ func PutPortFC(b []byte, pause bool, queue, port int16) {
 	b[1] = 0 // reserved (a hop count if pauses are ever propagated in-band)
 	binary.BigEndian.PutUint16(b[2:], uint16(queue))
 	binary.BigEndian.PutUint16(b[4:], uint16(port))
-	b[6], b[7] = 0, 0
+	binary.BigEndian.PutUint16(b[6:], uint16(via))
 }
 
 func encodeRaw(p *pkt.Packet, buf []byte) ([]byte, error) {
@@ -500,6 +501,11 @@ func decodePortFC(b []byte, p *pkt.Packet) error {
 	p.Src, p.Dst = -1, -1
 	p.FCQueue = int16(binary.BigEndian.Uint16(h[2:]))
 	p.FCPort = int16(binary.BigEndian.Uint16(h[4:]))
+	v := binary.BigEndian.Uint16(h[6:])
+	if v > 255 {
+		return errf(ErrMalformed, "PortFC via %d, want a node port + 1 below 256", v)
+	}
+	p.Hop = uint8(v)
 	return nil
 }
 

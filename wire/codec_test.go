@@ -82,6 +82,8 @@ func samples() map[string]pkt.Packet {
 	out["pfc-resume"] = sized(pkt.Packet{Kind: pkt.PFC, Src: -1, Dst: -1, PauseMask: 0x01})
 	out["portfc-pause"] = sized(pkt.Packet{Kind: pkt.PortFC, Src: -1, Dst: -1, FCPause: true, FCQueue: 15, FCPort: 3})
 	out["portfc-resume"] = sized(pkt.Packet{Kind: pkt.PortFC, Src: -1, Dst: -1, FCQueue: 0, FCPort: -1})
+	// Relayed by a node of NDC(n,k>1) that received it on its port 2: via 2, carried as Hop 3.
+	out["portfc-relayed"] = sized(pkt.Packet{Kind: pkt.PortFC, Src: -1, Dst: -1, FCPause: true, FCQueue: 1, FCPort: 2, Hop: 3})
 	raw := tcpFrame(5, 6, 0x48|pkt.ECT0) // DSCP 18 (AF21) -> prio 2
 	out["ip-tcp"] = sized(pkt.Packet{Kind: pkt.IP, Src: 5, Dst: 6, Proto: 6, SPort: 40000, DPort: 5201, Prio: 2, ECN: pkt.ECT0, Raw: raw})
 	return out
@@ -394,6 +396,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"portfc-short", enc("portfc-pause")[:21], ErrMalformed, "PortFC frame truncated: 21"},
 		{"portfc-type", mod("portfc-pause", func(b []byte) []byte { b[14] = 0x13; return b }), ErrMalformed, "PortFC type 3"},
 		{"portfc-ver", mod("portfc-pause", func(b []byte) []byte { b[14] = 0x21; return b }), ErrUnsupported, "PortFC version 2"},
+		{"portfc-via", mod("portfc-pause", func(b []byte) []byte { b[20] = 1; return b }), ErrMalformed, "PortFC via 256"},
 	} {
 		var p pkt.Packet
 		err := Decode(tc.frame, &p)

@@ -155,7 +155,7 @@ func TestSerializeLayersMatchesEncode(t *testing.T) {
 		case pkt.PortFC:
 			ls = []gopacket.SerializableLayer{
 				&layers.Ethernet{SrcMAC: wire.LinkSrcMAC, DstMAC: wire.PortFCDstMAC, EthernetType: wire.EtherTypePortFC},
-				&dissect.PortFC{Pause: p.FCPause, Queue: p.FCQueue, Port: p.FCPort},
+				&dissect.PortFC{Pause: p.FCPause, Queue: p.FCQueue, Port: p.FCPort, Via: uint16(p.Hop)},
 			}
 		default:
 			ip := &layers.IPv4{Version: 4, TOS: p.Prio<<5 | p.ECN, Flags: layers.IPv4DontFragment, TTL: 64,

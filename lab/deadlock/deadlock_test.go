@@ -231,3 +231,54 @@ func TestCapAndCount(t *testing.T) {
 func name(prefix string, i int) string { return prefix + itoa(i) }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestPortFCNDC42 is PortFC on NDC(4,2) (k = 2, three-port nodes; docs/portfc.md §9). With the lab's
+// routes (digit correction, lowest layer first) every path climbs the layers, and a switch queue waits
+// only on a switch of a higher layer: no cycle over all 64 x 63 pairs, though six-hop paths make a
+// switch's IHFQ group wait on another switch's. BCube's k+1 parallel paths per pair rotate the order, so
+// some steps go down a layer; a relay passes IHFQ pauses only down (nodes/portfc.go), so nothing waits
+// across such a step, and those paths add no cycle either (their IHFQ after the step is bounded by the
+// buffer, not by pauses).
+func TestPortFCNDC42(t *testing.T) {
+	g := build(t, "ndc", map[string]string{"n": "4", "k": "2"})
+	var lowest, parallel []route.Path
+	for a := range g.Hosts {
+		for b := range g.Hosts {
+			if a == b {
+				continue
+			}
+			p, err := route.BCubePath(g, a, b, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lowest = append(lowest, p)
+			ps, err := route.BCubePaths(g, a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parallel = append(parallel, ps...)
+		}
+	}
+	r := Analyze(g, lowest, PortFC())
+	if r.HasCycle() {
+		t.Fatalf("PortFC, lowest layer first: cycle %s", r.Cycles()[0].String(g))
+	}
+	// Six-hop paths do give IHFQ -> IHFQ edges: the k > 1 dependency exists and is acyclic.
+	var ihfq2ihfq int
+	m := PortFC()
+	for _, p := range lowest {
+		if len(p.Nodes) == 7 {
+			c1, _ := m(g, p, 1)
+			c3, _ := m(g, p, 3)
+			if c1.Queue == 0 && c3.Queue == 0 {
+				ihfq2ihfq++
+			}
+		}
+	}
+	if ihfq2ihfq != 64*27 {
+		t.Fatalf("%d six-hop paths with IHFQ group -> IHFQ group, want 64 x 27", ihfq2ihfq)
+	}
+	if r := Analyze(g, parallel, PortFC()); r.HasCycle() {
+		t.Fatalf("PortFC, BCube's parallel paths: cycle %s", r.Cycles()[0].String(g))
+	}
+}

@@ -66,18 +66,24 @@ func PFCStar(P, base int) Mapper {
 	}
 }
 
-// PortFC is the PortFC queue allocation (PortFC paper §III-B, the paper's GetQIdx) for NDC with k = 1:
+// PortFC is the PortFC queue allocation (PortFC paper §III-B, the paper's GetQIdx) for NDC(n,k):
 //
 //   - switch S, egress toward node X: DDQ (n-1) when X is the frame's destination, else IHFQ idx, idx
 //     being the egress port e at the next switch S' (after relay X), compressed to n-1 values by
 //     leaving out S”s port toward X: idx = e if e < port(S',X) else e-1 (PortFC paper §III-B);
-//   - sending node, egress toward S: four-hop queue a[idx] (0..n-2) when the next node is a relay, two-hop
-//     queue b = (n-1)+idx when it is the destination, idx being S's egress port compressed by S's port
-//     toward the node;
-//   - relay node: RQ. It is never paused, and the relay passes the DDQ pause it receives to the switch
-//     feeding it (Algorithm 3), so RQ is Through: the IHFQ before it waits on the DDQ after it.
+//   - sending node, egress toward S: the queue of its type t = k+1-h (h: the switches the path crosses;
+//     for k = 1 the four-hop queues a, 0..n-2, and the two-hop queues b, n-1..2n-3), t(n-1)+idx, idx
+//     being S's egress port compressed by S's port toward the node;
+//   - relay node: RQ. It is never paused, and the relay passes the pauses it receives to the switches
+//     feeding it (Algorithm 3: the DDQ's; for k > 1 the IHFQ group's too, but only down to switches of
+//     lower layers, nodes/portfc.go), so RQ is Through: the IHFQ before it waits on the queue after it.
+//     Where no pause is passed back (k > 1, an IHFQ after the relay on a switch of a lower layer than the
+//     one before) nothing waits: the RQ is a lossless channel nothing pauses, and a full buffer after
+//     it would drop (a lossless violation the run reports), so the chain breaks there.
 //
-// n is the radix of the switch concerned. Control queues carry no data and do not appear.
+// For k > 1 a port's IHFQs are one channel, named by queue 0: the relayed IHFQ-class pause is decided on
+// their sum (Algorithm 1), so a frame waiting on one of them waits on all. n is the radix of the switch
+// concerned. Control queues carry no data and do not appear.
 func PortFC() Mapper {
 	return func(g *topo.Graph, p route.Path, hop int) (Channel, bool) {
 		dev, port := p.Nodes[hop], int(p.Ports[hop])
@@ -91,22 +97,35 @@ func PortFC() Mapper {
 				ch.Queue = n - 1
 				return ch, true
 			}
+			if len(g.Nodes[next].Ports) > 2 {
+				ch.Queue = 0 // the IHFQ group (k > 1)
+				return ch, true
+			}
 			ch.Queue = PortFCIndex(g, next, int(p.Ports[hop+1]), portAt(p, hop+2))
 			return ch, true
 		case hop > 0:
+			prev := p.Nodes[hop-1]
+			if len(g.Nodes[dev].Ports) > 2 && hop+2 < last && g.Nodes[next].Layer < g.Nodes[prev].Layer {
+				ch.Queue = PortFCRelayQueue(g, dev)
+				return ch, false
+			}
 			ch.Queue = Through
 			return ch, true
 		default:
 			sw := next
 			n := len(g.Nodes[sw].Ports)
-			idx := PortFCIndex(g, dev, port, portAt(p, hop+1))
-			if hop+2 == last {
-				idx += n - 1
-			}
-			ch.Queue = idx
+			h := (len(p.Nodes) - 1 - hop) / 2 // switches from here to the destination
+			t := max(len(g.Nodes[dev].Ports)-h, 0)
+			ch.Queue = t*(n-1) + PortFCIndex(g, dev, port, portAt(p, hop+1))
 			return ch, true
 		}
 	}
+}
+
+// PortFCRelayQueue is the RQ's index at node x: (k+1)(n-1), after the local queues.
+func PortFCRelayQueue(g *topo.Graph, x int) int {
+	n := len(g.Nodes[g.Peer(x, 0).Node].Ports)
+	return len(g.Nodes[x].Ports) * (n - 1)
 }
 
 func portAt(p route.Path, i int) int {

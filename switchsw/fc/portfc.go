@@ -26,12 +26,18 @@ type PortFC struct {
 	dxon  []int64
 	// self[p][j]: the port index of the node on port p at the switch behind its port j (-1: faces us).
 	self [][]int16
-	// back[p]: that node's port index at its other switch, the one whose DDQ pauses it relays to us.
+	// back[p]: that node's port index at its other switch, when it has exactly one (NDC k = 1): the
+	// switch a relayed frame without its via came from; -1 otherwise.
 	back []int
 	// upstreamIsPaused, one flag per (port, class): the paper's single flag would let an IHFQ pause
 	// swallow a DDQ pause on the same port (docs/portfc.md, resolution 2).
 	upA, upB []bool
-	rx       []bool // [port*n+q]: queue paused by a relayed frame
+	// rx[port*n+q] counts the congested ports (of the node's other switches, by via, class and port:
+	// the keys of held) whose relayed pause holds IHFQ q of port paused. For k = 1 one port at most
+	// maps to a queue; for k > 1 several can (the node's switches, the two classes), and the queue
+	// resumes only when the last of them has.
+	rx   []int
+	held map[rxKey]bool
 	// mem[port]: the node on port has paused its relay traffic because its memory is full (an 802.1Qbb
 	// frame from the node's memory guard, nodes/nicmem.go); every IHFQ of the port stays paused while
 	// it holds, whatever Algorithm 4 says.
@@ -81,8 +87,8 @@ func newPortFC(dev Device, cfg Config) (*PortFC, error) {
 	if dxon < 0 || dxon >= dxoff {
 		return nil, fmt.Errorf("flow_control.portfc.ddq_xon: %d must be below ddq_xoff %d", dxon, dxoff)
 	}
-	f := &PortFC{dev: dev, n: n, upA: make([]bool, ports), upB: make([]bool, ports), rx: make([]bool, ports*n),
-		back: make([]int, ports), mem: make([]bool, ports)}
+	f := &PortFC{dev: dev, n: n, upA: make([]bool, ports), upB: make([]bool, ports), rx: make([]int, ports*n),
+		held: map[rxKey]bool{}, back: make([]int, ports), mem: make([]bool, ports)}
 	for p := 0; p < ports; p++ {
 		f.xoff, f.xon = append(f.xoff, xoff), append(f.xon, xon)
 		f.dxoff, f.dxon = append(f.dxoff, dxoff), append(f.dxon, dxon)
@@ -94,6 +100,7 @@ func newPortFC(dev Device, cfg Config) (*PortFC, error) {
 		}
 		f.self = pc.PeerSelf
 		for p, row := range pc.PeerSelf {
+			others := 0
 			for j, s := range row {
 				if s < 0 {
 					continue
@@ -101,12 +108,11 @@ func newPortFC(dev Device, cfg Config) (*PortFC, error) {
 				if int(s) > n-1 {
 					return nil, fmt.Errorf("flow_control.portfc.peer_self[%d][%d]: port %d does not fit %d IHFQs", p, j, s, n-1)
 				}
-				if f.back[p] >= 0 {
-					// Algorithm 4 does not say which of a multi-port node's switches a relayed frame
-					// came from; the paper defines PortFC for k = 1 only.
-					return nil, fmt.Errorf("flow_control.portfc.peer_self[%d]: the node has more than one other switch; portfc is defined for two-port nodes (NDC k=1)", p)
+				if others++; others == 1 {
+					f.back[p] = int(s)
+				} else {
+					f.back[p] = -1 // NDC k > 1: relayed frames say which switch by their via
 				}
-				f.back[p] = int(s)
 			}
 		}
 	}
@@ -198,7 +204,9 @@ func (f *PortFC) signal(out, q int, on bool) {
 }
 
 // Receive is Algorithm 4: a frame a node relayed from its other switch names that switch's congested
-// DDQ port; the IHFQ of our port toward the node that feeds exactly that port is paused or resumed.
+// DDQ port (for k > 1, also an IHFQ group's; nodes/portfc.go says why); the IHFQ of our port toward
+// the node that feeds exactly that port is paused or resumed. Which of the node's switches the port is
+// on comes from the frame's via, or, for a two-port node, is its only other switch.
 // Every frame a switch receives was relayed once (nodes never originate), hence Hops 1. Switches never
 // relay further.
 //
@@ -219,7 +227,7 @@ func (f *PortFC) Receive(in int, p *pkt.Packet) {
 		}
 		f.mem[in] = on
 		for q := 0; q < f.n-1; q++ {
-			f.dev.Port(in).Pause(q, on || f.rx[in*f.n+q])
+			f.dev.Port(in).Pause(q, on || f.rx[in*f.n+q] > 0)
 		}
 		f.dev.Note(in, -1, on, false, true, 0)
 		return
@@ -227,15 +235,44 @@ func (f *PortFC) Receive(in int, p *pkt.Packet) {
 	if p.Kind != pkt.PortFC {
 		return
 	}
-	q := min(Compress(int(p.FCPort), f.back[in]), f.n-2)
+	self := f.back[in]
+	if via := p.FCVia(); via >= 0 && f.self != nil && via < len(f.self[in]) && f.self[in][via] >= 0 {
+		self = int(f.self[in][via])
+	}
+	if self < 0 && f.self != nil {
+		// A node with several other switches relayed a frame without saying which one it came from.
+		return
+	}
+	q := min(Compress(int(p.FCPort), self), f.n-2)
 	if q < 0 {
 		return
 	}
+	k := rxKey{in: int16(in), via: int16(p.FCVia()), ddq: int(p.FCQueue) == f.n-1, port: p.FCPort}
+	if f.held[k] == p.FCPause {
+		// A repeat: this congested port already holds (or already released) the queue.
+		f.dev.Note(in, q, p.FCPause, false, false, 1)
+		return
+	}
 	r := &f.rx[in*f.n+q]
-	change := *r != p.FCPause
-	*r = p.FCPause
-	f.dev.Port(in).Pause(q, p.FCPause || f.mem[in])
-	f.dev.Note(in, q, p.FCPause, false, change, 1)
+	was := *r > 0
+	if p.FCPause {
+		f.held[k] = true
+		*r++
+	} else {
+		delete(f.held, k)
+		*r--
+	}
+	now := *r > 0
+	f.dev.Port(in).Pause(q, now || f.mem[in])
+	f.dev.Note(in, q, p.FCPause, false, was != now, 1)
+}
+
+// rxKey names a congested port a relayed frame reports: the node port it arrived on (in), the node's
+// port it was relayed from (via, -1 when not given), its class and the congested port there.
+type rxKey struct {
+	in, via int16
+	ddq     bool
+	port    int16
 }
 
 // UpstreamPaused reports whether port's IHFQ group and DDQ currently hold their upstream paused.

@@ -263,7 +263,7 @@ func TestPortFCConfigErrors(t *testing.T) {
 		"in bytes":        {Mode: "portfc", XOFF: units.Size{BDPs: 6}},
 		"xon":             {Mode: "portfc", XOFF: units.Size{Bytes: 100}, XON: units.Size{Bytes: 200}},
 		"peer_self":       {Mode: "portfc", XOFF: units.Size{Bytes: xoff}, PortFC: fc.PortFCConfig{PeerSelf: self[:2]}},
-		"peer_self[0]":    {Mode: "portfc", XOFF: units.Size{Bytes: xoff}, PortFC: fc.PortFCConfig{PeerSelf: [][]int16{{-1, 1, 2}, {-1, 1}, {-1, 1}, {-1, 1}}}},
+		"peer_self[0][2]": {Mode: "portfc", XOFF: units.Size{Bytes: xoff}, PortFC: fc.PortFCConfig{PeerSelf: [][]int16{{-1, 1, 4}, {-1, 1}, {-1, 1}, {-1, 1}}}},
 		"portfc.ddq_xon:": {Mode: "portfc", XOFF: units.Size{Bytes: xoff}, PortFC: fc.PortFCConfig{DDQXOFF: units.Size{Bytes: 10}, DDQXON: units.Size{Bytes: 10}}},
 	} {
 		cfg := base
@@ -310,4 +310,74 @@ func TestPortFCNodeMemoryPause(t *testing.T) {
 			t.Fatalf("guard resume: queue %d paused=%v, want only Algorithm 4's IHFQ 1", q, s.sw.Port(1).Paused(q))
 		}
 	}
+}
+
+// TestPortFCAlgorithm4ThreePortNodes is Algorithm 4 behind three-port nodes (NDC(4,2)): the node on
+// port 1 sits on port 2 of the switch behind its port 1 and on port 0 of the one behind its port 2. A
+// relayed frame names the congested port there; its via says which switch, so the same port 1 maps to
+// IHFQ 1 through the first (below self 2) and IHFQ 0 through the second (above self 0). A queue held by
+// two congested ports (port 1 behind via 1, port 2 behind via 2) resumes only when both have.
+func TestPortFCAlgorithm4ThreePortNodes(t *testing.T) {
+	self := [][]int16{{-1, 1, 1}, {-1, 2, 0}, {-1, 3, 3}, {-1, 0, 2}}
+	cfg := switchsw.Config{Device: 100, DataQueues: 4, BufferBytes: 5_000_000,
+		FlowControl: fc.Config{Mode: "portfc", XOFF: units.Size{Bytes: xoff}, XON: units.Size{Bytes: xon},
+			PortFC: fc.PortFCConfig{PeerSelf: self}}}
+	for h := 0; h < 4; h++ {
+		cfg.Ports = append(cfg.Ports, switchsw.PortConfig{RateBps: gbps100, Delay: us, PeerIsHost: true, PeerHost: int32(h)})
+	}
+	log := &records.Log{}
+	links := make([]egress.Link, 4)
+	for p := range links {
+		links[p] = egress.LinkFunc(func(*pkt.Packet) {})
+	}
+	sw, err := switchsw.New(cfg, clock.NewVirtual(), links, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(via, class, port int, on bool) *pkt.Packet {
+		f := &pkt.Packet{Kind: pkt.PortFC, Size: pkt.MinFrame, Src: -1, Dst: -1, FCQueue: int16(class), FCPort: int16(port), FCPause: on}
+		f.SetFCVia(via)
+		return f
+	}
+	paused := func() (qs []int) {
+		for q := 0; q < 3; q++ {
+			if sw.Port(1).Paused(q) {
+				qs = append(qs, q)
+			}
+		}
+		return qs
+	}
+	want := func(step string, qs ...int) {
+		t.Helper()
+		if got := paused(); len(got) != len(qs) || (len(qs) > 0 && !equalInts(got, qs)) {
+			t.Fatalf("%s: paused IHFQs %v, want %v", step, got, qs)
+		}
+	}
+	sw.Receive(1, frame(1, 3, 1, true)) // DDQ of port 1 behind via 1 (self 2): IHFQ 1
+	want("DDQ via 1 port 1", 1)
+	sw.Receive(1, frame(2, 0, 1, true)) // IHFQ group of port 1 behind via 2 (self 0): IHFQ 0
+	want("IHFQ via 2 port 1", 0, 1)
+	sw.Receive(1, frame(2, 3, 2, true)) // DDQ of port 2 behind via 2 (self 0): IHFQ 1 again
+	sw.Receive(1, frame(1, 3, 1, false))
+	want("IHFQ 1 still held via 2", 0, 1)
+	sw.Receive(1, frame(1, 3, 1, false)) // a repeated resume changes nothing
+	want("repeat", 0, 1)
+	sw.Receive(1, frame(2, 3, 2, false))
+	sw.Receive(1, frame(2, 0, 1, false))
+	want("all resumed")
+	// A relayed frame without its via cannot be placed behind a three-port node: ignored.
+	sw.Receive(1, &pkt.Packet{Kind: pkt.PortFC, Size: pkt.MinFrame, Src: -1, Dst: -1, FCQueue: 3, FCPort: 1, FCPause: true})
+	want("no via")
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

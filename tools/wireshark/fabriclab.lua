@@ -2,7 +2,7 @@
 -- (wire/doc.go is the reference for every byte below).
 --
 --   PortFC      EtherType 0x88B5 (IEEE 802 local experimental 1), sent to 03:66:6c:00:00:01:
---               version(4 bits)=1 | type(4 bits: 1 pause, 2 resume), hops, queue (16), port (16), reserved (16)
+--               version(4 bits)=1 | type(4 bits: 1 pause, 2 resume), hops, queue (16), port (16), via (16: relaying node's ingress port + 1, 0 unrelayed)
 --   route       IPv4 option 0x9E (RFC 4727 experimental option 30, copy bit set): type, length (3+n),
 --               hop index, n egress port bytes, EOL padding; shown under "fabriclab source route"
 --   probe       UDP destination port 4792: version/type, flags, reserved, flow, seq, sent_at, delay
@@ -20,9 +20,9 @@ local pf = {
 	hops    = ProtoField.uint8("portfc.hops", "Hops", base.DEC),
 	queue   = ProtoField.int16("portfc.queue", "Queue", base.DEC),
 	port    = ProtoField.int16("portfc.port", "Port", base.DEC),
-	resv    = ProtoField.uint16("portfc.reserved", "Reserved", base.HEX),
+	via     = ProtoField.uint16("portfc.via", "Via (relaying node port + 1)", base.DEC),
 }
-portfc.fields = { pf.version, pf.type, pf.hops, pf.queue, pf.port, pf.resv }
+portfc.fields = { pf.version, pf.type, pf.hops, pf.queue, pf.port, pf.via }
 local ef_portfc_bad = ProtoExpert.new("portfc.bad", "Malformed PortFC frame", expert.group.MALFORMED, expert.severity.ERROR)
 portfc.experts = { ef_portfc_bad }
 
@@ -40,7 +40,7 @@ function portfc.dissector(tvb, pinfo, tree)
 	t:add(pf.hops, tvb(1, 1))
 	t:add(pf.queue, tvb(2, 2))
 	t:add(pf.port, tvb(4, 2))
-	t:add(pf.resv, tvb(6, 2))
+	t:add(pf.via, tvb(6, 2))
 	if version ~= 1 or (typ ~= 1 and typ ~= 2) then
 		t:add_proto_expert_info(ef_portfc_bad, "PortFC version " .. version .. " type " .. typ)
 	end

@@ -313,7 +313,7 @@ func decodePFCLayer(data []byte, p gopacket.PacketBuilder) error { return decode
 //	byte 1    reserved (0; room for a hop count)
 //	bytes 2-3 queue index at the generating device (signed 16-bit, big endian)
 //	bytes 4-5 port index at the receiving device (signed 16-bit, big endian)
-//	bytes 6-7 reserved (0)
+//	bytes 6-7 via: the relaying node's ingress port + 1, 0 when no node relayed it (NDC k > 1 needs it)
 //
 // followed by zero padding to the 60-byte minimum frame.
 type PortFC struct {
@@ -323,6 +323,7 @@ type PortFC struct {
 	Type    uint8
 	Queue   int16
 	Port    int16
+	Via     uint16
 	Padding []byte
 }
 
@@ -343,6 +344,7 @@ func (f *PortFC) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error 
 	f.Pause = f.Type == wire.PortFCPause
 	f.Queue = int16(binary.BigEndian.Uint16(data[2:]))
 	f.Port = int16(binary.BigEndian.Uint16(data[4:]))
+	f.Via = binary.BigEndian.Uint16(data[6:])
 	f.Padding = data[wire.PortFCLen:]
 	f.BaseLayer = layers.BaseLayer{Contents: data[:wire.PortFCLen]}
 	return nil
@@ -354,7 +356,7 @@ func (f *PortFC) SerializeTo(buf gopacket.SerializeBuffer, _ gopacket.SerializeO
 	if err != nil {
 		return err
 	}
-	wire.PutPortFC(h, f.Pause, f.Queue, f.Port)
+	wire.PutPortFC(h, f.Pause, f.Queue, f.Port, uint8(f.Via))
 	return nil
 }
 
