@@ -237,6 +237,9 @@ func (l *Lab) switchConfig(n int) switchsw.Config {
 		ECMPSeed:   uint32(routingSeed(s)),
 		FlowletGap: s.Routing.FlowletGap.Clock(),
 		Seed:       s.Seed,
+		// The data priority's queue: the one every data frame of this lab takes.
+		AcksWithData: s.Switch.Acks == "data",
+		AckDataPrio:  nodes.DefaultDataPrio,
 	}
 	// Only the data priority is lossless: headroom is reserved per lossless priority, and reserving it
 	// for all eight would take ~2 MB of a 5 MB buffer from the shared pool.

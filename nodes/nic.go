@@ -116,6 +116,13 @@ type NIC struct {
 	active    int
 	rx        map[uint32]*rxQP
 	ackRoutes map[uint32][]uint8
+	// The QPs of the flow last looked up, by id (nil: none): a NIC mostly sends and receives one or a
+	// few flows, and each map lookup per frame was two cache lines of a map of another of the fabric's
+	// NICs, cold at a thousand hosts.
+	lastQP   *qp
+	lastRx   *rxQP
+	lastQPID uint32
+	lastRxID uint32
 
 	stats    Stats
 	counters records.Counters
@@ -219,6 +226,15 @@ func (n *NIC) Active() int { return n.active }
 // AckRoute pins the source route this NIC uses for ACK/NACK/CNP frames of flow id (it is the flow's
 // receiver). Without it they are forwarded by table (Config.FIB here, FIBs downstream).
 func (n *NIC) AckRoute(id uint32, route []uint8) { n.ackRoutes[id] = route }
+
+// ackRoute is flow id's pinned ACK route, nil if none. Most labs pin none: the map's length, in its
+// header, spares the lookup.
+func (n *NIC) ackRoute(id uint32) []uint8 {
+	if len(n.ackRoutes) == 0 {
+		return nil
+	}
+	return n.ackRoutes[id]
+}
 
 // FlowState reports a sending flow's state; ok is false once the flow completed (or never existed).
 func (n *NIC) FlowState(id uint32) (FlowState, bool) {

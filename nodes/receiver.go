@@ -42,10 +42,14 @@ type rxQP struct {
 func (n *NIC) onData(port int, p *pkt.Packet) {
 	n.stats.RxData++
 	now := n.clk.Now()
-	rx := n.rx[p.Flow]
-	if rx == nil {
-		rx = &rxQP{src: p.Src, sport: p.SPort, lastPSN: -1}
-		n.rx[p.Flow] = rx
+	rx := n.lastRx
+	if rx == nil || n.lastRxID != p.Flow {
+		rx = n.rx[p.Flow]
+		if rx == nil {
+			rx = &rxQP{src: p.Src, sport: p.SPort, lastPSN: -1}
+			n.rx[p.Flow] = rx
+		}
+		n.lastRx, n.lastRxID = rx, p.Flow
 	}
 	if p.ECN == pkt.CE {
 		n.stats.ECNMarked++
@@ -194,7 +198,7 @@ func (n *NIC) sendCtl(kind pkt.Kind, p *pkt.Packet, rx *rxQP, sack uint32, size 
 // the table. size is c's size without a route.
 func (n *NIC) sendBack(c *pkt.Packet, size int) {
 	port := -1
-	if r := n.ackRoutes[c.Flow]; len(r) > 0 {
+	if r := n.ackRoute(c.Flow); len(r) > 0 {
 		port = int(r[0])
 		c.Route, c.Hop = r, 1
 		size += pkt.RouteOptionBytes(len(r))

@@ -367,7 +367,11 @@ func (q *qp) timeout() {
 
 // onAck handles an ACK or NACK for a flow this NIC sends.
 func (n *NIC) onAck(p *pkt.Packet, nack bool) {
-	q := n.qps[p.Flow]
+	q := n.lastQP
+	if q == nil || n.lastQPID != p.Flow {
+		q = n.qps[p.Flow]
+		n.lastQP, n.lastQPID = q, p.Flow
+	}
 	if q == nil {
 		n.stats.Unknown++
 		return
@@ -462,6 +466,9 @@ func (n *NIC) complete(q *qp) {
 	q.closeWindow()
 	n.log.Flows = append(n.log.Flows, q.rec)
 	delete(n.qps, q.id)
+	if n.lastQP == q {
+		n.lastQP = nil
+	}
 	n.active--
 	q.lane.remove(q)
 	if n.onComplete != nil {

@@ -59,6 +59,12 @@ type Config struct {
 	// down-then-up turns in the virtual layers (FC+ paper §III-D), which the switch can tell from the two
 	// ports alone. Ingress accounting and the pause sent upstream keep the arrival priority.
 	ClassUp []Turn `json:"class_up,omitempty"`
+	// AcksWithData queues ACKs and NACKs in the data queue of priority AckDataPrio, FIFO behind data
+	// and paused with it, as csg-htsim's switches do (sim/queue_lossless_output.cpp: one FIFO per
+	// egress port), instead of in the strict control queue that is never paused. They are not charged
+	// to the buffer or the pause counters (htsim charges them: 64 bytes against 1064 of a data frame).
+	AcksWithData bool  `json:"acks_with_data,omitempty"`
+	AckDataPrio  uint8 `json:"ack_data_prio,omitempty"`
 }
 
 // Turn is an (in-port, out-port) pair of a switch.

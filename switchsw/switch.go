@@ -30,6 +30,10 @@ type meta struct {
 	class fc.Class
 }
 
+// uncharged marks the meta of an ACK queued with data (Config.AcksWithData): no buffer or pause
+// counter holds its bytes.
+const uncharged fc.Class = 255
+
 type queueCounters struct{ dropped, marked uint64 }
 
 type portCounters struct {
@@ -199,6 +203,16 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 		return
 	}
 	routed := p.NextPort() >= 0
+	if s.cfg.AcksWithData && (p.Kind == pkt.Ack || p.Kind == pkt.Nack) {
+		// FIFO with data (Config.AcksWithData): the meta's class tells dequeued that nothing was charged.
+		q := fc.QueueOf((*device)(s), int(s.cfg.AckDataPrio))
+		s.meta[out*s.nall+q].Push(&s.metas, meta{at: s.clk.Now(), in: int16(port), class: uncharged})
+		if routed {
+			p.Hop++
+		}
+		s.ports[out].Enqueue(q, p)
+		return
+	}
 	if p.Kind.Control() {
 		// Control frames are small, strict priority and never paused, so they drain at line rate; the MMU
 		// does not account them.
@@ -324,7 +338,7 @@ func (s *Switch) dequeued(out, q int, p *pkt.Packet) {
 	if p.Kind == pkt.Data || (p.Kind == pkt.Probe && !p.Last) {
 		p.ProbeDelay += s.clk.Now() - m.at
 	}
-	if q >= s.nq {
+	if q >= s.nq || m.class == uncharged {
 		return
 	}
 	size := int64(p.Size)

@@ -275,6 +275,42 @@ func TestControlBypassesPausedDataAndProbeDelay(t *testing.T) {
 	}
 }
 
+// With AcksWithData an ACK waits in the data queue behind the data ahead of it and is paused with it
+// (htsim's switch FIFO), and leaves the buffer and pause counters as they were.
+func TestAcksWithDataQueueBehindDataAndArePaused(t *testing.T) {
+	cfg := baseConfig(3)
+	cfg.FlowControl = fc.Config{Mode: "pfc"}
+	cfg.AcksWithData, cfg.AckDataPrio = true, 3
+	st := newStar(t, cfg)
+	pause := &pkt.Packet{Kind: pkt.PFC, Size: pkt.MinFrame, Src: -1, Dst: -1, PauseMask: 1 << 3}
+	pause.PauseQuanta[3] = 0xFFFF
+	st.hosts[2].eg.Enqueue(8, pause)
+	st.clk.RunUntil(5 * clock.Microsecond)
+	for i := 0; i < 3; i++ {
+		st.hosts[0].eg.Enqueue(3, data(0, 2, 1, uint32(i), 1000))
+	}
+	st.clk.RunUntil(10 * clock.Microsecond)
+	ack := &pkt.Packet{Kind: pkt.Ack, Size: pkt.AckSize, Src: 1, Dst: 2, Prio: 7}
+	st.hosts[1].eg.Enqueue(8, ack)
+	st.clk.RunUntil(20 * clock.Microsecond)
+	if n := len(st.hosts[2].got); n != 0 {
+		t.Fatalf("%d frames through a paused port, want none (the ACK is paused with the data)", n)
+	}
+	if got, want := st.sw.Port(2).Bytes(3), 3*1000+pkt.AckSize; got != want {
+		t.Fatalf("data queue holds %d bytes, want %d (three data frames and the ACK)", got, want)
+	}
+	used := st.sw.MMU().Used()
+	st.sw.Port(2).Pause(3, false)
+	st.clk.RunUntil(40 * clock.Microsecond)
+	got := st.hosts[2].got
+	if len(got) != 4 || got[3] != ack {
+		t.Fatalf("want the three data frames, then the ACK; got %d frames", len(got))
+	}
+	if used != 3000 || st.sw.MMU().Used() != 0 {
+		t.Fatalf("buffer used: %d before the drain (want 3000: the data alone), %d after (want 0)", used, st.sw.MMU().Used())
+	}
+}
+
 func TestPFCPauseExpiresAfterQuanta(t *testing.T) {
 	cfg := baseConfig(2)
 	cfg.FlowControl = fc.Config{Mode: "pfc"}

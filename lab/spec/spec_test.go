@@ -163,6 +163,8 @@ func TestInvalidValues(t *testing.T) {
 		{"switch: {alpha: -1}", "switch.alpha", "not in [0, 64]"},
 		{"switch: {priorities: 9}", "switch.priorities", "1..8"},
 		{"switch: {relay_pfc: egress}", "switch.relay_pfc", "pass-through, ingress"},
+		{"switch: {acks: fifo}", "switch.acks", "strict, data"},
+		{"switch: {flow_control: portfc, acks: data}", "switch.acks", "needs flow_control pfc or lossy"},
 		{"switch: {buffer: 5XB}", "switch.buffer", `size "5XB"`},
 		{"switch: {buffer: -5MB}", "switch.buffer", "size"},
 		{"host: {transport: tcp}", "host.transport", `"tcp" is not one of lossless, gbn, irn, kernel-tcp`},

@@ -93,6 +93,10 @@ type Switch struct {
 	// (forward the downstream switch's pauses) or "ingress" (run PFC at their own ingress). The PortFC
 	// paper is ambiguous (its §II-C, Fig. 5, and §V-A), so both exist.
 	RelayPFC string `yaml:"relay_pfc,omitempty"`
+	// Acks is where a switch queues ACKs and NACKs (AckModes): "strict" (the default, also when
+	// empty), the strict control queue that is never paused; "data", the data queue, FIFO behind data
+	// and paused with it, as csg-htsim's switches do (lab/experiments/matched-htsim/README.md).
+	Acks string `yaml:"acks,omitempty"`
 }
 
 // ECN is RED-style marking on egress queue length: none below KMin, probability rising linearly to
@@ -286,6 +290,7 @@ var (
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).
 	CDFs          = []string{"websearch", "hadoop", "datamining", "datamining-alt", "storage", "pareto"}
 	RelayPFCModes = []string{"pass-through", "ingress"}
+	AckModes      = []string{"strict", "data"}
 	TraceFormats  = []string{"hpcc", "htsim", "htsim-us"}
 	Adv1Patterns  = []string{"shift", "random-pair"}
 )

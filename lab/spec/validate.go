@@ -219,6 +219,10 @@ func (s *Spec) validateSwitch(c *checker) {
 		c.add("switch.priorities", "%d is not in 1..8 (802.1Qbb has 8 priorities)", sw.Priorities)
 	}
 	c.oneOf("switch.relay_pfc", sw.RelayPFC, RelayPFCModes)
+	if sw.Acks != "" && c.oneOf("switch.acks", sw.Acks, AckModes) && sw.Acks == "data" &&
+		sw.FlowControl != "pfc" && sw.FlowControl != "lossy" {
+		c.add("switch.acks", "data needs flow_control pfc or lossy: under %s a data frame's queue is not its priority's alone", sw.FlowControl)
+	}
 }
 
 func (s *Spec) validateHost(c *checker) {

@@ -5,6 +5,7 @@
 # of both over REPS alternating pairs, with ratios fabriclab/htsim.
 # Usage: bash lab/experiments/matched-htsim/compare.sh HTSIM_ROCE [REPS] [SCENARIO...]
 #   LIKE_FOR_LIKE=1 runs fabriclab with --meters=false --check-frames=false (htsim does neither).
+#   ACKS=data runs fabriclab with switch.acks: data (ACKs FIFO with data at switches, as htsim's; README.md here).
 #   HTSIM_Q sets htsim's -q (default 1000000: quiet; the table in docs/performance.md used 500, see README.md here).
 set -euo pipefail
 htsim=$(realpath "${1:?usage: compare.sh HTSIM_ROCE [REPS] [SCENARIO...]}")
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/../../.."
 reps=${2:-3}
 shift $(( $# >= 2 ? 2 : 1 ))
 scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(incast-k4 incast-k8 incast-k12 perm-k4 perm-k8 perm-k12)
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(incast-k4 incast-k8 incast-k12 perm-k4 perm-k8 perm-k12 perm-k16)
 [ -x "$htsim" ] || { echo "compare.sh: $htsim is not an executable (build htsim_roce: README.md here)" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "compare.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 extra=()
@@ -20,12 +21,20 @@ extra=()
 q=${HTSIM_Q:-1000000}
 
 go build -o bin/lab ./cmd/lab
+# CPU seconds depend on what else the machine runs: the load average goes with them.
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 for s in "${scenarios[@]}"; do
 	spec=lab/experiments/matched-htsim/$s.yaml
 	[ -f "$spec" ] || { echo "compare.sh: no scenario $spec" >&2; exit 2; }
+	if [ -n "${ACKS:-}" ]; then
+		# A copy of the spec, not --set: a swept field would put the run one directory deeper.
+		sed "s/switch: {flow_control: pfc}/switch: {flow_control: pfc, acks: $ACKS}/" "$spec" >"$work/$s.yaml"
+		grep -q "acks: $ACKS" "$work/$s.yaml" || { echo "compare.sh: could not set acks in $spec" >&2; exit 2; }
+		spec=$work/$s.yaml
+	fi
 	# k from the spec: k^3/4 hosts, what htsim's -nodes takes.
 	k=$(sed -n 's/.*family: fattree, k: \([0-9]*\).*/\1/p' "$spec")
 	nodes=$(( k * k * k / 4 ))
@@ -40,6 +49,7 @@ for s in "${scenarios[@]}"; do
 	cp "$work/$s/summary.json" "$work/summary-$s.json"
 done
 
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$work" "$reps" "${scenarios[@]}" <<'PY'
 import json, statistics, sys
 work, reps, scen = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
