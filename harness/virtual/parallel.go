@@ -67,8 +67,8 @@ type part struct {
 
 // mark is the lengths of a part's lists after one event that grew them, and the event's key.
 type mark struct {
-	at                         clock.Time
-	o                          clock.Order
+	at                        clock.Time
+	o                         clock.Order
 	flows, viol, reord, notes int
 }
 
