@@ -206,6 +206,9 @@ func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.
 	dropFilePages()  // what starting lab and building the lab touched; the run faults back what it uses
 	res := f.Run(ctx)
 	bar.finish()
+	if os.Getenv("FABRICLAB_PARALLEL_STATS") != "" {
+		fmt.Fprintf(os.Stderr, "virtual: parallel stats %+v\n", f.ParallelStats())
+	}
 	if err := f.ClosePcaps(); err != nil {
 		return err
 	}

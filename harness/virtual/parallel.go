@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/monitor"
@@ -237,12 +238,35 @@ func (f *Fabric) unwiredPart(p *part, device string, port int) func(*pkt.Packet,
 
 // parallel is the coordinator's state.
 type parallel struct {
+	stats     ParallelStats
 	lookahead clock.Time
 	unwSeen   uint64 // unwired notes moved to Log, in order
 	hUnjust   clock.Time
 	workers   []chan window
 	done      chan struct{}
 	wg        sync.WaitGroup
+}
+
+// ParallelStats is what a parallel run spent where (Fabric.ParallelStats).
+type ParallelStats struct {
+	Windows    int             // windows run (all parts to one edge)
+	Serial     int             // windows a stop-when-done run ran in two phases
+	Busy       []time.Duration // per part: wall time running its events
+	Events     []uint64        // per part: events fired
+	Coordinate time.Duration   // wall time of the coordinator's own work between windows (merge, hand-over)
+}
+
+// ParallelStats is the parallel run's accounting (zero for a sequential fabric).
+func (f *Fabric) ParallelStats() ParallelStats {
+	if f.par == nil {
+		return ParallelStats{}
+	}
+	s := f.par.stats
+	s.Events = make([]uint64, len(f.parts))
+	for i := range f.parts {
+		s.Events[i] = f.parts[i].clk.Fired()
+	}
+	return s
 }
 
 // window is a worker's order: run its part up to (at, o) inclusive.
@@ -284,6 +308,7 @@ func (p *part) step(at clock.Time, o clock.Order) bool {
 func (f *Fabric) startWorkers() {
 	c := f.par
 	c.done = make(chan struct{}, len(f.parts))
+	c.stats.Busy = make([]time.Duration, len(f.parts))
 	c.workers = make([]chan window, len(f.parts))
 	for i := 1; i < len(f.parts); i++ {
 		ch := make(chan window, 1)
@@ -293,7 +318,9 @@ func (f *Fabric) startWorkers() {
 		go func() {
 			defer c.wg.Done()
 			for w := range ch {
+				t := time.Now()
 				p.run(w.at, w.o)
+				c.stats.Busy[i] += time.Since(t)
 				c.done <- struct{}{}
 			}
 		}()
@@ -320,7 +347,9 @@ func (f *Fabric) runParts(which func(i int) bool, at clock.Time, o clock.Order) 
 		}
 	}
 	if which(0) {
+		t := time.Now()
 		f.parts[0].run(at, o)
+		c.stats.Busy[0] += time.Since(t)
 	}
 	for ; sent > 0; sent-- {
 		<-c.done
@@ -538,9 +567,12 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 		if watch != nil {
 			lim = min(lim, watch.NextTick(pAt))
 		}
+		c.stats.Windows++
 		if !stopWhenDone || f.done == total {
 			f.runParts(all, lim, lastOrder)
+			t := time.Now()
 			f.merge()
+			c.stats.Coordinate += time.Since(t)
 			continue
 		}
 		// Parts still sending flows run first, each stopping after the event that completes its last
@@ -553,6 +585,9 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 				lead[i] = true
 				leaders++
 			}
+		}
+		if leaders < len(f.parts) {
+			c.stats.Serial++
 		}
 		f.runParts(func(i int) bool { return lead[i] }, lim, lastOrder)
 		allDone := true
@@ -579,7 +614,9 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 		for i := range f.parts {
 			f.parts[i].paused = false
 		}
+		t := time.Now()
 		f.merge()
+		c.stats.Coordinate += time.Since(t)
 	}
 	f.collect()
 	res.AllDone = f.done == total
