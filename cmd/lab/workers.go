@@ -51,14 +51,10 @@ func newVirtualFabric(l *lab.Lab, n int) (*virtual.Fabric, string, error) {
 		f, err := virtual.New(l)
 		return f, "", err
 	}
-	parts, _ := netns.TrafficPartsWithin(l, &netns.Dilated{Switches: l.Switches, Hosts: l.Hosts}, n, splitSlack)
+	parts, _ := netns.TrafficPartsWithin(l, &netns.Dilated{Switches: l.Switches, Hosts: l.Hosts}, n, virtual.SplitSlack)
 	f, split, err := virtual.NewParallel(l, parts)
 	if err != nil {
 		return nil, "", err
 	}
 	return f, split.String(), nil
 }
-
-// splitSlack is how far from an equal share of expected frame-hops a part may be: every window waits
-// for its busiest part, and a frame between parts costs only a hand-over (netns.TrafficPartsWithin).
-const splitSlack = 0.02

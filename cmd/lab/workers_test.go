@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
 )
@@ -61,7 +62,7 @@ func TestWorkersByteIdentical(t *testing.T) {
 		if n, _ := chooseWorkers(l, 2); n < 2 {
 			continue // flows wait for others: one worker whatever is asked
 		}
-		if _, cut := netns.TrafficPartsWithin(l, &netns.Dilated{Switches: l.Switches, Hosts: l.Hosts}, 2, splitSlack); cut.Total > identityBudget {
+		if _, cut := netns.TrafficPartsWithin(l, &netns.Dilated{Switches: l.Switches, Hosts: l.Hosts}, 2, virtual.SplitSlack); cut.Total > identityBudget {
 			continue
 		}
 		rel, _ := filepath.Rel(root, path)

@@ -105,6 +105,11 @@ func (c *crossing) handOver() {
 	c.listed = false
 }
 
+// SplitSlack is how far from an equal share of expected frame-hops a part may be when a fabric is split
+// for workers (netns.TrafficPartsWithin): every window waits for its busiest part, and a frame between
+// parts costs only a hand-over at the window's edge.
+const SplitSlack = 0.02
+
 // Split says how NewParallel split a fabric.
 type Split struct {
 	Parts     int        // parts (workers); 1: the fabric runs as New's
