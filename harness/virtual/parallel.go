@@ -480,8 +480,9 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 	var res Result
 	f.startMeters()
 	for i := range f.parts {
+		// Chunked, not spilled (SpillDir): a part's log is merged into Log, which would not carry a
+		// failure to read a part's spill file back (Log.SpillErr).
 		f.parts[i].log.ChunkPauses()
-		f.spillPausesOf(f.parts[i].log)
 	}
 	for _, fp := range f.Lab.Flows {
 		f.parts[f.partOf[fp.SrcNode]].rem++
@@ -592,7 +593,7 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 			}
 		}
 		if leaders < len(f.parts) {
-			c.stats.Serial++
+			c.stats.Serial++ // the followers wait for the leaders
 		}
 		f.runParts(func(i int) bool { return lead[i] }, lim, lastOrder)
 		allDone := true

@@ -367,9 +367,7 @@ func (f *Fabric) TakeRecords() func() {
 }
 
 // spillPauses hands the Log an unlinked temporary file in SpillDir for its pause records.
-func (f *Fabric) spillPauses() { f.spillPausesOf(f.Log) }
-
-func (f *Fabric) spillPausesOf(log *records.Log) {
+func (f *Fabric) spillPauses() {
 	if f.SpillDir == "" {
 		return
 	}
@@ -381,7 +379,7 @@ func (f *Fabric) spillPausesOf(log *records.Log) {
 		t.Close()
 		return
 	}
-	log.SpillPauses(t)
+	f.Log.SpillPauses(t)
 }
 
 // startMeters puts a byte meter on every link (unless MeterBin < 0).
