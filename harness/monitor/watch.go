@@ -116,9 +116,6 @@ func (w *Watch) Defer(now func(dev int) clock.Time, queue func(dev int, apply fu
 	w.now, w.deferTo = now, queue
 }
 
-// Interval is the grid the watcher's checks fall on (multiples of it).
-func (w *Watch) Interval() clock.Time { return w.m.cfg.Interval }
-
 // add makes queue q's entry and returns idx's code for it (-1 when prio skips it).
 func (w *Watch) add(dev, p, q int, port *egress.Port) int32 {
 	pr := -1
