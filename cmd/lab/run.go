@@ -19,7 +19,6 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/netns"
-	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
 	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/outfile"
@@ -59,6 +58,9 @@ can fill at once; each run leaves DIR.status.json, and lab report aggregates wha
 				return err
 			}
 			if multi {
+				if workers == 0 {
+					workers = 1 // a tree's runs already share the cores (--jobs)
+				}
 				// Profiles, when asked, cover the whole tree: all its runs (or the one --index runs).
 				profiles := func() (func(), error) { return startProfiles(cpuprofile, memprofile) }
 				return runTreeCommand(ctx, cmd.OutOrStdout(), args, out, quiet, profiles)
@@ -100,6 +102,8 @@ can fill at once; each run leaves DIR.status.json, and lab report aggregates wha
 		"virtual backend: per-link and per-flow byte meters (links.csv, flow_rate.csv, the heatmaps); false saves their memory on long runs at scale (fat-tree k=12 incast: 399 -> 160 MB)")
 	cmd.Flags().BoolVar(&checkFrames, "check-frames", true,
 		"virtual backend: check every frame against what the real wire can carry (wire.Check; about 5% of the CPU); false leaves it to the tests")
+	cmd.Flags().IntVar(&workers, "workers", 0,
+		"virtual backend: split the fabric over this many goroutines, run in windows of the smallest link delay between parts; every output is the same as with 1 (default: what the processors and the fabric's hosts justify, printed with why)")
 	cmd.Flags().BoolVar(&keepRunningOnDeadlock, "keep-running-on-deadlock", false,
 		"virtual backend: run to the spec's duration after the deadlock monitor fires (default: stop there)")
 	root.AddCommand(cmd)
@@ -202,9 +206,16 @@ func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.
 	if netnsFlags.cluster != "" {
 		return errors.New("--cluster: this spec runs on the virtual backend; several machines run backend: netns")
 	}
-	f, err := virtual.New(l)
+	n, why := chooseWorkers(l, workers)
+	f, split, err := newVirtualFabric(l, n)
 	if err != nil {
 		return err
+	}
+	if showProgress {
+		if split != "" {
+			why += "; " + split
+		}
+		fmt.Fprintln(os.Stderr, "virtual:", why)
 	}
 	f.StopOnDeadlock = !keepRunningOnDeadlock
 	if sampleEvery > 0 { // the link and flow byte meters share the queue sampling period
@@ -225,6 +236,9 @@ func runVirtual(ctx context.Context, l *lab.Lab, dir string, save func(*records.
 	dropFilePages()  // what starting lab and building the lab touched; the run faults back what it uses
 	res := f.Run(ctx)
 	bar.finish()
+	if os.Getenv("FABRICLAB_PARALLEL_STATS") != "" {
+		fmt.Fprintf(os.Stderr, "virtual: parallel stats %+v\n", f.ParallelStats())
+	}
 	if err := f.ClosePcaps(); err != nil {
 		return err
 	}

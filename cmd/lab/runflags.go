@@ -25,8 +25,11 @@ func checkRunFlags(cmd *cobra.Command) error {
 	if netnsFlags.agents < 0 || (f.Changed("agents") && netnsFlags.agents < 1) {
 		return usage(fmt.Errorf("--agents %d: want how many agent processes (1 or more; leave the flag out for the default)", netnsFlags.agents))
 	}
+	if f.Changed("workers") && workers < 1 {
+		return usage(fmt.Errorf("--workers %d: want how many worker goroutines (1 or more; leave the flag out for the default)", workers))
+	}
 	netnsFlags.given = nil
-	for _, n := range []string{"agents", "name", "pcap", "cluster", "check-against", "realtime", "keep-running-on-deadlock"} {
+	for _, n := range []string{"agents", "name", "pcap", "cluster", "check-against", "realtime", "keep-running-on-deadlock", "workers"} {
 		if f.Lookup(n) != nil && f.Changed(n) {
 			netnsFlags.given = append(netnsFlags.given, n)
 		}
@@ -38,7 +41,7 @@ func checkRunFlags(cmd *cobra.Command) error {
 // would be ignored without a word.
 var backendFlags = map[string][]string{
 	"virtual": {"agents", "name", "cluster", "check-against", "realtime"},
-	"netns":   {"keep-running-on-deadlock"},
+	"netns":   {"keep-running-on-deadlock", "workers"},
 }
 
 // checkBackendFlags refuses a flag given on the command line that the spec's backend would ignore

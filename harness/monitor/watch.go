@@ -34,6 +34,9 @@ type Watch struct {
 	byDev   map[int][]int // device -> queues found stalled at some tick, checked live when searched
 	stopped bool
 	timers  int // checks on the clock, superseded ones included
+	// now and deferTo are Defer's (nil: the hooks act at once).
+	now     func(dev int) clock.Time
+	deferTo func(dev int, apply func())
 }
 
 type watched struct {
@@ -71,10 +74,7 @@ func (m *Monitor) Watch(clk clock.Clock, devs map[int]Device, prio PrioFunc, onD
 // -1 for a queue prio skips, and 1 + its index in qs after.
 func (w *Watch) hook(dev, p int, port *egress.Port) {
 	var idx []int32
-	port.OnPause(func(q int, on bool) {
-		if !on {
-			return // a resume arms nothing: the armed check sees it
-		}
+	paused := func(q int, at clock.Time) {
 		if idx == nil {
 			idx = make([]int32, port.NumQueues())
 		}
@@ -84,9 +84,36 @@ func (w *Watch) hook(dev, p int, port *egress.Port) {
 			idx[q] = i
 		}
 		if i > 0 {
-			w.arm(int(i-1), w.earliest(int(i-1)))
+			if at < 0 {
+				at = w.earliest(int(i - 1))
+			}
+			w.arm(int(i-1), at)
 		}
+	}
+	port.OnPause(func(q int, on bool) {
+		if !on {
+			return // a resume arms nothing: the armed check sees it
+		}
+		if w.deferTo != nil {
+			// What the pause decides is read now, from the port and its device's clock; the watcher's
+			// own state changes when the caller applies it.
+			at := max(w.ceil(w.now(dev)), w.ceil(w.ceil(port.LastDequeue(q))+w.m.cfg.Stall))
+			w.deferTo(dev, func() { paused(q, at) })
+			return
+		}
+		paused(q, -1)
 	})
+}
+
+// Defer makes the watcher's hooks, which run in the events of the engines, hand each pause to
+// queue(dev, apply) instead of acting on it: the check time it arms is computed at once (from the port
+// and now(dev), the clock of the device's own events), the rest when the caller runs apply, on one
+// goroutine, in the order of the events that paused. The parallel virtual backend runs engines on
+// several goroutines and applies the pauses at its window edges; the checks it arms fall on the grid
+// at or after the pause, so a window that never crosses a tick of the grid (Interval) applies them
+// before any of them is due. Call it before the run.
+func (w *Watch) Defer(now func(dev int) clock.Time, queue func(dev int, apply func())) {
+	w.now, w.deferTo = now, queue
 }
 
 // add makes queue q's entry and returns idx's code for it (-1 when prio skips it).

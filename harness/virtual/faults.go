@@ -38,8 +38,10 @@ func (f *Fabric) scheduleFaults() {
 				}
 				dev := int32(e.Node)
 				port := int16(e.Port)
-				fl := egress.NewFaultLink(f.links[e], f.Clock, p.Fault, uint64(p.Link)<<1|uint64(i), func(pk *pkt.Packet, reason string) {
-					f.Log.Drops = append(f.Log.Drops, records.Drop{At: f.Clock.Now(), Device: dev, Port: port, Queue: pk.Queue, Flow: pk.Flow, Reason: reason})
+				// The NIC's own clock and log: with parts, its part's (drops happen in its events).
+				clk, log := f.clockOf(e.Node), f.logOf(e.Node)
+				fl := egress.NewFaultLink(f.links[e], clk, p.Fault, uint64(p.Link)<<1|uint64(i), func(pk *pkt.Packet, reason string) {
+					log.Drops = append(log.Drops, records.Drop{At: clk.Now(), Device: dev, Port: port, Queue: pk.Queue, Flow: pk.Flow, Reason: reason})
 				})
 				nicFaults[e] = fl
 				nic.SetLink(e.Port, fl)

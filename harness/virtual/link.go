@@ -34,6 +34,9 @@ type link struct {
 	meter *linkMeter
 	m     linkMeter
 	check *bool // Fabric.CheckFrames
+	// cross, on a link between two parts of a parallel run, takes the frames Send would put in flight:
+	// its receiver's half (cross.rx) holds them from the next window edge on (parallel.go).
+	cross *crossing
 }
 
 type inFlight struct {
@@ -59,6 +62,10 @@ func (l *link) Send(p *pkt.Packet) {
 	}
 	if l.meter != nil {
 		l.meter.add(l.clk.Now(), p)
+	}
+	if l.cross != nil {
+		l.cross.send(inFlight{at: l.clk.Now() + l.delay, p: p})
+		return
 	}
 	l.flight.push(inFlight{at: l.clk.Now() + l.delay, p: p})
 	if !l.pending {

@@ -214,10 +214,24 @@ func (f *Fabric) detachMeters() *meterSet {
 		return nil
 	}
 	ms := &meterSet{width: f.meterBin.width}
+	for i := range f.parts {
+		if b := f.parts[i].bin; b != nil {
+			ms.width = max(ms.width, b.width)
+		}
+	}
 	for e, l := range f.links {
 		if m := l.meter; m != nil {
 			m.flush()
 			m.pendBin = -1
+			// A part whose links saw no frame late in the run kept narrower bins than the sequential
+			// run's (which widen all meters at once): merge them to the widest. A halved bin holds what
+			// a bin of twice the width would have counted, so the records are the same.
+			for w := m.bin.width; w < ms.width; w *= 2 {
+				m.bytes.halve()
+				for j, fs := range m.series {
+					m.series[j] = halve(fs)
+				}
+			}
 			ms.links = append(ms.links, meterCounts{end: e, bytes: m.bytes, flows: m.flows, series: m.series})
 		}
 	}

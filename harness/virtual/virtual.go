@@ -5,6 +5,7 @@ package virtual
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -76,6 +77,12 @@ type Fabric struct {
 	links map[topo.End]*link // the link out of each device port
 	pool  *pkt.Pool          // the NICs' packets: every engine runs on Run's goroutine
 	pcaps []*capture
+
+	// parts, with NewParallel: the fabric split over workers, each part on a clock of its own; Clock
+	// then holds only the harness's events (parallel.go). partOf maps graph node -> part.
+	parts  []part
+	partOf map[int]int
+	par    *parallel
 }
 
 type wired interface {
@@ -96,27 +103,34 @@ var (
 
 // New builds the fabric: one engine per device, one link per cable direction, and every flow's start
 // scheduled on the clock.
-func New(l *lab.Lab) (*Fabric, error) {
+func New(l *lab.Lab) (*Fabric, error) { return build(l, nil) }
+
+// build makes the fabric; with parts (graph node -> part, NewParallel) every part gets its own clock,
+// log and packet pool, and links between parts hand their frames over at window edges (parallel.go).
+func build(l *lab.Lab, parts map[int]int) (*Fabric, error) {
 	f := &Fabric{Lab: l, Clock: clock.NewVirtual(), Log: &records.Log{},
 		Switches: map[int]*switchsw.Switch{}, NICs: map[int]*nodes.NIC{},
 		Monitor: monitor.New(l.Graph, monitor.Config{}), StopOnDeadlock: true, CheckFrames: true, links: map[topo.End]*link{}, pool: &pkt.Pool{}}
+	if parts != nil {
+		f.makeParts(parts)
+	}
 	g := l.Graph
 	devs := make([]wired, len(g.Nodes))
 	for _, s := range l.Switches {
-		sw, err := switchsw.New(s.Config, clock.For(f.Clock, clock.DeviceOrder(s.Node)), make([]egress.Link, len(s.Config.Ports)), f.Log)
+		sw, err := switchsw.New(s.Config, clock.For(f.clockOf(s.Node), clock.DeviceOrder(s.Node)), make([]egress.Link, len(s.Config.Ports)), f.logOf(s.Node))
 		if err != nil {
 			return nil, fmt.Errorf("switch %s: %w", g.Nodes[s.Node].Name, err)
 		}
-		sw.SetPool(f.pool)
+		sw.SetPool(f.poolOf(s.Node))
 		f.Switches[s.Node] = sw
 		devs[s.Node] = sw
 	}
 	for _, h := range l.Hosts {
-		nic, err := nodes.New(h.Config, clock.For(f.Clock, clock.DeviceOrder(h.Node)), make([]egress.Link, len(h.Config.Ports)), f.Log)
+		nic, err := nodes.New(h.Config, clock.For(f.clockOf(h.Node), clock.DeviceOrder(h.Node)), make([]egress.Link, len(h.Config.Ports)), f.logOf(h.Node))
 		if err != nil {
 			return nil, fmt.Errorf("host %s: %w", g.Nodes[h.Node].Name, err)
 		}
-		nic.SetPool(f.pool)
+		nic.SetPool(f.poolOf(h.Node))
 		f.NICs[h.Node] = nic
 		devs[h.Node] = nic
 	}
@@ -125,8 +139,8 @@ func New(l *lab.Lab) (*Fabric, error) {
 		if a == nil || b == nil {
 			return nil, fmt.Errorf("link %d (%s-%s) joins a device the lab did not configure", i, g.Nodes[lk.A.Node].Name, g.Nodes[lk.B.Node].Name)
 		}
-		ab := newLink(f.Clock, lk.Delay, b, lk.B.Node, lk.B.Port, f.unwired(g.Nodes[lk.A.Node].Name, lk.A.Port), &f.CheckFrames)
-		ba := newLink(f.Clock, lk.Delay, a, lk.A.Node, lk.A.Port, f.unwired(g.Nodes[lk.B.Node].Name, lk.B.Port), &f.CheckFrames)
+		ab := f.newLink(lk.A, lk.B, lk.Delay, b)
+		ba := f.newLink(lk.B, lk.A, lk.Delay, a)
 		a.SetLink(lk.A.Port, ab)
 		b.SetLink(lk.B.Port, ba)
 		f.links[lk.A], f.links[lk.B] = ab, ba
@@ -137,11 +151,15 @@ func New(l *lab.Lab) (*Fabric, error) {
 		fp := &l.Flows[i]
 		nic := f.NICs[fp.SrcNode]
 		flow := fp.NICFlow()
+		log, started := f.logOf(fp.SrcNode), &f.started
+		if f.parts != nil {
+			started = &f.parts[f.partOf[fp.SrcNode]].started
+		}
 		f.startAt[i] = func() {
 			if err := nic.StartFlow(flow); err != nil {
-				f.Log.Violations = append(f.Log.Violations, fmt.Sprintf("flow %d did not start: %v", flow.ID, err))
+				log.Violations = append(log.Violations, fmt.Sprintf("flow %d did not start: %v", flow.ID, err))
 			}
-			f.started++
+			*started++
 		}
 		if len(fp.After) > 0 {
 			if f.waiting == nil {
@@ -154,14 +172,64 @@ func New(l *lab.Lab) (*Fabric, error) {
 			continue
 		}
 		// A flow's start is an event of its source NIC (docs/architecture.md §Order of simultaneous events).
-		f.Clock.AfterFuncOrdered(fp.At, clock.DeviceOrder(fp.SrcNode), f.startAt[i])
+		f.clockOf(fp.SrcNode).AfterFuncOrdered(fp.At, clock.DeviceOrder(fp.SrcNode), f.startAt[i])
 	}
 	if f.dependents != nil {
+		if f.parts != nil {
+			return nil, errors.New("virtual: flows that wait for others (after:) run on one worker: their releases are harness events at the instant of a completion")
+		}
 		for _, nic := range f.NICs {
 			nic.SetOnComplete(f.release)
 		}
 	}
 	return f, nil
+}
+
+// clockOf, logOf and poolOf are the clock, log and packet pool of node's engine: the fabric's own,
+// or its part's.
+func (f *Fabric) clockOf(node int) *clock.Virtual {
+	if f.parts == nil {
+		return f.Clock
+	}
+	return f.parts[f.partOf[node]].clk
+}
+
+func (f *Fabric) logOf(node int) *records.Log {
+	if f.parts == nil {
+		return f.Log
+	}
+	return f.parts[f.partOf[node]].log
+}
+
+func (f *Fabric) poolOf(node int) *pkt.Pool {
+	if f.parts == nil {
+		return f.pool
+	}
+	return f.parts[f.partOf[node]].pool
+}
+
+// newLink makes the link from end from to end to (device dev).
+func (f *Fabric) newLink(from, to topo.End, delay clock.Time, dev wired) *link {
+	g := f.Lab.Graph
+	var un func(*pkt.Packet, error)
+	if f.parts == nil {
+		un = f.unwired(g.Nodes[from.Node].Name, from.Port)
+	} else {
+		un = f.unwiredPart(&f.parts[f.partOf[from.Node]], g.Nodes[from.Node].Name, from.Port)
+	}
+	if f.parts == nil {
+		return newLink(f.Clock, delay, dev, to.Node, to.Port, un, &f.CheckFrames)
+	}
+	pa, pb := f.partOf[from.Node], f.partOf[to.Node]
+	if pa == pb {
+		return newLink(f.parts[pa].clk, delay, dev, to.Node, to.Port, un, &f.CheckFrames)
+	}
+	// Across parts: the sender's half checks, captures and meters; the receiver's half (rx) holds the
+	// frames in flight and delivers them, taking them over at each window edge (parallel.go).
+	rx := newLink(f.parts[pb].clk, delay, dev, to.Node, to.Port, nil, &f.CheckFrames)
+	tx := newLink(f.parts[pa].clk, delay, nil, to.Node, to.Port, un, &f.CheckFrames)
+	tx.cross = &crossing{rx: rx, from: &f.parts[pa]}
+	return tx
 }
 
 // maxUnwired bounds the violations recorded for frames the wire cannot carry: one bug emits such a
@@ -195,6 +263,9 @@ type Result struct {
 // Run advances the clock until every flow has completed (if the spec says stop when done), the lab's
 // End, or ctx is cancelled (checked every few thousand events, so Ctrl-C keeps what was measured).
 func (f *Fabric) Run(ctx context.Context) Result {
+	if f.parts != nil {
+		return f.runParallel(ctx)
+	}
 	total := len(f.Lab.Flows)
 	stopWhenDone := f.Lab.Spec.StopWhenDone()
 	end := f.Lab.End
@@ -276,7 +347,17 @@ func (f *Fabric) Run(ctx context.Context) Result {
 // does without DeferRecords. Call it once, after Run.
 func (f *Fabric) TakeRecords() func() {
 	log, meters := f.Log, f.detachMeters()
+	var partLogs []*records.Log
+	for i := range f.parts {
+		partLogs = append(partLogs, f.parts[i].log)
+	}
 	return func() {
+		for _, pl := range partLogs {
+			// What a run's end left in the parts' logs: every record but the flows, violations and
+			// reorders Run moved as they came (their order is the sequential run's), and the records
+			// of the engines' Flush. The report orders per-device records by time and device.
+			log.Merge(pl)
+		}
 		log.FlushPauses()
 		if meters != nil {
 			log.Links, log.FlowRx = meters.records()
@@ -322,9 +403,18 @@ func (f *Fabric) startMeters() {
 		if g.Nodes[peer.Node].Kind == topo.Host {
 			to = int32(g.Nodes[peer.Node].Index)
 		}
-		l.m = linkMeter{bin: f.meterBin, toHost: to, flows: map[uint32]int{}, lastAt: -1, pendBin: -1}
+		bin := f.meterBin
+		if f.parts != nil {
+			// Each part's meters widen their bins on their own (parallel.go: detachMeters evens them).
+			p := &f.parts[f.partOf[e.Node]]
+			if p.bin == nil {
+				p.bin = &meterBin{width: f.meterBin.width, adaptive: f.meterBin.adaptive}
+			}
+			bin = p.bin
+		}
+		l.m = linkMeter{bin: bin, toHost: to, flows: map[uint32]int{}, lastAt: -1, pendBin: -1}
 		l.meter = &l.m
-		f.meterBin.meters = append(f.meterBin.meters, l.meter)
+		bin.meters = append(bin.meters, l.meter)
 	}
 }
 

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/harness/virtual"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
+)
+
+// identityBudget is the most expected frame-hops (netns.TrafficParts' estimate from the flows' sizes and
+// routes) of a shipped spec TestWorkersByteIdentical runs three times: the 25 specs under it (most of
+// lab/experiments/regression, the k=4 matched and identity scenarios) take 0.02-1 s of CPU each.
+const identityBudget = 400_000
+
+// identityHosts is the largest fabric (hosts) TestWorkersByteIdentical builds.
+const identityHosts = 80
+
+// TestWorkersByteIdentical: every shipped spec small enough (its first run: first sweep point, first
+// seed), run with 1, 2 and 3 workers, writes the same run directory byte for byte, run.json included
+// but for its wall time. A parallel run that fired one event in another order, ended at another event or
+// merged a record elsewhere shows here.
+func TestWorkersByteIdentical(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs every small shipped spec three times")
+	}
+	root := filepath.Join("..", "..")
+	var paths []string
+	for _, dir := range []string{"lab/experiments", "suites"} {
+		filepath.WalkDir(filepath.Join(root, dir), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, ".yaml") {
+				paths = append(paths, p)
+			}
+			return nil
+		})
+	}
+	showProgress = false
+	defer func() { workers = 0 }()
+	ran := 0
+	for _, path := range paths {
+		e, err := spec.Plan(path, nil, 0)
+		if err != nil {
+			continue // not a spec (a cluster file, a fault plan), or one the suites feed in parts
+		}
+		pt, err := e.Point(0)
+		if err != nil {
+			continue
+		}
+		s := pt.Spec
+		if s.Backend != "virtual" {
+			s.Backend = "virtual" // the identity experiments run netns; their virtual twin runs here
+		}
+		// The topology alone first: routing a large fabric (FC+, Dragonfly D3) takes seconds.
+		s.ApplyDefaults()
+		family, params := s.TopologyParams()
+		if g, err := lab.BuildTopology(family, params, lab.DefaultBudget); err != nil || len(g.Hosts) > identityHosts {
+			continue
+		}
+		l, err := lab.Build(s)
+		if err != nil || len(l.Flows) == 0 {
+			continue
+		}
+		if n, _ := chooseWorkers(l, 2); n < 2 {
+			continue // flows wait for others: one worker whatever is asked
+		}
+		if _, cut := netns.TrafficPartsWithin(l, &netns.Dilated{Switches: l.Switches, Hosts: l.Hosts}, 2, virtual.SplitSlack); cut.Total > identityBudget {
+			continue
+		}
+		rel, _ := filepath.Rel(root, path)
+		t.Run(rel, func(t *testing.T) {
+			dir := t.TempDir()
+			var want map[string][]byte
+			for _, w := range []int{1, 2, 3} {
+				workers = w
+				out := filepath.Join(dir, fmt.Sprint("w", w))
+				if _, _, err := runSpec(context.Background(), s, out); err != nil && !strings.Contains(err.Error(), "interrupted") {
+					t.Fatalf("workers %d: %v", w, err)
+				}
+				got := readRunDir(t, out)
+				if want == nil {
+					want = got
+					continue
+				}
+				for name, b := range want {
+					if !bytes.Equal(got[name], b) {
+						t.Errorf("workers %d: %s differs from 1 worker's:\n%s", w, name, firstDiff(b, got[name]))
+					}
+				}
+				for name := range got {
+					if _, ok := want[name]; !ok {
+						t.Errorf("workers %d: %s only with %d workers", w, name, w)
+					}
+				}
+			}
+		})
+		ran++
+	}
+	if ran < 20 {
+		t.Fatalf("only %d shipped specs under the budget: the test no longer covers what it says", ran)
+	}
+}
+
+var wallTime = regexp.MustCompile(`(?m)^\s*"wall_s": [^\n]*\n`)
+
+// readRunDir reads every file of a run directory; run.json without its wall time.
+func readRunDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel == "run.json" {
+			b = wallTime.ReplaceAll(b, nil)
+		}
+		files[rel] = b
+		return nil
+	})
+	if len(files) == 0 {
+		t.Fatalf("%s: no run files", dir)
+	}
+	return files
+}
+
+// firstDiff shows the first line where b differs from a.
+func firstDiff(a, b []byte) string {
+	la, lb := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range min(len(la), len(lb)) {
+		if la[i] != lb[i] {
+			return fmt.Sprintf("line %d: %s\n    vs: %s", i+1, la[i], lb[i])
+		}
+	}
+	return "one is a prefix of the other"
+}

@@ -1,0 +1,656 @@
+package virtual
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/fabriclab/fabriclab/clock"
+	"github.com/fabriclab/fabriclab/harness/monitor"
+	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/pkt"
+	"github.com/fabriclab/fabriclab/records"
+)
+
+// The parallel virtual backend (docs/architecture.md §The parallel virtual backend). The fabric is split
+// into parts, each with its own clock, log and packet pool, run by one worker goroutine each, in windows
+// no longer than the lookahead: the smallest delay of a link between two parts. A frame sent in a window
+// arrives after it ends, so within a window the parts cannot affect each other, and at its edge the
+// frames a part sent across are handed to their receivers' halves of the links. Every event keeps the
+// key it has in the sequential run (time, device Order; a device's events all live in one part, where
+// they keep their scheduling order), so the engines see the same events in the same order.
+//
+// What is not local to a part is kept in the sequential order by the coordinator, at window edges:
+//   - harness events (the deadlock monitor's checks, faults) stay on Fabric.Clock and fire between
+//     windows, which end at the next harness event, so they see every device's events of their instant
+//     and nothing later;
+//   - the pauses the monitor hears are applied in event order (monitor.Watch.Defer); windows never cross
+//     its grid, on which the checks they arm fall;
+//   - flow records, violations and reorder notes go to Log in event order (each part marks the events
+//     that wrote some);
+//   - a run that stops once every flow is done stops after the very event that completed the last
+//     flow: the parts still holding flows run first and stop when their last flow completes, then the
+//     others run up to that event and no further;
+//   - a run past its end fires exactly one event beyond it, as the sequential loop does.
+// The byte meters widen their bins per part; detachMeters evens them. Flows that wait for others
+// (after:) are refused: a completion releases them at its own instant, with no lookahead.
+
+// part is one worker's share of the fabric.
+type part struct {
+	clk  *clock.Virtual
+	log  *records.Log
+	pool *pkt.Pool
+	bin  *meterBin // its links' meters' bins
+
+	started int
+	rem     int  // flows sent from here not yet completed
+	stop    bool // the event just fired completed rem's last flow (stop-when-done runs)
+	// paused, pauseAt, pauseO: the part stopped in this window at the event (pauseAt, pauseO).
+	paused  bool
+	pauseAt clock.Time
+	pauseO  clock.Order
+
+	dirty   []*crossing // its links into other parts that carry frames not yet handed over
+	notes   []func()    // the monitor's pauses (monitor.Watch.Defer), applied by the coordinator
+	unwired uint64      // frames the wire could not carry (Fabric.Unwired)
+	unwIdx  []int       // indices into log.Violations that are unwired-frame notes, for the cap
+	unwKept int         // unwired notes written in all (at most maxUnwired+1 are worth writing)
+	marks   []mark      // the events of this window that wrote flow records, violations, reorders or notes
+	mi      int         // marks[:mi] are merged
+	mk      mark        // lengths at the last mark
+	cur     mark        // lengths already moved by the coordinator
+	// unjust is the latest time of stopped events this part discarded after its last fired event: a
+	// sequential clock would still hold them if the run went idle now (Horizon).
+	unjust clock.Time
+}
+
+// mark is the lengths of a part's lists after one event that grew them, and the event's key.
+type mark struct {
+	at                        clock.Time
+	o                         clock.Order
+	flows, viol, reord, notes int
+}
+
+// crossing is the sender's side of a link between parts: the frames sent in the current window.
+type crossing struct {
+	rx     *link // the receiver's half
+	from   *part
+	out    []inFlight
+	listed bool // in from.dirty
+}
+
+func (c *crossing) send(fl inFlight) {
+	c.out = append(c.out, fl)
+	if !c.listed {
+		c.listed = true
+		c.from.dirty = append(c.from.dirty, c)
+	}
+}
+
+// handOver moves the frames sent across into their receivers' links, as Send would have put them in
+// flight: a receiver's link with nothing due yet gets its delivery event at the first frame's arrival.
+func (c *crossing) handOver() {
+	rx := c.rx
+	for i := range c.out {
+		rx.flight.push(c.out[i])
+		c.out[i].p = nil
+	}
+	if !rx.pending && rx.flight.n > 0 {
+		rx.pending = true
+		rx.clk.ScheduleOrdered(rx.flight.front().at-rx.clk.Now(), rx.ord, rx.fire)
+	}
+	c.out = c.out[:0]
+	c.listed = false
+}
+
+// SplitSlack is how far from an equal share of expected frame-hops a part may be when a fabric is split
+// for workers (netns.TrafficPartsWithin): every window waits for its busiest part, and a frame between
+// parts costs only a hand-over at the window's edge.
+const SplitSlack = 0.02
+
+// Split says how NewParallel split a fabric.
+type Split struct {
+	Parts     int        // parts (workers); 1: the fabric runs as New's
+	Lookahead clock.Time // the smallest delay of a link between parts (the window)
+	CutLinks  int        // links between parts
+	Kept      int        // links of zero delay that would have been cut, kept inside a part
+	Devices   []int      // devices per part
+}
+
+func (s Split) String() string {
+	if s.Parts < 2 {
+		return "1 part"
+	}
+	return fmt.Sprintf("%d parts of %v devices, %d links between them, lookahead %v", s.Parts, s.Devices, s.CutLinks, s.Lookahead)
+}
+
+// NewParallel builds the fabric split into parts (graph node -> part, e.g. the netns agents' traffic
+// split, netns.TrafficParts), to run each part on a worker goroutine. A link of zero delay between
+// parts would leave no lookahead: its ends are put in one part. Parts left empty are dropped; a split
+// into one part gives New's fabric. Every output of Run is byte-identical to New's run of the lab.
+func NewParallel(l *lab.Lab, parts map[int]int) (*Fabric, Split, error) {
+	g := l.Graph
+	for _, fp := range l.Flows {
+		if len(fp.After) > 0 {
+			return nil, Split{}, fmt.Errorf("workers: flow %d waits for others (after:): its start is released at the instant of a completion, with no lookahead; run it with --workers 1", fp.ID)
+		}
+	}
+	devs := map[int]bool{}
+	for _, s := range l.Switches {
+		devs[s.Node] = true
+	}
+	for _, h := range l.Hosts {
+		devs[h.Node] = true
+	}
+	// Union the ends of zero-delay links; each group goes to the part of its smallest node.
+	up := make([]int, len(g.Nodes))
+	for i := range up {
+		up[i] = i
+	}
+	var find func(int) int
+	find = func(x int) int {
+		for up[x] != x {
+			up[x] = up[up[x]]
+			x = up[x]
+		}
+		return x
+	}
+	split := Split{}
+	for _, lk := range g.Links {
+		if lk.Delay <= 0 {
+			a, b := find(lk.A.Node), find(lk.B.Node)
+			if a != b {
+				if parts[lk.A.Node] != parts[lk.B.Node] {
+					split.Kept++
+				}
+				up[max(a, b)] = min(a, b)
+			}
+		}
+	}
+	of := map[int]int{}
+	for v := range devs {
+		p, ok := parts[find(v)]
+		if !ok {
+			return nil, Split{}, fmt.Errorf("workers: device %s has no part", g.Nodes[find(v)].Name)
+		}
+		of[v] = p
+	}
+	// Number the parts densely, in order of their smallest node.
+	ids := map[int]int{}
+	for v := range g.Nodes {
+		if p, ok := of[v]; ok {
+			if _, seen := ids[p]; !seen {
+				ids[p] = len(ids)
+			}
+		}
+	}
+	for v, p := range of {
+		of[v] = ids[p]
+	}
+	if len(ids) < 2 {
+		f, err := New(l)
+		return f, Split{Parts: 1}, err
+	}
+	split.Parts = len(ids)
+	split.Devices = make([]int, len(ids))
+	for _, p := range of {
+		split.Devices[p]++
+	}
+	split.Lookahead = math.MaxInt64
+	for _, lk := range g.Links {
+		if of[lk.A.Node] != of[lk.B.Node] {
+			split.CutLinks++
+			split.Lookahead = min(split.Lookahead, lk.Delay)
+		}
+	}
+	f, err := build(l, of)
+	if err != nil {
+		return nil, Split{}, err
+	}
+	f.par = &parallel{lookahead: split.Lookahead}
+	return f, split, nil
+}
+
+// makeParts gives every part its clock, log and pool.
+func (f *Fabric) makeParts(of map[int]int) {
+	n := 0
+	for _, p := range of {
+		n = max(n, p+1)
+	}
+	f.partOf = of
+	f.parts = make([]part, n)
+	for i := range f.parts {
+		f.parts[i] = part{clk: clock.NewVirtual(), log: &records.Log{}, pool: &pkt.Pool{}, unjust: -1}
+	}
+}
+
+// unwiredPart is unwired for a link out of a part: the note goes to the part's log, marked, so that the
+// coordinator keeps the first maxUnwired in the sequential order.
+func (f *Fabric) unwiredPart(p *part, device string, port int) func(*pkt.Packet, error) {
+	return func(pk *pkt.Packet, err error) {
+		p.unwired++
+		if p.unwKept > maxUnwired {
+			return // later than the first maxUnwired+1 of the whole run
+		}
+		p.unwKept++
+		p.unwIdx = append(p.unwIdx, len(p.log.Violations))
+		p.log.Violations = append(p.log.Violations, fmt.Sprintf("%s p%d at %v: the wire cannot carry this %v frame: %v",
+			device, port, p.clk.Now(), pk.Kind, err))
+	}
+}
+
+// parallel is the coordinator's state.
+type parallel struct {
+	stats     ParallelStats
+	lookahead clock.Time
+	unwSeen   uint64 // unwired notes moved to Log, in order
+	hUnjust   clock.Time
+	workers   []chan window
+	done      chan struct{}
+	wg        sync.WaitGroup
+}
+
+// ParallelStats is what a parallel run spent where (Fabric.ParallelStats).
+type ParallelStats struct {
+	Windows    int             // windows run (all parts to one edge)
+	Serial     int             // windows a stop-when-done run ran in two phases
+	Busy       []time.Duration // per part: wall time running its events
+	Events     []uint64        // per part: events fired
+	Coordinate time.Duration   // wall time of the coordinator's own work between windows (merge, hand-over)
+}
+
+// ParallelStats is the parallel run's accounting (zero for a sequential fabric).
+func (f *Fabric) ParallelStats() ParallelStats {
+	if f.par == nil {
+		return ParallelStats{}
+	}
+	s := f.par.stats
+	s.Events = make([]uint64, len(f.parts))
+	for i := range f.parts {
+		s.Events[i] = f.parts[i].clk.Fired()
+	}
+	return s
+}
+
+// window is a worker's order: run its part up to (at, o) inclusive.
+type window struct {
+	at clock.Time
+	o  clock.Order
+}
+
+// run fires the part's events up to (at, o), marking those that wrote what the coordinator orders,
+// and stops early after the event that completed its last flow if p.stop is set by it.
+func (p *part) run(at clock.Time, o clock.Order) {
+	for p.step(at, o) {
+		if p.stop {
+			p.stop = false
+			p.paused, p.pauseAt, p.pauseO = true, p.clk.Now(), p.mk.o
+			return
+		}
+	}
+}
+
+// step fires the part's next event if it comes at or before (at, o), and marks it if it wrote what
+// the coordinator orders.
+func (p *part) step(at clock.Time, o clock.Order) bool {
+	fo, dr, ok := p.clk.StepUntil(at, o)
+	if !ok {
+		p.unjust = max(p.unjust, dr)
+		return false
+	}
+	p.unjust = -1
+	p.mk.o = fo
+	if len(p.log.Flows) != p.mk.flows || len(p.log.Violations) != p.mk.viol || len(p.log.Reorders) != p.mk.reord || len(p.notes) != p.mk.notes {
+		p.mk = mark{at: p.clk.Now(), o: fo, flows: len(p.log.Flows), viol: len(p.log.Violations), reord: len(p.log.Reorders), notes: len(p.notes)}
+		p.marks = append(p.marks, p.mk)
+	}
+	return true
+}
+
+// startWorkers starts a goroutine for every part but the first, which the coordinator runs itself.
+func (f *Fabric) startWorkers() {
+	c := f.par
+	c.done = make(chan struct{}, len(f.parts))
+	c.stats.Busy = make([]time.Duration, len(f.parts))
+	c.workers = make([]chan window, len(f.parts))
+	for i := 1; i < len(f.parts); i++ {
+		ch := make(chan window, 1)
+		c.workers[i] = ch
+		p := &f.parts[i]
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			for w := range ch {
+				t := time.Now()
+				p.run(w.at, w.o)
+				c.stats.Busy[i] += time.Since(t)
+				c.done <- struct{}{}
+			}
+		}()
+	}
+}
+
+func (f *Fabric) stopWorkers() {
+	for _, ch := range f.par.workers {
+		if ch != nil {
+			close(ch)
+		}
+	}
+	f.par.wg.Wait()
+}
+
+// runParts runs the parts which says to (at, o), at once, and waits for them.
+func (f *Fabric) runParts(which func(i int) bool, at clock.Time, o clock.Order) {
+	c := f.par
+	sent := 0
+	for i := 1; i < len(f.parts); i++ {
+		if which(i) {
+			c.workers[i] <- window{at, o}
+			sent++
+		}
+	}
+	if which(0) {
+		t := time.Now()
+		f.parts[0].run(at, o)
+		c.stats.Busy[0] += time.Since(t)
+	}
+	for ; sent > 0; sent-- {
+		<-c.done
+	}
+}
+
+// merge moves what the parts marked in the windows since the last merge to Log and the monitor, in
+// the order of the events that wrote it, and hands the frames sent across to their receivers.
+func (f *Fabric) merge() {
+	for {
+		best := -1
+		for i := range f.parts {
+			p := &f.parts[i]
+			if p.mi == len(p.marks) {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			bp := &f.parts[best]
+			m, b := &p.marks[p.mi], &bp.marks[bp.mi]
+			if m.at < b.at || m.at == b.at && m.o < b.o {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		p := &f.parts[best]
+		m := p.marks[p.mi]
+		p.mi++
+		f.Log.Flows = append(f.Log.Flows, p.log.Flows[p.cur.flows:m.flows]...)
+		for i := p.cur.viol; i < m.viol; i++ {
+			if len(p.unwIdx) > 0 && p.unwIdx[0] == i {
+				// Sequential: the first maxUnwired notes, then one line saying more follow.
+				p.unwIdx = p.unwIdx[1:]
+				f.par.unwSeen++
+				if f.par.unwSeen <= maxUnwired {
+					f.Log.Violations = append(f.Log.Violations, p.log.Violations[i])
+				} else if f.par.unwSeen == maxUnwired+1 {
+					f.Log.Violations = append(f.Log.Violations, "more frames the wire cannot carry follow; see Fabric.Unwired for the count")
+				}
+				continue
+			}
+			f.Log.Violations = append(f.Log.Violations, p.log.Violations[i])
+		}
+		f.Log.Reorders = append(f.Log.Reorders, p.log.Reorders[p.cur.reord:m.reord]...)
+		for _, apply := range p.notes[p.cur.notes:m.notes] {
+			apply()
+		}
+		p.cur = m
+	}
+	for i := range f.parts {
+		p := &f.parts[i]
+		p.marks, p.mi = p.marks[:0], 0
+		clear(p.log.Flows)
+		clear(p.notes)
+		p.log.Flows, p.log.Violations, p.log.Reorders, p.notes = p.log.Flows[:0], p.log.Violations[:0], p.log.Reorders[:0], p.notes[:0]
+		for j := range p.unwIdx {
+			p.unwIdx[j] -= p.cur.viol
+		}
+		p.cur, p.mk = mark{}, mark{}
+		for _, c := range p.dirty {
+			c.handOver()
+		}
+		clear(p.dirty)
+		p.dirty = p.dirty[:0]
+	}
+}
+
+// live is the events that will still fire, on every clock: Clock.Live of the sequential run, once the
+// frames sent across are handed over.
+func (f *Fabric) live() int {
+	n := f.Clock.Live()
+	for i := range f.parts {
+		n += f.parts[i].clk.Live()
+	}
+	return n
+}
+
+// now is the time of the last event fired on any clock: the sequential clock's Now.
+func (f *Fabric) now() clock.Time {
+	t := f.Clock.Now()
+	for i := range f.parts {
+		t = max(t, f.parts[i].clk.Now())
+	}
+	return t
+}
+
+// next is the first event due on any part: its time, Order and part (-1: none).
+func (f *Fabric) next() (clock.Time, clock.Order, int) {
+	best, at, o := -1, clock.Time(0), clock.Order(0)
+	for i := range f.parts {
+		p := &f.parts[i]
+		t, po, dr, ok := p.clk.Next()
+		p.unjust = max(p.unjust, dr)
+		if ok && (best < 0 || t < at || t == at && po < o) {
+			best, at, o = i, t, po
+		}
+	}
+	return at, o, best
+}
+
+// horizon is Clock.Horizon of the sequential run: the latest time of any event still queued, stopped
+// ones included, or of the last one fired.
+func (f *Fabric) horizon() clock.Time {
+	h := max(f.Clock.Horizon(), f.par.hUnjust)
+	for i := range f.parts {
+		h = max(h, f.parts[i].clk.Horizon(), f.parts[i].unjust)
+	}
+	return h
+}
+
+// runParallel is Run for a fabric split into parts: the sequential loop's every decision, taken at
+// window edges where the state is the same as the sequential run's at that instant.
+func (f *Fabric) runParallel(ctx context.Context) Result {
+	total := len(f.Lab.Flows)
+	stopWhenDone := f.Lab.Spec.StopWhenDone()
+	end := f.Lab.End
+	c := f.par
+	c.hUnjust = -1
+	var res Result
+	f.startMeters()
+	for i := range f.parts {
+		// Chunked, not spilled (SpillDir): a part's log is merged into Log, which would not carry a
+		// failure to read a part's spill file back (Log.SpillErr).
+		f.parts[i].log.ChunkPauses()
+	}
+	for _, fp := range f.Lab.Flows {
+		f.parts[f.partOf[fp.SrcNode]].rem++
+	}
+	for node, nic := range f.NICs {
+		p := &f.parts[f.partOf[node]]
+		nic.SetOnComplete(func(uint32, clock.Time) {
+			if p.rem--; p.rem == 0 && stopWhenDone {
+				p.stop = true
+			}
+		})
+	}
+	// The monitor: the event-driven watcher, its hooks deferred to the window edges (PollMonitor's
+	// periodic pass counts queued stopped events, which the parts discard at other moments).
+	var watch *monitor.Watch
+	if f.Monitor != nil {
+		watch = f.Monitor.Watch(f.Clock, f.devices(), f.prio(), func() { f.deadlocked = true },
+			func() bool { return f.live() == watch.Timers() })
+		watch.Defer(func(dev int) clock.Time { return f.parts[f.partOf[dev]].clk.Now() },
+			func(dev int, apply func()) {
+				p := &f.parts[f.partOf[dev]]
+				p.notes = append(p.notes, apply)
+			})
+		defer watch.Stop()
+	}
+	f.startWorkers()
+	defer f.stopWorkers()
+	all := func(int) bool { return true }
+	const lastOrder = clock.Order(math.MaxUint64)
+	for n := 0; ; n++ {
+		if f.deadlocked && f.StopOnDeadlock {
+			break
+		}
+		f.collect()
+		if stopWhenDone && f.done == total && f.startedAll() == total {
+			res.AllDone = true
+			break
+		}
+		if watch != nil && f.live() == watch.Timers() {
+			if t := watch.NextTick(f.horizon()); t <= end {
+				f.Clock.RunUntil(t)
+			} else {
+				f.Clock.RunUntil(end)
+				f.Clock.RunUntil(watch.NextTick(end + 1))
+				res.TimedOut = true
+			}
+			break
+		}
+		if n&0x3F == 0 {
+			if f.Progress != nil {
+				f.Progress(f.now(), f.done, total)
+			}
+			if ctx.Err() != nil {
+				res.Cancelled = true
+				break
+			}
+		}
+		pAt, pO, pi := f.next()
+		hAt, _, hd, hOK := f.Clock.Next()
+		c.hUnjust = max(c.hUnjust, hd)
+		if pi < 0 && !hOK {
+			break
+		}
+		if hOK && (pi < 0 || hAt < pAt) {
+			// A harness event is next: after every device's events of its instant, before any later.
+			f.Clock.Step()
+			c.hUnjust = -1
+			if hAt > end {
+				res.TimedOut = true
+				break
+			}
+			continue
+		}
+		if pAt > end {
+			// The sequential loop fires the first event past the end, then stops.
+			f.parts[pi].step(pAt, pO)
+			f.merge()
+			res.TimedOut = true
+			break
+		}
+		lim := end
+		if c.lookahead <= end-pAt {
+			lim = pAt + c.lookahead - 1
+		}
+		if hOK {
+			lim = min(lim, hAt)
+		}
+		if watch != nil {
+			lim = min(lim, watch.NextTick(pAt))
+		}
+		c.stats.Windows++
+		if !stopWhenDone || f.done == total {
+			f.runParts(all, lim, lastOrder)
+			t := time.Now()
+			f.merge()
+			c.stats.Coordinate += time.Since(t)
+			continue
+		}
+		// Parts still sending flows run first, each stopping after the event that completes its last
+		// one. If every flow is then done, the run ends at the latest of those events: the other parts
+		// run up to it. If not, they all run to the window's end.
+		lead := make([]bool, len(f.parts))
+		leaders := 0
+		for i := range f.parts {
+			if f.parts[i].rem > 0 {
+				lead[i] = true
+				leaders++
+			}
+		}
+		if leaders < len(f.parts) {
+			c.stats.Serial++ // the followers wait for the leaders
+		}
+		f.runParts(func(i int) bool { return lead[i] }, lim, lastOrder)
+		allDone := true
+		last := -1
+		for i := range f.parts {
+			p := &f.parts[i]
+			if !lead[i] {
+				continue
+			}
+			if !p.paused {
+				allDone = false
+				continue
+			}
+			if last < 0 || p.pauseAt > f.parts[last].pauseAt || p.pauseAt == f.parts[last].pauseAt && p.pauseO > f.parts[last].pauseO {
+				last = i
+			}
+		}
+		if allDone && last >= 0 {
+			t, o := f.parts[last].pauseAt, f.parts[last].pauseO
+			f.runParts(func(i int) bool { return i != last }, t, o)
+		} else {
+			f.runParts(func(i int) bool { return !lead[i] || f.parts[i].paused }, lim, lastOrder)
+		}
+		for i := range f.parts {
+			f.parts[i].paused = false
+		}
+		t := time.Now()
+		f.merge()
+		c.stats.Coordinate += time.Since(t)
+	}
+	f.collect()
+	res.AllDone = f.done == total
+	res.End = f.now()
+	res.Events = f.Clock.Fired()
+	for i := range f.parts {
+		res.Events += f.parts[i].clk.Fired()
+		f.Unwired += f.parts[i].unwired
+	}
+	if f.Monitor != nil {
+		res.Deadlock = f.Monitor.Verdict()
+	}
+	for _, sw := range f.Switches {
+		sw.Flush()
+	}
+	for _, nic := range f.NICs {
+		nic.Flush()
+	}
+	if !f.DeferRecords {
+		f.TakeRecords()()
+	}
+	return res
+}
+
+func (f *Fabric) startedAll() int {
+	n := f.started
+	for i := range f.parts {
+		n += f.parts[i].started
+	}
+	return n
+}
