@@ -345,6 +345,10 @@ func (f *PortFC) DecodeFromBytes(data []byte, df gopacket.DecodeFeedback) error 
 	f.Queue = int16(binary.BigEndian.Uint16(data[2:]))
 	f.Port = int16(binary.BigEndian.Uint16(data[4:]))
 	f.Via = binary.BigEndian.Uint16(data[6:])
+	if f.Via > 255 {
+		// As wire.Decode: via is a node port + 1, carried in 16 bits but below 256 (pkt.Packet.Hop).
+		return fmt.Errorf("wire: PortFC via %d, want a node port + 1 below 256", f.Via)
+	}
 	f.Padding = data[wire.PortFCLen:]
 	f.BaseLayer = layers.BaseLayer{Contents: data[:wire.PortFCLen]}
 	return nil
