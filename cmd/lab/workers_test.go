@@ -68,9 +68,6 @@ func TestWorkersByteIdentical(t *testing.T) {
 		if err != nil || len(l.Flows) == 0 {
 			continue
 		}
-		if n, _ := chooseWorkers(l, 2); n < 2 {
-			continue // flows wait for others: one worker whatever is asked
-		}
 		if _, cut := netns.TrafficPartsWithin(l, &netns.Dilated{Switches: l.Switches, Hosts: l.Hosts}, 2, virtual.SplitSlack); cut.Total > identityBudget {
 			continue
 		}
