@@ -603,8 +603,8 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 		}
 		if hOK && (pi < 0 || hAt < pAt || hAt == pAt && pO >= clock.Harness) {
 			// A harness event is next: after every device's events of its instant, before any later,
-			// and before the releases due at its instant (a fault was scheduled before any release; a
-			// deadlock check, almost always, and see runParallel's note on ties).
+			// and before the releases due at its instant (a fault was scheduled before any release, as
+			// a deadlock check almost always was: releaseIn).
 			f.Clock.Step()
 			c.hUnjust = -1
 			if hAt > end {
@@ -727,7 +727,9 @@ func (f *Fabric) startedAll() int {
 // before it. Among the harness-class events of the instant, the coordinator fires the harness's own
 // first (the window ends before the parts' releases at a harness event's instant), and the parts'
 // marks carry the release's key (relKey), so that what the releases and the events they cause write to
-// Log merges in the sequential order.
+// Log merges in the sequential order. One tie is not reproduced: a deadlock check and a release due at
+// one tick of the monitor's grid, the check armed after the release was scheduled, fire check first
+// here and release first on one clock (the check's place in the sequential sequence is not kept).
 func (f *Fabric) releaseIn(p *part, o clock.Order, id uint32) {
 	key := relKey{on: true, at: p.clk.Now(), o: o}
 	for _, i := range f.dependents[id] {
