@@ -300,3 +300,79 @@ func TestParallelRefusesDependencyAcrossParts(t *testing.T) {
 		}
 	}
 }
+
+// TestParallelFaultAtRelease: a fault due at the very picosecond a flow is released fires first on one
+// clock (it was scheduled before any release) and split alike: the window ends before the part's
+// release, the fault fires between windows, then the release. Here the released flow's own link goes
+// down then and its frames are dropped as they leave. (The engines give the two orders the same
+// records here, a frame leaving only at the end of its serialization; the test holds the run that
+// takes the tie to the sequential one's, events and records.)
+func TestParallelFaultAtRelease(t *testing.T) {
+	base := parallelCases(t)["ps, stops when done"]
+	build := func(yaml string, at clock.Time) *lab.Lab {
+		s, err := spec.Parse([]byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := lab.Build(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range l.Faults {
+			l.Faults[i].At = at
+		}
+		return l
+	}
+	// The first flow released by a completion, and where the sequential run started it.
+	l := build(base, 0)
+	var dep lab.FlowPlan
+	for _, fp := range l.Flows {
+		if len(fp.After) > 0 {
+			dep = fp
+			break
+		}
+	}
+	seq, err := virtual.New(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq.Run(context.Background())
+	var at clock.Time = -1
+	for _, fr := range seq.Log.Flows {
+		if fr.ID == dep.ID {
+			at = fr.Start
+		}
+	}
+	if at <= 0 {
+		t.Fatalf("flow %d (after %v) never started", dep.ID, dep.After)
+	}
+	g := l.Graph
+	peer := g.Peer(dep.SrcNode, 0)
+	yaml := base + fmt.Sprintf("faults:\n  - {at: 1us, link: [%s, %s], state: down}\n", g.Nodes[dep.SrcNode].Name, g.Nodes[peer.Node].Name)
+	seq, err = virtual.New(build(yaml, at))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := seq.Run(context.Background())
+	dropped := false
+	for _, d := range seq.Log.Drops {
+		dropped = dropped || d.At >= at && d.At < at+clock.Microsecond && int(d.Device) == dep.SrcNode
+	}
+	if !dropped {
+		t.Fatalf("the sequential run dropped nothing of %s within 1 us of %v: the fault at the release did not act", g.Nodes[dep.SrcNode].Name, at)
+	}
+	for _, n := range []int{2, 3} {
+		lp := build(yaml, at)
+		f, _, err := virtual.NewParallel(lp, keepDependencies(lp, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := f.Run(context.Background())
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%d parts: result %+v, sequential %+v", n, got, want)
+		}
+		if d := diffLogs(seq.Log, f.Log); d != "" {
+			t.Errorf("%d parts: %s", n, d)
+		}
+	}
+}
