@@ -19,18 +19,17 @@ const minHostsPerWorker = 128
 
 // chooseWorkers says how many workers a virtual run of l gets, and why: asked if set, else as many as
 // the Go scheduler has processors for (GOMAXPROCS, the cores unless limited) and the fabric has hosts
-// to keep busy, and 1 where something in the lab needs one clock.
+// to keep busy, and 1 unasked where flows wait for others: the split keeps each flow's source with its
+// predecessors' (their release happens in the part of the completion), and a workload whose
+// dependencies join every host (ps, moe) puts its hosts in one part, which leaves little to share.
 func chooseWorkers(l *lab.Lab, asked int) (int, string) {
-	for _, f := range l.Flows {
-		if len(f.After) > 0 {
-			if asked > 1 {
-				return 1, fmt.Sprintf("1 worker, not %d: flow %d waits for another (after:), released at the instant of a completion (no lookahead)", asked, f.ID)
-			}
-			return 1, "1 worker: flows wait for others (after:), released at the instant of a completion (no lookahead)"
-		}
-	}
 	if asked > 0 {
 		return asked, fmt.Sprintf("%d worker(s), as asked", asked)
+	}
+	for _, f := range l.Flows {
+		if len(f.After) > 0 {
+			return 1, "1 worker: flows wait for others (after:), and the sources they join share a part; ask --workers N to split anyway"
+		}
 	}
 	procs := runtime.GOMAXPROCS(0)
 	if procs < 2 {

@@ -34,8 +34,11 @@ import (
 //     flow: the parts still holding flows run first and stop when their last flow completes, then the
 //     others run up to that event and no further;
 //   - a run past its end fires exactly one event beyond it, as the sequential loop does.
-// The byte meters widen their bins per part; detachMeters evens them. Flows that wait for others
-// (after:) are refused: a completion releases them at its own instant, with no lookahead.
+// The byte meters widen their bins per part; detachMeters evens them.
+//
+// Flows that wait for others (after:) are released on the part's own clock (releaseIn): the split keeps
+// a flow's source NIC with its predecessors' (netns.TrafficParts' dependency groups; NewParallel refuses
+// any other), so a completion and the release it causes happen in one part.
 
 // part is one worker's share of the fabric.
 type part struct {
@@ -64,13 +67,47 @@ type part struct {
 	// unjust is the latest time of stopped events this part discarded after its last fired event: a
 	// sequential clock would still hold them if the run went idle now (Horizon).
 	unjust clock.Time
+	// rel is the release fired last at this part's instant relAt (releaseIn): the events after it at
+	// that instant are it and its cascade, and their marks carry its key.
+	rel   relKey
+	relAt clock.Time
+}
+
+// relKey places a release, and the events it causes at its instant, among the harness-class events
+// of that instant: by when and by which device's event it was scheduled (the sequential clock's
+// sequence). on is false for the events before any release of the instant.
+type relKey struct {
+	on bool
+	at clock.Time
+	o  clock.Order
 }
 
 // mark is the lengths of a part's lists after one event that grew them, and the event's key.
 type mark struct {
 	at                        clock.Time
 	o                         clock.Order
+	rel                       relKey
 	flows, viol, reord, notes int
+}
+
+// before says whether the event of mark m comes before the event of mark b, of another part, in the
+// sequential run. At one instant the sequential clock fires every device's events (by Order), then the
+// harness-class events by their sequence, each release followed by the events it causes at that
+// instant (a device's, so of smaller Order than Harness). A release's sequence is the order in which
+// the sequential run scheduled it: by the instant and device of the completion that did (completions
+// are events of a source NIC receiving an acknowledgement, never caused by a release at their instant,
+// which only starts flows), and one device's releases all lie in one part, where they keep their order.
+func (m *mark) before(b *mark) bool {
+	if m.at != b.at {
+		return m.at < b.at
+	}
+	if m.rel.on != b.rel.on {
+		return !m.rel.on
+	}
+	if m.rel.on {
+		return m.rel.at < b.rel.at || m.rel.at == b.rel.at && m.rel.o < b.rel.o
+	}
+	return m.o < b.o
 }
 
 // crossing is the sender's side of a link between parts: the frames sent in the current window.
@@ -132,11 +169,6 @@ func (s Split) String() string {
 // into one part gives New's fabric. Every output of Run is byte-identical to New's run of the lab.
 func NewParallel(l *lab.Lab, parts map[int]int) (*Fabric, Split, error) {
 	g := l.Graph
-	for _, fp := range l.Flows {
-		if len(fp.After) > 0 {
-			return nil, Split{}, fmt.Errorf("workers: flow %d waits for others (after:): its start is released at the instant of a completion, with no lookahead; run it with --workers 1", fp.ID)
-		}
-	}
 	devs := map[int]bool{}
 	for _, s := range l.Switches {
 		devs[s.Node] = true
@@ -189,6 +221,21 @@ func NewParallel(l *lab.Lab, parts map[int]int) (*Fabric, Split, error) {
 	for v, p := range of {
 		of[v] = ids[p]
 	}
+	// A flow released by a completion must start in the part of that completion: a release is a
+	// harness event at the completion's instant, which another part, a lookahead behind or ahead,
+	// could not place (netns.TrafficParts keeps these groups together).
+	src := make(map[uint32]int, len(l.Flows))
+	for _, fp := range l.Flows {
+		src[fp.ID] = fp.SrcNode
+	}
+	for _, fp := range l.Flows {
+		for _, a := range fp.After {
+			if s, ok := src[a]; ok && of[s] != of[fp.SrcNode] {
+				return nil, Split{}, fmt.Errorf("workers: flow %d (from %s) waits for flow %d (from %s), in another part: a release must happen in the part of the completion that causes it; keep both sources in one part (netns.TrafficParts does)",
+					fp.ID, g.Nodes[fp.SrcNode].Name, a, g.Nodes[s].Name)
+			}
+		}
+	}
 	if len(ids) < 2 {
 		f, err := New(l)
 		return f, Split{Parts: 1}, err
@@ -222,7 +269,7 @@ func (f *Fabric) makeParts(of map[int]int) {
 	f.partOf = of
 	f.parts = make([]part, n)
 	for i := range f.parts {
-		f.parts[i] = part{clk: clock.NewVirtual(), log: &records.Log{}, pool: &pkt.Pool{}, unjust: -1}
+		f.parts[i] = part{clk: clock.NewVirtual(), log: &records.Log{}, pool: &pkt.Pool{}, unjust: -1, relAt: -1}
 	}
 }
 
@@ -303,7 +350,11 @@ func (p *part) step(at clock.Time, o clock.Order) bool {
 	p.unjust = -1
 	p.mk.o = fo
 	if len(p.log.Flows) != p.mk.flows || len(p.log.Violations) != p.mk.viol || len(p.log.Reorders) != p.mk.reord || len(p.notes) != p.mk.notes {
-		p.mk = mark{at: p.clk.Now(), o: fo, flows: len(p.log.Flows), viol: len(p.log.Violations), reord: len(p.log.Reorders), notes: len(p.notes)}
+		var rel relKey
+		if p.relAt == p.clk.Now() {
+			rel = p.rel
+		}
+		p.mk = mark{at: p.clk.Now(), o: fo, rel: rel, flows: len(p.log.Flows), viol: len(p.log.Violations), reord: len(p.log.Reorders), notes: len(p.notes)}
 		p.marks = append(p.marks, p.mk)
 	}
 	return true
@@ -376,8 +427,7 @@ func (f *Fabric) merge() {
 				continue
 			}
 			bp := &f.parts[best]
-			m, b := &p.marks[p.mi], &bp.marks[bp.mi]
-			if m.at < b.at || m.at == b.at && m.o < b.o {
+			if p.marks[p.mi].before(&bp.marks[bp.mi]) {
 				best = i
 			}
 		}
@@ -489,12 +539,17 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 	}
 	for node, nic := range f.NICs {
 		p := &f.parts[f.partOf[node]]
-		nic.SetOnComplete(func(uint32, clock.Time) {
+		o := clock.DeviceOrder(node)
+		nic.SetOnComplete(func(id uint32, _ clock.Time) {
+			if f.dependents != nil {
+				f.releaseIn(p, o, id)
+			}
 			if p.rem--; p.rem == 0 && stopWhenDone {
 				p.stop = true
 			}
 		})
 	}
+
 	// The monitor: the event-driven watcher, its hooks deferred to the window edges (PollMonitor's
 	// periodic pass counts queued stopped events, which the parts discard at other moments).
 	var watch *monitor.Watch
@@ -546,8 +601,10 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 		if pi < 0 && !hOK {
 			break
 		}
-		if hOK && (pi < 0 || hAt < pAt) {
-			// A harness event is next: after every device's events of its instant, before any later.
+		if hOK && (pi < 0 || hAt < pAt || hAt == pAt && pO >= clock.Harness) {
+			// A harness event is next: after every device's events of its instant, before any later,
+			// and before the releases due at its instant (a fault was scheduled before any release, as
+			// a deadlock check almost always was: releaseIn).
 			f.Clock.Step()
 			c.hUnjust = -1
 			if hAt > end {
@@ -563,7 +620,7 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 			res.TimedOut = true
 			break
 		}
-		lim := end
+		lim, limO := end, lastOrder
 		if c.lookahead <= end-pAt {
 			lim = pAt + c.lookahead - 1
 		}
@@ -573,9 +630,14 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 		if watch != nil {
 			lim = min(lim, watch.NextTick(pAt))
 		}
+		if lim == hAt && hOK || watch != nil && lim == watch.NextTick(pAt) && (lim > pAt || pO < clock.Harness) {
+			// The window ends with the devices' events of lim: the harness's own (faults, deadlock
+			// checks, some armed in this window) come before the releases due at lim.
+			limO = clock.Harness - 1
+		}
 		c.stats.Windows++
 		if !stopWhenDone || f.done == total {
-			f.runParts(all, lim, lastOrder)
+			f.runParts(all, lim, limO)
 			t := time.Now()
 			f.merge()
 			c.stats.Coordinate += time.Since(t)
@@ -595,7 +657,7 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 		if leaders < len(f.parts) {
 			c.stats.Serial++ // the followers wait for the leaders
 		}
-		f.runParts(func(i int) bool { return lead[i] }, lim, lastOrder)
+		f.runParts(func(i int) bool { return lead[i] }, lim, limO)
 		allDone := true
 		last := -1
 		for i := range f.parts {
@@ -615,7 +677,7 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 			t, o := f.parts[last].pauseAt, f.parts[last].pauseO
 			f.runParts(func(i int) bool { return i != last }, t, o)
 		} else {
-			f.runParts(func(i int) bool { return !lead[i] || f.parts[i].paused }, lim, lastOrder)
+			f.runParts(func(i int) bool { return !lead[i] || f.parts[i].paused }, lim, limO)
 		}
 		for i := range f.parts {
 			f.parts[i].paused = false
@@ -653,4 +715,31 @@ func (f *Fabric) startedAll() int {
 		n += f.parts[i].started
 	}
 	return n
+}
+
+// releaseIn is release for a fabric split into parts, called by part p's NIC of Order o as it completes
+// flow id: the flows it releases start in p (NewParallel), and their release is scheduled on p's clock
+// at the key it has on the sequential clock: at the completion's instant (or the flow's planned start,
+// if later), of Order Harness, after every device's events of that instant. Firing it within the part
+// gives the sequential order because nothing outside p can change p at that instant: every link
+// between parts has a delay of at least the lookahead, which is positive, so what other parts do at
+// the instant reaches p later, and the frames they sent earlier were handed over at a window edge
+// before it. Among the harness-class events of the instant, the coordinator fires the harness's own
+// first (the window ends before the parts' releases at a harness event's instant), and the parts'
+// marks carry the release's key (relKey), so that what the releases and the events they cause write to
+// Log merges in the sequential order. One tie is not reproduced: a deadlock check and a release due at
+// one tick of the monitor's grid, the check armed after the release was scheduled, fire check first
+// here and release first on one clock (the check's place in the sequential sequence is not kept).
+func (f *Fabric) releaseIn(p *part, o clock.Order, id uint32) {
+	key := relKey{on: true, at: p.clk.Now(), o: o}
+	for _, i := range f.dependents[id] {
+		fp := &f.Lab.Flows[i]
+		if f.waiting[i]--; f.waiting[i] == 0 {
+			start := f.startAt[i]
+			p.clk.AfterFuncOrdered(max(fp.At-p.clk.Now(), 0), clock.Harness, func() {
+				p.rel, p.relAt = key, p.clk.Now()
+				start()
+			})
+		}
+	}
 }

@@ -5,7 +5,6 @@ package virtual
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -52,9 +51,11 @@ type Fabric struct {
 
 	// Completion bookkeeping: flow records are appended as flows complete, so Run reads only the new
 	// ones. waiting counts each dependent flow's outstanding predecessors (traffic.Flow.After).
+	// waiting is indexed by Lab.Flows like startAt: with parts, each entry is touched only by the part
+	// of its flow's source NIC, which holds its predecessors' sources too (NewParallel).
 	seen, done int
-	waiting    map[uint32]int
-	dependents map[uint32][]int // flow ID -> indices into Lab.Flows that wait for it
+	waiting    []int
+	dependents map[uint32][]int // flow ID -> indices into Lab.Flows that wait for it; read-only in Run
 	startAt    []func()         // by index into Lab.Flows
 
 	// MeterBin is the width of the per-link and per-flow byte meters' bins (records.Log Links, FlowRx);
@@ -163,9 +164,9 @@ func build(l *lab.Lab, parts map[int]int) (*Fabric, error) {
 		}
 		if len(fp.After) > 0 {
 			if f.waiting == nil {
-				f.waiting, f.dependents = map[uint32]int{}, map[uint32][]int{}
+				f.waiting, f.dependents = make([]int, len(l.Flows)), map[uint32][]int{}
 			}
-			f.waiting[fp.ID] = len(fp.After)
+			f.waiting[i] = len(fp.After)
 			for _, a := range fp.After {
 				f.dependents[a] = append(f.dependents[a], i)
 			}
@@ -174,14 +175,11 @@ func build(l *lab.Lab, parts map[int]int) (*Fabric, error) {
 		// A flow's start is an event of its source NIC (docs/architecture.md §Order of simultaneous events).
 		f.clockOf(fp.SrcNode).AfterFuncOrdered(fp.At, clock.DeviceOrder(fp.SrcNode), f.startAt[i])
 	}
-	if f.dependents != nil {
-		if f.parts != nil {
-			return nil, errors.New("virtual: flows that wait for others (after:) run on one worker: their releases are harness events at the instant of a completion")
-		}
+	if f.dependents != nil && f.parts == nil {
 		for _, nic := range f.NICs {
 			nic.SetOnComplete(f.release)
 		}
-	}
+	} // with parts, runParallel's completion hook releases on the part's clock (parallel.go: releaseIn)
 	return f, nil
 }
 
@@ -434,7 +432,7 @@ func (f *Fabric) collect() {
 func (f *Fabric) release(id uint32, _ clock.Time) {
 	for _, i := range f.dependents[id] {
 		fp := &f.Lab.Flows[i]
-		if f.waiting[fp.ID]--; f.waiting[fp.ID] == 0 {
+		if f.waiting[i]--; f.waiting[i] == 0 {
 			f.Clock.AfterFuncOrdered(max(fp.At-f.Clock.Now(), 0), clock.Harness, f.startAt[i])
 		}
 	}
