@@ -14,6 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf 'provision: %s\n' "$*"; }
+# indent prints a command's (multi-line) error under the line that says what failed.
+indent() { printf '%s\n' "$1" | sed 's/^/provision:   /'; }
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -79,11 +81,11 @@ gomod_go=$(awk '$1=="go"{print $2; exit}' go.mod)
 # go.mod asks for another it cannot get (otherwise `go env GOVERSION` itself fails and says nothing).
 local_go=$(GOTOOLCHAIN=local go env GOVERSION 2>/dev/null || true)
 offline=""
-[ "$(go env GOPROXY 2>/dev/null)" = off ] && offline=1
+[ "$(GOTOOLCHAIN=local go env GOPROXY 2>/dev/null)" = off ] && offline=1
 if ! err=$(go list -m 2>&1 >/dev/null); then
 	if [ -n "$offline" ]; then
 		say "go ${local_go:-?} cannot build go.mod's go $gomod_go, and GOPROXY=off (no network) forbids fetching it:"
-		say "  $err"
+		indent "$err"
 		say "  the box must carry go$gomod_go in /usr/local/go (scripts/vm.sh box copies the host's, or the"
 		say "  module proxy's golang.org/toolchain@v0.0.1-go$gomod_go.linux-amd64); rebuild the box"
 		exit 1
@@ -95,8 +97,8 @@ if ! err=$(go list -m 2>&1 >/dev/null); then
 	go env -w GOTOOLCHAIN=auto
 	export GOTOOLCHAIN=auto # an inherited GOTOOLCHAIN=local would beat go env -w
 	if ! err=$(go list -m 2>&1 >/dev/null); then
-		say "cannot get the Go toolchain go$gomod_go (GOTOOLCHAIN=auto, GOPROXY=$(go env GOPROXY)):"
-		say "  $err"
+		say "cannot get the Go toolchain go$gomod_go (GOTOOLCHAIN=auto, GOPROXY=$(GOTOOLCHAIN=local go env GOPROXY 2>/dev/null)):"
+		indent "$err"
 		exit 1
 	fi
 fi
@@ -112,9 +114,9 @@ else
 	say "downloading modules (go mod download)"
 fi
 for mod in . deploy/k8s/manifestcheck; do
-	if ! err=$(cd "$mod" && go mod download 2>&1 && go list -deps -test ./... 2>&1 >/dev/null); then
+	if ! err=$(cd "$mod" && go mod download 2>&1); then
 		say "modules missing for $mod:"
-		printf '%s\n' "$err" | sed 's/^/provision:   /' >&2
+		indent "$err"
 		if [ -n "$offline" ]; then
 			say "  GOPROXY=off: the module cache is synced from the host; there run \`bash scripts/vm.sh gomod\`, then \`vagrant rsync\`"
 		fi
