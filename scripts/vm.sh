@@ -358,6 +358,14 @@ up() {
 # The test command as root in the VM. The JUnit file and a log of everything come out to $RESULTS.
 guest_test() {
 	local labels=$1 rc=0
+	# A git worktree's .git is a file naming a directory on the host, which the VM lacks: git, and so
+	# gofmt's file list and the suites' VCS-stamped builds, would fail there. Give the VM's copy a
+	# repository of its own holding the tree as synced.
+	if [ -f .git ]; then
+		say "this tree is a git worktree: making /fabriclab a repository of its own in the VM"
+		vagrant ssh -c "sudo sh -c 'cd /fabriclab && if [ -f .git ]; then rm .git && git init -q && git add -A &&
+			git -c user.name=vm -c user.email=vm@localhost commit -qm \"the tree synced from a git worktree\"; fi'"
+	fi
 	vagrant ssh -c "cd /fabriclab && sudo TEST_RESULTS_DIR=/fabriclab/test-results bash scripts/test.sh '$labels' 2>&1" \
 		| tee "$RESULTS/test.log" || rc=$?
 	vagrant ssh-config >"$WORK/ssh-config"
@@ -385,20 +393,21 @@ destroy() {
 	# What vagrant-libvirt may leave: the box's image uploaded to the pool, a domain or volume of a VM
 	# whose .vagrant state was lost, the management network.
 	local name
-	for name in $(virsh list --all --name | grep '^fabriclab_' || true); do
+	# fabriclabdefault: the name before the Vagrantfile's prefix had its underscore.
+	for name in $(virsh list --all --name | grep -E '^fabriclab_?default$' || true); do
 		virsh destroy "$name" >/dev/null 2>&1 || true
 		virsh undefine "$name" --remove-all-storage >/dev/null 2>&1 || virsh undefine "$name" >/dev/null || true
 	done
 	for name in $(virsh vol-list default 2>/dev/null | awk 'NR>2 && $1!=""{print $1}' |
-		grep -e '^fabriclab_' -e '^debian-VAGRANTSLASH-bookworm64' || true); do
+		grep -E -e '^fabriclab_?default' -e '^debian-VAGRANTSLASH-bookworm64' || true); do
 		virsh vol-delete "$name" --pool default >/dev/null && say "removed volume $name"
 	done
 	if virsh net-info "$FABRICLAB_VM_NET" >/dev/null 2>&1; then
 		virsh net-destroy "$FABRICLAB_VM_NET" >/dev/null 2>&1 || true
 		virsh net-undefine "$FABRICLAB_VM_NET" >/dev/null && say "removed network $FABRICLAB_VM_NET"
 	fi
-	say "left: domains [$(virsh list --all --name | grep -c '^fabriclab_' || true)]," \
-		"volumes [$(virsh vol-list default 2>/dev/null | grep -c -e fabriclab_ -e bookworm64 || true)]," \
+	say "left: domains [$(virsh list --all --name | grep -c -E '^fabriclab_?default$' || true)]," \
+		"volumes [$(virsh vol-list default 2>/dev/null | grep -c -E -e '^ *fabriclab_?default' -e bookworm64 || true)]," \
 		"network $FABRICLAB_VM_NET [$(virsh net-list --all --name | grep -c "^$FABRICLAB_VM_NET\$" || true)]"
 }
 
