@@ -9,7 +9,7 @@
 #   up        box, gomod, then `vagrant up` and provisioning (scripts/provision.sh; no network needed)
 #   test [LABELS]  up, then the test command inside the VM (default labels: "smoke || vm"); the JUnit
 #             file and the logs are copied out to $RESULTS (default vm-results/); each phase's time and
-#             the load average go to $RESULTS/phases.txt
+#             the load average go to $RESULTS/phases.txt; STEPS (scripts/test.sh) is passed on
 #   ssh       a shell in the VM
 #   destroy   remove the VM: its domain, its volumes, the box's volume in the pool and the management
 #             network (the box stays in `vagrant box list`; `vagrant box remove debian/bookworm64` drops it)
@@ -366,7 +366,7 @@ guest_test() {
 		vagrant ssh -c "sudo sh -c 'cd /fabriclab && if [ -f .git ]; then rm .git && git init -q && git add -A &&
 			git -c user.name=vm -c user.email=vm@localhost commit -qm \"the tree synced from a git worktree\"; fi'"
 	fi
-	vagrant ssh -c "cd /fabriclab && sudo TEST_RESULTS_DIR=/fabriclab/test-results bash scripts/test.sh '$labels' 2>&1" \
+	vagrant ssh -c "cd /fabriclab && sudo TEST_RESULTS_DIR=/fabriclab/test-results STEPS='${STEPS:-}' bash scripts/test.sh '$labels' 2>&1" \
 		| tee "$RESULTS/test.log" || rc=$?
 	vagrant ssh-config >"$WORK/ssh-config"
 	rsync -a -e "ssh -F $WORK/ssh-config" --rsync-path="sudo rsync" default:/fabriclab/test-results/ "$RESULTS/" ||
