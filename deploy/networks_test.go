@@ -80,7 +80,8 @@ func TestNetworksOutsidePrivateRanges(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() {
-			if strings.HasPrefix(d.Name(), ".") && rel != "." && d.Name() != ".ci" || d.Name() == "test-results" || d.Name() == "results" {
+			// vm-results: logs scripts/vm.sh copies out of the VM, which quote whatever a test printed.
+			if strings.HasPrefix(d.Name(), ".") && rel != "." && d.Name() != ".ci" || d.Name() == "test-results" || d.Name() == "results" || rel == "vm-results" {
 				return filepath.SkipDir
 			}
 			return nil

@@ -7,10 +7,15 @@
 # missing (Debian's golang-go; GOTOOLCHAIN=auto then fetches the go.mod toolchain through the module
 # proxy), the ginkgo CLI at the version go.mod pins, the module dependencies, and a running Docker engine
 # (the cluster suite's machines are containers built from the tree).
+# Without network (the VM scripts/vm.sh makes: GOPROXY=off, GOTOOLCHAIN=local, the module cache synced
+# in from the host, everything else already in the box) it fetches nothing, and when something is
+# missing it says what and where it should have come from.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 say() { printf 'provision: %s\n' "$*"; }
+# indent prints a command's (multi-line) error under the line that says what failed.
+indent() { printf '%s\n' "$1" | sed 's/^/provision:   /'; }
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then
@@ -51,12 +56,17 @@ fi
 if [ "${#need[@]}" -gt 0 ] || [ "${#go_pkgs[@]}" -gt 0 ]; then
 	if command -v apt-get >/dev/null 2>&1; then
 		say "installing with apt-get: ${need[*]} ${go_pkgs[*]}"
-		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -q
+		apt_failed() {
+			say "cannot install ${need[*]} ${go_pkgs[*]}: apt-get failed (above). Without network (the VM of" \
+				"scripts/vm.sh), they belong in the box: rebuild it (vagrant box remove debian/bookworm64; bash scripts/vm.sh box)"
+			exit 1
+		}
+		$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -q || apt_failed
 		if [ "${#need[@]}" -gt 0 ]; then
-			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${need[@]}"
+			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${need[@]}" || apt_failed
 		fi
 		if [ "${#go_pkgs[@]}" -gt 0 ]; then
-			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${apt_target[@]}" "${go_pkgs[@]}"
+			$SUDO env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${apt_target[@]}" "${go_pkgs[@]}" || apt_failed
 		fi
 	else
 		say "missing ${need[*]} ${go_pkgs[*]} and no apt-get: install them by hand"; exit 1
@@ -67,22 +77,52 @@ fi
 
 # --- Go toolchain: go.mod pins a newer Go than Debian ships; let the go command fetch it (module proxy).
 gomod_go=$(awk '$1=="go"{print $2; exit}' go.mod)
-if ! go list -m >/dev/null 2>&1; then
+# The installed toolchain's own version: with GOTOOLCHAIN=local the go command reports it even where
+# go.mod asks for another it cannot get (otherwise `go env GOVERSION` itself fails and says nothing).
+local_go=$(GOTOOLCHAIN=local go env GOVERSION 2>/dev/null || true)
+offline=""
+[ "$(GOTOOLCHAIN=local go env GOPROXY 2>/dev/null)" = off ] && offline=1
+if ! err=$(go list -m 2>&1 >/dev/null); then
+	if [ -n "$offline" ]; then
+		say "go ${local_go:-?} cannot build go.mod's go $gomod_go, and GOPROXY=off (no network) forbids fetching it:"
+		indent "$err"
+		say "  the box must carry go$gomod_go in /usr/local/go (scripts/vm.sh box copies the host's, or the"
+		say "  module proxy's golang.org/toolchain@v0.0.1-go$gomod_go.linux-amd64); rebuild the box"
+		exit 1
+	fi
 	# Debian's Go sets GOTOOLCHAIN=local in its go.env, so it refuses go.mod's newer version instead of
 	# fetching it. Switch this user's go env to auto (persisted with go env -w, so scripts/test.sh and
 	# later shells see it too).
-	say "go $(go env GOVERSION) cannot build go.mod's go $gomod_go with GOTOOLCHAIN=$(go env GOTOOLCHAIN); setting GOTOOLCHAIN=auto (go env -w)"
+	say "go ${local_go:-?} cannot build go.mod's go $gomod_go with GOTOOLCHAIN=$(GOTOOLCHAIN= go env GOTOOLCHAIN 2>/dev/null); setting GOTOOLCHAIN=auto (go env -w)"
 	go env -w GOTOOLCHAIN=auto
 	export GOTOOLCHAIN=auto # an inherited GOTOOLCHAIN=local would beat go env -w
-	go list -m >/dev/null
+	if ! err=$(go list -m 2>&1 >/dev/null); then
+		say "cannot get the Go toolchain go$gomod_go (GOTOOLCHAIN=auto, GOPROXY=$(GOTOOLCHAIN=local go env GOPROXY 2>/dev/null)):"
+		indent "$err"
+		exit 1
+	fi
 fi
 say "go: $(go version) (go.mod wants $gomod_go)"
 GOBIN_DIR="$(go env GOPATH)/bin"
 export PATH="$PATH:$GOBIN_DIR"
 
 # --- modules first: the ginkgo CLI must match the library version go.mod pins.
-say "downloading modules (go mod download)"
-go mod download
+# Offline, `go mod download` only checks the module cache and names the first module it lacks.
+if [ -n "$offline" ]; then
+	say "checking the module cache $(go env GOMODCACHE) (GOPROXY=off: no network)"
+else
+	say "downloading modules (go mod download)"
+fi
+for mod in . deploy/k8s/manifestcheck; do
+	if ! err=$(cd "$mod" && go mod download 2>&1); then
+		say "modules missing for $mod:"
+		indent "$err"
+		if [ -n "$offline" ]; then
+			say "  GOPROXY=off: the module cache is synced from the host; there run \`bash scripts/vm.sh gomod\`, then \`vagrant rsync\`"
+		fi
+		exit 1
+	fi
+done
 
 ginkgo_ver=$(go list -m -f '{{.Version}}' github.com/onsi/ginkgo/v2)
 have_ver=""
@@ -92,8 +132,10 @@ fi
 if [ "v${have_ver#v}" = "$ginkgo_ver" ]; then
 	say "ginkgo $ginkgo_ver already installed ($(command -v ginkgo))"
 else
+	# From the main module, not @version: the version go.mod pins, built with go.mod's toolchain from the
+	# module cache (`go install pkg@version` ignores go.mod, so it wants a toolchain and modules of its own).
 	say "installing ginkgo CLI $ginkgo_ver (had: ${have_ver:-none})"
-	go install "github.com/onsi/ginkgo/v2/ginkgo@$ginkgo_ver"
+	go install github.com/onsi/ginkgo/v2/ginkgo
 	# Put it where root's and users' PATH finds it without profile edits.
 	if [ -w /usr/local/bin ] || [ -n "$SUDO" ]; then
 		$SUDO ln -sf "$GOBIN_DIR/ginkgo" /usr/local/bin/ginkgo 2>/dev/null || true

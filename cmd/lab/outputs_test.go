@@ -180,7 +180,7 @@ var allowedIO = map[string]struct {
 	"cmd/lab/liveclus.go":          {1, "capture -w: created exclusively (O_EXCL|O_NOFOLLOW) after outfile.Check"},
 	"cmd/lab/bench.go":             {1, "a spec in the bench's own os.MkdirTemp directory"},
 	"report/rundir.go":             {1, "files of the run's own new .incomplete-* directory, committed by its rename"},
-	"harness/kernelhost/setup.go":  {3, "/proc/sys"},
+	"harness/kernelhost/setup.go":  {4, "/proc/sys (the congestion controls, twice around a modprobe; the kernel release)"},
 	"harness/virtual/pcap.go":      {1, "pcaps into the run's own new directory"},
 	"harness/virtual/virtual.go":   {1, "an unlinked temporary file pause records spill to (no name to replace)"},
 	"harness/netns/calibrate.go":   {3, "/proc/cpuinfo and the calibration cache under the lab's state"},

@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,19 +55,46 @@ func Available(cc string) error {
 	if cc == "" {
 		return nil
 	}
+	avail, err := availableCCs()
+	if err != nil {
+		return err
+	}
+	if slices.Contains(avail, cc) {
+		return nil
+	}
+	// The list names only the algorithms built in or loaded: a kernel that has cc as a module (Debian's
+	// tcp_dctcp) lists it once the module is loaded, which root may do. A socket's TCP_CONGESTION would
+	// load it too, but only after this check has refused the lab.
+	loadErr := exec.Command("modprobe", "-q", "tcp_"+cc).Run()
+	if avail, err = availableCCs(); err != nil {
+		return err
+	}
+	if slices.Contains(avail, cc) {
+		return nil
+	}
+	why := "no module tcp_" + cc
+	if loadErr != nil {
+		why = fmt.Sprintf("modprobe tcp_%s: %v", cc, loadErr)
+	}
+	return fmt.Errorf("host.cc: congestion control %q is not available in this kernel %s (available: %s; %s); "+
+		"use a kernel built with it (CONFIG_TCP_CONG_%s), such as Debian's in the Vagrant VM (docs/vm.md)",
+		cc, kernelRelease(), strings.Join(avail, " "), why, strings.ToUpper(cc))
+}
+
+func availableCCs() ([]string, error) {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_available_congestion_control")
 	if err != nil {
-		return fmt.Errorf("host.cc: cannot list the kernel's congestion controls: %w", err)
+		return nil, fmt.Errorf("host.cc: cannot list the kernel's congestion controls: %w", err)
 	}
-	avail := strings.Fields(string(b))
-	for _, a := range avail {
-		if a == cc {
-			return nil
-		}
+	return strings.Fields(string(b)), nil
+}
+
+func kernelRelease() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "(release unknown)"
 	}
-	return fmt.Errorf("host.cc: congestion control %q is not available in this kernel (available: %s); "+
-		"try `modprobe tcp_%s`, or use a kernel built with it (CONFIG_TCP_CONG_%s)",
-		cc, strings.Join(avail, " "), cc, strings.ToUpper(cc))
+	return strings.TrimSpace(string(b))
 }
 
 // Setup configures every host in hosts; all hosts are told about each other. It changes only the
