@@ -64,6 +64,7 @@ deps() {
 		DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -q
 		apt_install "${want[@]}"
 	fi
+	case " ${want[*]} " in *" libvirt-daemon-system "*) fresh_libvirt=1 ;; *) fresh_libvirt=0 ;; esac
 	# libvirt's QEMU runs as libvirt-qemu: /dev/kvm must be open to group kvm (it is root-only in some
 	# containers), or QEMU cannot use it even where it works.
 	if [ -e /dev/kvm ] && getent group kvm >/dev/null; then
@@ -80,6 +81,15 @@ deps() {
 		fi
 		for _ in $(seq 1 30); do virsh version >/dev/null 2>&1 && break; sleep 1; done
 		virsh version >/dev/null 2>&1 || die "libvirtd did not start"
+	fi
+	# Debian's libvirt defines a network "default" on 192.168.122.0/24 when it is installed. The lab's
+	# networks live in 198.18.0.0/15 only, so a network this script's install brought in goes again
+	# (inactive, before anything could use it); one that was there before is the machine's, and stays.
+	if [ "$fresh_libvirt" = 1 ] && virsh net-info default >/dev/null 2>&1 &&
+		virsh net-dumpxml default | grep -q "address='192\.168\." &&
+		[ "$(virsh net-info default | awk '/^Active:/{print $2}')" = no ]; then
+		virsh net-autostart default --disable >/dev/null 2>&1 || true
+		virsh net-undefine default >/dev/null && say "removed libvirt's network default (192.168.122.0/24, defined by the install just made; the VM uses $FABRICLAB_VM_NET)"
 	fi
 	# vagrant-libvirt puts volumes in the pool "default".
 	if ! virsh pool-info default >/dev/null 2>&1; then
