@@ -55,8 +55,9 @@ func (c CPUs) String() string {
 // machine whose cost model is m and whose CPUs are cpus (at most cpus.Usable() agents), at dilation d, or with the dilation chosen for each count when d is 0 (ChooseDilationFor):
 // the count whose forecast run is shortest (wall time: D x pace), fewer agents on a near tie. One
 // agent, and why, for a lab with kernel-tcp hosts (their TCP keeps the wall clock's time, which the
-// forecast does not cover), with flows that wait for others (across agents such a flow can start
-// later than on the virtual backend: docs/netns.md), or without a calibration.
+// forecast does not cover), with flows that wait for others (the split keeps each dependency inside one
+// agent, so their hosts share one and the others get only switches: no balance for the forecast to
+// weigh), or without a calibration.
 func ChooseAgents(l *lab.Lab, need Need, ports int, m CostModel, cpus CPUs, d float64) AgentChoice {
 	one := func(why string) AgentChoice {
 		c := AgentChoice{N: 1, D: d, Why: "1 agent: " + why}
@@ -73,7 +74,7 @@ func ChooseAgents(l *lab.Lab, need Need, ports int, m CostModel, cpus CPUs, d fl
 	}
 	for _, f := range l.Flows {
 		if len(f.After) > 0 {
-			return one("flows wait for others to complete, which across agents can start them later than on the virtual backend (--agents N splits it all the same)")
+			return one("flows wait for others to complete, and the split keeps their hosts in one agent (--agents N splits it all the same)")
 		}
 	}
 	if m.Capacity(ports) <= 0 {
