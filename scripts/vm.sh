@@ -82,14 +82,14 @@ deps() {
 		for _ in $(seq 1 30); do virsh version >/dev/null 2>&1 && break; sleep 1; done
 		virsh version >/dev/null 2>&1 || die "libvirtd did not start"
 	fi
-	# Debian's libvirt defines a network "default" on 192.168.122.0/24 when it is installed. The lab's
+	# Debian's libvirt defines a network "default" on a private range when it is installed. The lab's
 	# networks live in 198.18.0.0/15 only, so a network this script's install brought in goes again
 	# (inactive, before anything could use it); one that was there before is the machine's, and stays.
 	if [ "$fresh_libvirt" = 1 ] && virsh net-info default >/dev/null 2>&1 &&
 		virsh net-dumpxml default | grep -q "address='192\.168\." &&
 		[ "$(virsh net-info default | awk '/^Active:/{print $2}')" = no ]; then
 		virsh net-autostart default --disable >/dev/null 2>&1 || true
-		virsh net-undefine default >/dev/null && say "removed libvirt's network default (192.168.122.0/24, defined by the install just made; the VM uses $FABRICLAB_VM_NET)"
+		virsh net-undefine default >/dev/null && say "removed libvirt's network default (a private range, defined by the install just made; the VM uses $FABRICLAB_VM_NET)"
 	fi
 	# vagrant-libvirt puts volumes in the pool "default".
 	if ! virsh pool-info default >/dev/null 2>&1; then
