@@ -7,31 +7,12 @@ package clock
 // which device each event belonged to, and can say how far a sequential clock that discards stopped
 // events only on reaching them would have run (Horizon).
 func (v *Virtual) StepUntil(t Time, o Order) (fired Order, dropped Time, ok bool) {
-	dropped = -1
-	for v.inWheel > 0 || len(v.events) > 0 {
-		top := v.peek()
-		if tm := v.slots[top.key&slotMask].t; tm != nil && tm.stale(*top) {
-			dropped = max(dropped, top.at)
-			v.take(v.pop())
-			continue
-		}
-		if top.at > t || top.at == t && Order(top.key>>slotBits) > o {
-			return 0, dropped, false
-		}
-		e := v.pop()
-		cb := v.take(e)
-		f := cb.f
-		if cb.t != nil {
-			f = cb.t.f
-			cb.t.f = nil
-		}
-		v.now = e.at
-		v.fired++
-		v.live--
-		f()
-		return Order(e.key >> slotBits), dropped, true
+	at, eo, dropped, ok := v.Next()
+	if !ok || at > t || at == t && eo > o {
+		return 0, dropped, false
 	}
-	return 0, dropped, false
+	v.Step() // fires that event: Next left it, live, at the front
+	return eo, dropped, true
 }
 
 // Next discards the stopped events in front of the queue and returns the time and Order of the event

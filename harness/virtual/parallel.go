@@ -694,18 +694,7 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 		res.Events += f.parts[i].clk.Fired()
 		f.Unwired += f.parts[i].unwired
 	}
-	if f.Monitor != nil {
-		res.Deadlock = f.Monitor.Verdict()
-	}
-	for _, sw := range f.Switches {
-		sw.Flush()
-	}
-	for _, nic := range f.NICs {
-		nic.Flush()
-	}
-	if !f.DeferRecords {
-		f.TakeRecords()()
-	}
+	f.finish(&res)
 	return res
 }
 

@@ -325,6 +325,13 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	res.AllDone = f.done == total
 	res.End = f.Clock.Now()
 	res.Events = f.Clock.Fired()
+	f.finish(&res)
+	return res
+}
+
+// finish ends a run, sequential or split alike: the monitor's verdict, the engines' last records
+// flushed, and the records taken unless the caller defers them.
+func (f *Fabric) finish(res *Result) {
 	if f.Monitor != nil {
 		res.Deadlock = f.Monitor.Verdict()
 	}
@@ -337,7 +344,6 @@ func (f *Fabric) Run(ctx context.Context) Result {
 	if !f.DeferRecords {
 		f.TakeRecords()()
 	}
-	return res
 }
 
 // TakeRecords returns the function that finishes the Log after a Run with DeferRecords: it moves the
