@@ -4,22 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
+	"github.com/fabriclab/fabriclab/harness/nslink/nstest"
 )
-
-func buildSpec(t *testing.T, y string) *lab.Lab {
-	t.Helper()
-	s, err := spec.Parse([]byte(y))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := lab.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
 
 // fatTree8 is fat-tree k=8 (208 devices, 768 ports) under WebSearch 0.5, as lab bench runs it.
 const fatTree8 = `name: ca
@@ -48,7 +34,7 @@ func TestUsableCPUs(t *testing.T) {
 }
 
 func TestChooseAgents(t *testing.T) {
-	l := buildSpec(t, fatTree8)
+	l := nstest.Lab(t, fatTree8)
 	need, ports := FrameRate(l), AgentPorts(l)
 	if ports != 768 {
 		t.Fatalf("fat-tree k=8 serves %d ports, want 768", ports)
@@ -83,11 +69,11 @@ func TestChooseAgents(t *testing.T) {
 		}
 	}
 	// A small fabric stays in one agent whatever the CPUs.
-	small := buildSpec(t, strings.Replace(fatTree8, "k: 8", "k: 4", 1)) // 36 devices: 2 allowed
+	small := nstest.Lab(t, strings.Replace(fatTree8, "k: 8", "k: 4", 1)) // 36 devices: 2 allowed
 	if c := ChooseAgents(small, FrameRate(small), AgentPorts(small), testModel, CPUs{N: 64}, 1000); c.N > 2 {
 		t.Errorf("fat-tree k=4 on 64 CPUs: %d agents, more than %d devices each allows", c.N, MinDevicesPerAgent)
 	}
-	tiny := buildSpec(t, strings.Replace(strings.Replace(fatTree8, "family: fattree, k: 8", "family: ndc, n: 2, k: 1", 1), "load: 0.5", "load: 0.9", 1))
+	tiny := nstest.Lab(t, strings.Replace(strings.Replace(fatTree8, "family: fattree, k: 8", "family: ndc, n: 2, k: 1", 1), "load: 0.5", "load: 0.9", 1))
 	if c := ChooseAgents(tiny, FrameRate(tiny), AgentPorts(tiny), testModel, CPUs{N: 64}, 100000); c.N != 1 || !strings.Contains(c.Why, "8 devices") {
 		t.Errorf("NDC(2,1): %+v", c)
 	}
@@ -95,7 +81,7 @@ func TestChooseAgents(t *testing.T) {
 	if c := ChooseAgents(l, need, ports, CostModel{}, idle, 1000); c.N != 1 || !strings.Contains(c.Why, "no calibration") {
 		t.Errorf("no calibration: %+v", c)
 	}
-	kernel := buildSpec(t, `name: ck
+	kernel := nstest.Lab(t, `name: ck
 backend: netns
 dilation: 2000
 topology: {family: fattree, k: 8, link: {rate: 100Gbps, delay: 1us}}
@@ -107,7 +93,7 @@ duration: 3ms
 	if c := ChooseAgents(kernel, FrameRate(kernel), AgentPorts(kernel), testModel, idle, 1000); c.N != 1 || !strings.Contains(c.Why, "kernel-tcp") {
 		t.Errorf("kernel hosts: %+v", c)
 	}
-	ps := buildSpec(t, `name: cp
+	ps := nstest.Lab(t, `name: cp
 backend: netns
 dilation: 1000
 topology: {family: fattree, k: 8, link: {rate: 100Gbps, delay: 1us}}
