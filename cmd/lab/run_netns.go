@@ -61,14 +61,28 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 	why, agentsWhy := "", ""
 	agents := netnsFlags.agents
 	var err error
+	// A calibration on the lab's own fabric (the first run of a fabric on this machine) brings the lab
+	// up; the run then uses it rather than bringing it up again.
+	var standing *netns.Standing
+	defer func() {
+		if standing != nil {
+			if derr := standing.Down(); derr != nil {
+				fmt.Fprintln(os.Stderr, "netns: teardown:", derr)
+			}
+		}
+	}()
+	co := func() netns.CalibrateOptions {
+		return netns.CalibrateOptions{Name: netnsLabName(), Progress: netnsSay, Standing: standing,
+			Keep: func(s *netns.Standing) { standing = s }}
+	}
 	if netnsFlags.cluster == "" && !slices.Contains(netnsFlags.given, "agents") {
-		agents, agentsWhy, err = netnsAgents(ctx, l)
+		agents, agentsWhy, err = netnsAgents(ctx, l, co())
 	}
 	if err != nil {
 		return err
 	}
 	if netnsFlags.cluster == "" {
-		why, err = netnsDilation(ctx, l, agents)
+		why, err = netnsDilation(ctx, l, agents, co())
 	} else if l.Spec.AutoDilation() {
 		// The calibration measures this machine's agent, not the cluster's (nor does the coordinator
 		// need to make namespaces at all).
@@ -83,7 +97,7 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 	if rt <= 0 {
 		rt = -1 // RunOptions: negative is the ordinary scheduler, 0 the default priority
 	}
-	opts := netns.RunOptions{Realtime: rt, Pcap: netnsFlags.pcap, Agents: agents, Name: netnsFlags.name,
+	opts := netns.RunOptions{Realtime: rt, Pcap: netnsFlags.pcap, Agents: agents, Name: netnsFlags.name, Standing: standing,
 		Progress: note, Kernel: kernelhost.ForNetns(l),
 		OnClock: func(now clock.Time, completed, total int) { bar.update(now, completed, total) },
 		Save: func(log *records.Log, res netns.RunResult) error {
@@ -241,9 +255,9 @@ func checkAgainstVirtual(ctx context.Context, l *lab.Lab, log *records.Log, res 
 // netnsAgents chooses the agents of a run whose command line gives no --agents: as many as this
 // machine's CPUs can carry and the fabric justifies (netns.ChooseAgents), printed with why and
 // returned for run.json. It measures this machine's agent first if no calibration is cached.
-func netnsAgents(ctx context.Context, l *lab.Lab) (int, string, error) {
+func netnsAgents(ctx context.Context, l *lab.Lab, co netns.CalibrateOptions) (int, string, error) {
 	load, _ := loadAverage()
-	c, err := netns.AutoAgents(ctx, l, netns.CPUs{N: runtime.NumCPU(), Load: load}, netnsLabName(), netnsSay)
+	c, err := netns.AutoAgents(ctx, l, netns.CPUs{N: runtime.NumCPU(), Load: load}, co)
 	if err != nil {
 		return 0, "", err
 	}
@@ -269,11 +283,10 @@ func netnsLabName() string {
 // and returned for run.json); an explicit one that cannot keep up is warned about. Both measure this
 // machine's agent first if no calibration is cached (about 25 s, once a week). Kernel-host labs keep
 // their own rule (they need real time).
-func netnsDilation(ctx context.Context, l *lab.Lab, agents int) (string, error) {
+func netnsDilation(ctx context.Context, l *lab.Lab, agents int, co netns.CalibrateOptions) (string, error) {
 	agents = max(agents, netns.DefaultAgents)
-	name := netnsLabName()
 	if !l.Spec.AutoDilation() {
-		warn, err := netns.ExplicitDilationWarning(ctx, l, agents, name, netnsSay)
+		warn, err := netns.ExplicitDilationWarning(ctx, l, agents, co)
 		if err != nil {
 			return "", err
 		}
@@ -282,7 +295,7 @@ func netnsDilation(ctx context.Context, l *lab.Lab, agents int) (string, error) 
 		}
 		return "", nil
 	}
-	c, err := netns.AutoDilation(ctx, l, agents, name, netnsSay)
+	c, err := netns.AutoDilation(ctx, l, agents, co)
 	if err != nil {
 		return "", err
 	}

@@ -77,11 +77,11 @@ func ChooseAgents(l *lab.Lab, need Need, ports int, m CostModel, cpus CPUs, d fl
 			return one("flows wait for others to complete, and the split keeps their hosts in one agent (--agents N splits it all the same)")
 		}
 	}
-	if m.Capacity(ports) <= 0 {
+	if !m.Calibrated() {
 		return one("no calibration of this machine's agent")
 	}
 	cpuWhy := cpus.String()
-	maxN := min(cpus.Usable(), max(devices/MinDevicesPerAgent, 1))
+	maxN := maxAgents(l, cpus)
 	at := func(n int) (float64, Forecast) {
 		dn := d
 		if dn <= 0 {
@@ -115,11 +115,32 @@ func ChooseAgents(l *lab.Lab, need Need, ports int, m CostModel, cpus CPUs, d fl
 	return best
 }
 
-// AutoAgents chooses the agents of a netns run of l from this machine's calibration (measured now if
-// none is cached or it is stale) and its CPUs, at the spec's dilation or, when it sets none, at the
-// one that count would be given.
-func AutoAgents(ctx context.Context, l *lab.Lab, cpus CPUs, name string, progress func(string)) (AgentChoice, error) {
-	cal, err := MachineCalibration(ctx, name, progress)
+// maxAgents is the most agents ChooseAgents weighs for l: the CPUs the load leaves free, one per
+// MinDevicesPerAgent devices; one for a lab it keeps in one agent (kernel-tcp hosts, flows that wait
+// for others).
+func maxAgents(l *lab.Lab, cpus CPUs) int {
+	for _, h := range l.Hosts {
+		if IsKernelHost(h) {
+			return 1
+		}
+	}
+	for _, f := range l.Flows {
+		if len(f.After) > 0 {
+			return 1
+		}
+	}
+	return min(cpus.Usable(), max(len(l.Graph.Nodes)/MinDevicesPerAgent, 1))
+}
+
+// AutoAgents chooses the agents of a netns run of l from its cost model (RunModel: measured on its
+// own fabric, with every count it weighs, if not cached) and the machine's CPUs, at the
+// spec's dilation or, when it sets none, at the one each count would be given.
+func AutoAgents(ctx context.Context, l *lab.Lab, cpus CPUs, o CalibrateOptions) (AgentChoice, error) {
+	var counts []int
+	for n := 1; n <= min(maxAgents(l, cpus), fabricCalMaxAgents); n++ {
+		counts = append(counts, n)
+	}
+	m, src, err := RunModel(ctx, l, counts, o)
 	if err != nil {
 		return AgentChoice{}, err
 	}
@@ -127,5 +148,7 @@ func AutoAgents(ctx context.Context, l *lab.Lab, cpus CPUs, name string, progres
 	if !l.Spec.AutoDilation() {
 		d = l.Spec.Dilation
 	}
-	return ChooseAgents(l, FrameRate(l), AgentPorts(l), cal.Model(), cpus, d), nil
+	c := ChooseAgents(l, FrameRate(l), AgentPorts(l), m, cpus, d)
+	c.Why += "; " + src
+	return c, nil
 }

@@ -77,6 +77,9 @@ type RunOptions struct {
 	// Machines, if set, carries the run over several machines, one agent each (machines.go): nothing
 	// is made on this one.
 	Machines Machines
+	// Standing, if set, is the lab's namespaces already up (BringUp, for a calibration on its own
+	// fabric first): the run uses them, under their name, and leaves them up for the caller to Down.
+	Standing *Standing
 }
 
 // DefaultAgents is what a library caller or a suite gets without asking: one process hosting every

@@ -85,23 +85,31 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 	if err != nil {
 		return nil, r.res, err
 	}
-	if opts.Machines != nil {
+	switch {
+	case opts.Standing != nil && opts.Machines == nil:
+		r.nl, r.res.Lab = opts.Standing.nl, opts.Standing.Name()
+		if r.nl.MTU != labMTU(l) {
+			return nil, r.res, fmt.Errorf("the standing lab %s has MTU %d, this run needs %d", r.res.Lab, r.nl.MTU, labMTU(l))
+		}
+	case opts.Machines != nil:
 		r.nl, err = r.upMachines(ctx)
-	} else {
+	default:
 		r.nl, err = nslink.Up(ctx, r.res.Lab, l.Graph, nslink.Options{MTU: labMTU(l)})
 	}
 	if err != nil {
 		return nil, r.res, err
 	}
-	defer func() {
-		down := nslink.Down
-		if opts.Machines != nil {
-			down = opts.Machines.Down
-		}
-		if derr := down(r.res.Lab); derr != nil {
-			r.progress("teardown: " + derr.Error())
-		}
-	}()
+	if opts.Standing == nil || opts.Machines != nil {
+		defer func() {
+			down := nslink.Down
+			if opts.Machines != nil {
+				down = opts.Machines.Down
+			}
+			if derr := down(r.res.Lab); derr != nil {
+				r.progress("teardown: " + derr.Error())
+			}
+		}()
+	}
 	defer func() {
 		for _, p := range r.procs {
 			p.kill()

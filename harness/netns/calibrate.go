@@ -186,27 +186,51 @@ func Calibrate(ctx context.Context, name string) (Calibration, error) {
 	return c, nil
 }
 
-// AutoDilation chooses the dilation of a netns run of l whose spec sets none: the workload's frame
-// rate against the capacity this machine's calibration forecasts for l's agents (measured now if none
-// is cached or it is stale; progress, if set, is told). name prefixes the calibration lab's name.
-func AutoDilation(ctx context.Context, l *lab.Lab, agents int, name string, progress func(string)) (Choice, error) {
-	cal, err := MachineCalibration(ctx, name, progress)
+// RunModel is the cost model a run of l is forecast by, for the agent counts counts: measured on l's
+// own fabric (CalibrateFabric: the cached entry, or measured now for the counts it lacks, on o's
+// standing lab if given), with the machine's two-fabric calibration added for the counts it did not
+// run when one is cached; or, for a lab its own fabric cannot calibrate (FabricCalibratable), the
+// two-fabric power law alone, measured now if none is cached. It says which, for the run's notes.
+func RunModel(ctx context.Context, l *lab.Lab, counts []int, o CalibrateOptions) (CostModel, string, error) {
+	if ok, why := FabricCalibratable(l); ok {
+		f, err := CalibrateFabric(ctx, l, counts, o)
+		if err != nil {
+			return CostModel{}, "", err
+		}
+		m := CostModel{Fabric: &f}
+		if c, ok := LoadCalibration(); ok {
+			m.Small, m.Large = c.Small, c.Large
+		}
+		return m, "calibrated on this fabric " + f.At.Format("2006-01-02 15:04 UTC"), nil
+	} else {
+		cal, err := MachineCalibration(ctx, o.Name, o.Progress)
+		if err != nil {
+			return CostModel{}, "", err
+		}
+		return cal.Model(), fmt.Sprintf("two-fabric calibration of %s (not this fabric's: %s)", cal.At.Format("2006-01-02 15:04 UTC"), why), nil
+	}
+}
+
+// AutoDilation chooses the dilation of a netns run of l with agents agents whose spec sets none: the
+// workload's frame rate against the capacity the run's cost model (RunModel) forecasts for them.
+func AutoDilation(ctx context.Context, l *lab.Lab, agents int, o CalibrateOptions) (Choice, error) {
+	m, src, err := RunModel(ctx, l, []int{agents}, o)
 	if err != nil {
 		return Choice{}, err
 	}
-	c := ChooseDilationFor(FrameRate(l), AgentPorts(l), agents, cal.Model())
-	c.Why += "; calibrated " + cal.At.Format("2006-01-02 15:04 UTC")
+	c := ChooseDilationFor(FrameRate(l), AgentPorts(l), agents, m)
+	c.Why += "; " + src
 	return c, nil
 }
 
-// ExplicitDilationWarning is CheckDilation for an explicit dilation against this machine's
-// calibration (measured if need be): "" when it keeps up.
-func ExplicitDilationWarning(ctx context.Context, l *lab.Lab, agents int, name string, progress func(string)) (string, error) {
-	cal, err := MachineCalibration(ctx, name, progress)
+// ExplicitDilationWarning is CheckDilation for an explicit dilation against the run's cost model
+// (measured if need be): "" when it keeps up.
+func ExplicitDilationWarning(ctx context.Context, l *lab.Lab, agents int, o CalibrateOptions) (string, error) {
+	m, _, err := RunModel(ctx, l, []int{agents}, o)
 	if err != nil {
 		return "", err
 	}
-	f := ForecastRun(FrameRate(l), AgentPorts(l), agents, cal.Model(), l.Spec.Dilation)
+	f := ForecastRun(FrameRate(l), AgentPorts(l), agents, m, l.Spec.Dilation)
 	if ok, why := CheckDilation(FrameRate(l), agents, f.Capacity, l.Spec.Dilation); !ok {
 		return why, nil
 	}
@@ -233,7 +257,11 @@ func chooseDilation(ctx context.Context, l *lab.Lab, opts RunOptions) (string, e
 		agents = DefaultAgents
 	}
 	agents = min(agents, len(l.Graph.Nodes))
-	c, err := AutoDilation(ctx, l, agents, fmt.Sprintf("c%d", os.Getpid()), opts.Progress)
+	name := opts.Name
+	if name == "" {
+		name = fmt.Sprintf("c%d", os.Getpid())
+	}
+	c, err := AutoDilation(ctx, l, agents, CalibrateOptions{Name: name, Progress: opts.Progress, Standing: opts.Standing})
 	if err != nil {
 		return "", err
 	}

@@ -27,10 +27,40 @@ type CostPoint struct {
 	CPUSeconds         float64 `json:"cpu_seconds"`
 }
 
-// CostModel is the agent's capacity as a function of the ports it serves, through two measured
-// points: frame-hops per CPU-second = Small's x (ports / Small.Ports)^-Exponent().
+// CostModel is the agent's capacity: measured on the run's own fabric (Fabric, fabriccal.go) for the
+// agent counts it ran, else, as a function of the ports an agent serves, through two measured points
+// (the power law): frame-hops per CPU-second = Small's x (ports / Small.Ports)^-Exponent().
 type CostModel struct {
 	Small, Large CostPoint
+	Fabric       *FabricCost
+}
+
+// Calibrated says whether the model can forecast anything.
+func (m CostModel) Calibrated() bool {
+	return m.Small.FramesPerCPUSecond > 0 || m.Fabric.PerAgent(1) > 0
+}
+
+// AgentCapacity is the frame-hops per second each of agents agents moves on a lab whose agents serve
+// ports ports in all, and where the number comes from: the run's own fabric when it was measured
+// with that many agents (or, beyond two, with two), else the power law, with lockstepCost for an
+// agent among several, else the own fabric's one agent scaled as the power law would scale it.
+func (m CostModel) AgentCapacity(ports, agents int) (float64, string) {
+	agents = max(agents, 1)
+	per := (ports + agents - 1) / agents
+	if c := m.Fabric.PerAgent(agents); c > 0 {
+		return c, "measured on this fabric"
+	}
+	law := m.Capacity(per)
+	if agents > 1 {
+		law /= lockstepCost
+	}
+	if one := m.Fabric.PerAgent(1); one > 0 {
+		if law > 0 && m.Capacity(ports) > 0 {
+			return one * law / m.Capacity(ports), "this fabric's one agent, split by the two-fabric power law"
+		}
+		return one / lockstepCost, "this fabric's one agent, split at the lockstep's cost"
+	}
+	return law, "the two-fabric power law"
 }
 
 // maxCostExponent bounds the fitted exponent: a cost per frame-hop growing faster than the ports
@@ -88,7 +118,8 @@ type Forecast struct {
 	Agents   int
 	Ports    int     // ports per agent
 	PerAgent float64 // frame-hops per wall second each agent must move at D
-	Capacity float64 // frame-hops per CPU-second an agent serving Ports moves (lockstep included)
+	Capacity float64 // frame-hops per second an agent serving Ports moves while behind (lockstep included)
+	Source   string  // where Capacity comes from (CostModel.AgentCapacity)
 	Busy     float64 // PerAgent / Capacity: the share of a CPU each agent needs
 	Pace     float64 // wall time over engine time x D: 1 keeps real time; Busy when that is over 1
 }
@@ -103,10 +134,7 @@ func ForecastRun(need Need, ports, agents int, m CostModel, d float64) Forecast 
 	if d > 0 {
 		f.PerAgent = need.PerSecond() / float64(agents) / d
 	}
-	f.Capacity = m.Capacity(f.Ports)
-	if agents > 1 {
-		f.Capacity /= lockstepCost
-	}
+	f.Capacity, f.Source = m.AgentCapacity(ports, agents)
 	if f.Capacity > 0 {
 		f.Busy = f.PerAgent / f.Capacity
 		f.Pace = math.Max(1, f.Busy)
@@ -124,7 +152,7 @@ func (f Forecast) String() string {
 		who = "each agent"
 	}
 	if f.Busy <= 1 {
-		return fmt.Sprintf("forecast pace 1 (keeps real time, %s busy %.0f%% of it)", who, 100*f.Busy)
+		return fmt.Sprintf("forecast pace 1 (keeps real time, %s busy %.0f%% of it; %s)", who, 100*f.Busy, f.Source)
 	}
-	return fmt.Sprintf("forecast pace %.2g (%s needs %.2g CPU-seconds per second of the schedule: slower than real time, not different)", f.Pace, who, f.Busy)
+	return fmt.Sprintf("forecast pace %.2g (%s needs %.2g seconds per second of the schedule: slower than real time, not different; %s)", f.Pace, who, f.Busy, f.Source)
 }
