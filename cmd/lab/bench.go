@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -210,6 +211,18 @@ func benchAgents(ctx context.Context, w io.Writer, bf benchFlags, args []string)
 				verdict = "NOT within 30% of the measured pace (0.70-1.30)"
 			}
 			fmt.Fprintf(w, "  %d agents: forecast/measured pace %.2f (mean of %d runs): %s\n", n, mean(r), len(r), verdict)
+		}
+	}
+	if model != nil && len(counts) > 1 {
+		// What lab run's choice of agents makes of this fabric's measured costs, at this load and
+		// were the machine idle (ChooseAgents).
+		load, _ := loadAverage()
+		for _, c := range []struct {
+			when string
+			cpus netns.CPUs
+		}{{"now", netns.CPUs{N: runtime.NumCPU(), Load: load}}, {"were the machine idle", netns.CPUs{N: runtime.NumCPU()}}} {
+			ch := netns.ChooseAgents(l, netns.FrameRate(l), netns.AgentPorts(l), *model, c.cpus, bf.dilation)
+			fmt.Fprintf(w, "  lab run at D=%g would choose, %s: %s\n", bf.dilation, c.when, ch.Why)
 		}
 	}
 	for _, n := range counts {
