@@ -114,6 +114,13 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 		for _, p := range r.procs {
 			p.kill()
 		}
+		if opts.Standing != nil {
+			// The next run on these namespaces binds the same ports: each agent's AF_XDP sockets must
+			// be closed first (a dying agent's bind would be refused, EBUSY, and the port fall back).
+			for _, p := range r.procs {
+				p.waitGone(10 * time.Second)
+			}
+		}
 	}()
 	if err := r.startAgents(ctx); err != nil {
 		return nil, r.res, err
@@ -461,6 +468,25 @@ func startAgent(labName string, s *lockstep.AgentSetup) (*agentProc, error) {
 		return p, fmt.Errorf("%s: setup: %w", p.name(), err)
 	}
 	return p, nil
+}
+
+// waitGone waits, up to limit, until the agent process has exited (gone or a zombie: its files,
+// sockets among them, closed).
+func (p *agentProc) waitGone(limit time.Duration) {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	stat := fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid)
+	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			return
+		}
+		// pid (comm) state ...: the state follows the last ')'.
+		if i := strings.LastIndexByte(string(b), ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'Z' {
+			return
+		}
+	}
 }
 
 func (p *agentProc) kill() {
