@@ -99,6 +99,9 @@ func ChooseDilationFor(need Need, ports, agents int, m CostModel) Choice {
 	}
 	c.Why = strings.Replace(c.Why, "this machine's agent does",
 		fmt.Sprintf("this machine's %s serving %d ports does", per, c.Forecast.Ports), 1)
+	if m.Fabric.PerAgent(agents) > 0 { // measured per second of wall time while behind, not of CPU
+		c.Why = strings.Replace(c.Why, "per CPU-second (keeping", "per second catching up on this fabric (keeping", 1)
+	}
 	c.Why += "; " + c.Forecast.String()
 	return c
 }

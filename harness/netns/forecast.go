@@ -13,10 +13,10 @@ import (
 // (324), 186-440 k on NDC(8,1) (256), 185-400 k on Dragonfly(2,4,2) (324) and 140-210 k on fat-tree
 // k=8 (768). Half of its CPU is the kernel's (the sendto that moves a batch over a veth into the
 // peer's AF_XDP memory), and every port has its own rings and memory, so the more ports an agent
-// serves the more of that is out of cache: the cost of a frame-hop grew about as the 0.27-0.33th
-// power of the ports, across families. So the agent is measured on two fabrics of different size
-// (Calibrate) and a lab's capacity is read off the power law through them at the ports each of its
-// agents serves.
+// serves the more of that is out of cache. A power law through two calibration fabrics (Calibrate)
+// follows that up to its larger fabric's 324 ports but not beyond (fat-tree k=8 forecast 361 k where
+// the agent did 205-220 k, b9f1196): so a run is forecast from its own fabric where it can be
+// (CostModel.Fabric, fabriccal.go), and the power law is the fallback.
 
 // CostPoint is one calibration run: a fabric, the ports its agent served, and what it moved.
 type CostPoint struct {

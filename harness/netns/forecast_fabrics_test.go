@@ -52,3 +52,40 @@ func TestForecastMatchesMeasuredPaces(t *testing.T) {
 		}
 	}
 }
+
+// The same three fabrics forecast from a calibration on each fabric itself (fabriccal.go: frame-hops
+// per second of one agent, and of each of two, catching up on the fabric's own first 1.2 M frame-hops
+// at D=100), against the paces lab bench measured right after (0c90f34 and its parent, 2026-12-07
+// 23:36-23:57 UTC, the 2-core VM at load average 13-21 from other work; the mean of two runs each,
+// one run with two agents). It holds FrameRate, AgentPorts and ForecastRun to those measurements;
+// scripts/forecast-check.sh measures again.
+func TestFabricForecastMatchesMeasuredPaces(t *testing.T) {
+	for _, c := range []struct {
+		family   string
+		params   map[string]string
+		agents   int
+		perAgent float64 // the calibration's, per agent
+		measured float64
+	}{
+		{"ndc", map[string]string{"n": "8", "k": "1"}, 1, 131e3, (13.84 + 12.45) / 2},
+		{"dragonfly", map[string]string{"p": "2", "a": "4", "h": "2"}, 1, 150e3, (15.27 + 15.08) / 2},
+		{"fattree", map[string]string{"k": "8"}, 1, 118e3, (41.31 + 37.28) / 2},
+		{"fattree", map[string]string{"k": "8"}, 2, 73.5e3, 27.38},
+	} {
+		s, err := bench.Fabric{Family: c.family, Params: c.params}.Spec("fc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := lab.Build(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wall := 10.0 // seconds of the calibration run; only the rate matters
+		f := &netns.FabricCost{Runs: []netns.AgentsCost{{Agents: c.agents, Frames: uint64(c.perAgent * float64(c.agents) * wall), WallSeconds: wall}}}
+		got := netns.ForecastRun(netns.FrameRate(l), netns.AgentPorts(l), c.agents, netns.CostModel{Fabric: f}, s.Dilation)
+		t.Logf("%s %v, %d agents: forecast pace %.2f, measured %.2f (%.2f)", c.family, c.params, c.agents, got.Pace, c.measured, got.Pace/c.measured)
+		if r := got.Pace / c.measured; r < 0.7 || r > 1.3 {
+			t.Errorf("%s %v, %d agents: forecast pace %.2f, measured %.2f: %.0f%% off", c.family, c.params, c.agents, got.Pace, c.measured, 100*(r-1))
+		}
+	}
+}
