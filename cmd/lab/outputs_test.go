@@ -184,6 +184,8 @@ var allowedIO = map[string]struct {
 	"harness/virtual/pcap.go":      {1, "pcaps into the run's own new directory"},
 	"harness/virtual/virtual.go":   {1, "an unlinked temporary file pause records spill to (no name to replace)"},
 	"harness/netns/calibrate.go":   {3, "/proc/cpuinfo and the calibration cache under the lab's state"},
+	"harness/netns/fabriccal.go":   {2, "the fabric calibration cache beside the machine's"},
+	"harness/netns/backend_run.go": {1, "/proc/PID/stat of an agent the run started"},
 	"harness/nslink/nsops.go":      {2, "/proc/sys and a namespace file (O_NOFOLLOW)"},
 	"harness/netns/agent/live.go":  {1, "a capture's pcap: created exclusively (O_EXCL|O_NOFOLLOW)"},
 	"harness/netns/agent/loop.go":  {1, "pcaps into the run's own new directory"},
