@@ -205,15 +205,16 @@ func (p *XDPPort) open(ifi, n int) (err error) {
 	_ = unix.SetsockoptInt(p.fd, unix.SOL_XDP, unix.XDP_MAX_TX_SKB_BUDGET, xdpTxFrames)
 	// A socket closed on this queue a moment ago holds it until the kernel has released it (deferred):
 	// EBUSY for a few milliseconds, and for seconds when a whole lab's sockets were closed at once (a
-	// run on fat-tree k=8's namespaces right after an agent of 768 ports exited, a calibration on the
-	// same lab: its first port still busy after 1 s, none after 5 s, load average 15 on 2 cores).
-	// Someone else's socket keeps it busy: refused after 5 s.
+	// run on a lab's namespaces right after a calibration's agent on them exited, load average 15 on 2
+	// cores: fat-tree k=8's first port, of 768, still busy after 1 s, none after 5 s; Dragonfly(3,6,3)'s,
+	// of 1,596, still busy after 5 s). The first port opened waits for them all. Someone else's socket
+	// keeps it busy: refused after 30 s.
 	for try := 0; ; try++ {
 		err = unix.Bind(p.fd, &unix.SockaddrXDP{Flags: unix.XDP_COPY, Ifindex: uint32(ifi)})
 		if err == nil {
 			break
 		}
-		if err != unix.EBUSY || try == 500 {
+		if err != unix.EBUSY || try == 3000 {
 			return fail("bind", err)
 		}
 		time.Sleep(10 * time.Millisecond)
