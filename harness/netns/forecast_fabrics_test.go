@@ -6,6 +6,7 @@ import (
 	"github.com/fabriclab/fabriclab/harness/bench"
 	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/lab"
+	"github.com/fabriclab/fabriclab/lab/spec"
 )
 
 // The forecast of the three fabrics the one-number calibration forecast 2-3.3x too fast, against the
@@ -29,14 +30,7 @@ func TestForecastMatchesMeasuredPaces(t *testing.T) {
 		{"dragonfly", map[string]string{"p": "2", "a": "4", "h": "2"}, 324, 8.41},
 		{"fattree", map[string]string{"k": "8"}, 768, 26.76},
 	} {
-		s, err := bench.Fabric{Family: c.family, Params: c.params}.Spec("fc")
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := lab.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, l := benchLab(t, c.family, c.params)
 		if p := netns.AgentPorts(l); p != c.ports {
 			t.Errorf("%s %v: %d ports, want %d", c.family, c.params, p, c.ports)
 		}
@@ -72,14 +66,7 @@ func TestFabricForecastMatchesMeasuredPaces(t *testing.T) {
 		{"fattree", map[string]string{"k": "8"}, 1, 118e3, (41.31 + 37.28) / 2},
 		{"fattree", map[string]string{"k": "8"}, 2, 73.5e3, 27.38},
 	} {
-		s, err := bench.Fabric{Family: c.family, Params: c.params}.Spec("fc")
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := lab.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, l := benchLab(t, c.family, c.params)
 		wall := 10.0 // seconds of the calibration run; only the rate matters
 		f := &netns.FabricCost{Runs: []netns.AgentsCost{{Agents: c.agents, Frames: uint64(c.perAgent * float64(c.agents) * wall), WallSeconds: wall}}}
 		got := netns.ForecastRun(netns.FrameRate(l), netns.AgentPorts(l), c.agents, netns.CostModel{Fabric: f}, s.Dilation)
@@ -88,4 +75,18 @@ func TestFabricForecastMatchesMeasuredPaces(t *testing.T) {
 			t.Errorf("%s %v, %d agents: forecast pace %.2f, measured %.2f: %.0f%% off", c.family, c.params, c.agents, got.Pace, c.measured, 100*(r-1))
 		}
 	}
+}
+
+// benchLab is lab bench's spec of a fabric (WebSearch 0.5 for 2 ms at D=1000), built.
+func benchLab(t *testing.T, family string, params map[string]string) (*spec.Spec, *lab.Lab) {
+	t.Helper()
+	s, err := bench.Fabric{Family: family, Params: params}.Spec("fc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, l
 }
