@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -52,6 +53,8 @@ type AgentsCost struct {
 	// all of it, so Frames / WallSeconds is what they move per second of wall time.
 	WallSeconds float64 `json:"wall_seconds"`
 	// Pace is WallSeconds over the dilated engine time the run covered: above 1 the agents were behind.
+	// Near 1 they kept up with a workload too light to measure them, and PerAgent is only a lower
+	// bound (String says so).
 	Pace float64 `json:"pace"`
 }
 
@@ -116,6 +119,10 @@ func (f *FabricCost) PerAgent(agents int) float64 {
 	return best.PerAgent() * float64(best.Agents) / float64(agents)
 }
 
+// keptUpPace is the calibration pace below which its agents were not behind all the run (the wall
+// time is the schedule's, not the work's).
+const keptUpPace = 1.5
+
 // fabricCalMaxAgents bounds the agent counts a fabric calibration runs (each costs a run).
 const fabricCalMaxAgents = 4
 
@@ -123,11 +130,14 @@ const fabricCalMaxAgents = 4
 func (f *FabricCost) String() string {
 	var parts []string
 	for _, r := range f.Runs {
-		if r.Agents == 1 {
-			parts = append(parts, fmt.Sprintf("1 agent %s frame-hops per second (%s per CPU-second)", kilo(r.PerAgent()), kilo(r.PerCPUSecond())))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d agents %d x %s (%s per CPU-second)", r.Agents, r.Agents, kilo(r.PerAgent()), kilo(r.PerCPUSecond())))
+		p := fmt.Sprintf("1 agent %s frame-hops per second (%s per CPU-second)", kilo(r.PerAgent()), kilo(r.PerCPUSecond()))
+		if r.Agents > 1 {
+			p = fmt.Sprintf("%d agents %d x %s (%s per CPU-second)", r.Agents, r.Agents, kilo(r.PerAgent()), kilo(r.PerCPUSecond()))
 		}
+		if r.Pace > 0 && r.Pace < keptUpPace {
+			p += fmt.Sprintf(" (at least: it kept up, pace %.2g)", r.Pace)
+		}
+		parts = append(parts, p)
 	}
 	return fmt.Sprintf("%s, %d ports: %s; calibrated %s", f.Fabric, f.Ports, strings.Join(parts, ", "), f.At.Format("2006-01-02 15:04 UTC"))
 }
@@ -256,12 +266,7 @@ func FabricCalibratable(l *lab.Lab) (bool, string) {
 // average rate.
 func calibrationWindow(l *lab.Lab) *lab.Lab {
 	need := FrameRate(l)
-	first := clock.Time(-1)
-	for _, f := range l.Flows {
-		if first < 0 || f.At < first {
-			first = f.At
-		}
-	}
+	first := firstStart(l)
 	window := fabricCalMinWindow
 	if r := need.PerSecond(); r > 0 {
 		window = max(window, clock.Time(fabricCalFrames/r*float64(clock.Second)))
@@ -338,7 +343,7 @@ func CalibrateFabric(ctx context.Context, l *lab.Lab, counts []int, o CalibrateO
 	var todo []int
 	for _, n := range counts {
 		n = min(n, len(l.Graph.Nodes))
-		if _, done := f.Measured(n); !done && n >= 1 && !containsInt(todo, n) {
+		if _, done := f.Measured(n); !done && n >= 1 && !slices.Contains(todo, n) {
 			todo = append(todo, n)
 		}
 	}
@@ -416,13 +421,4 @@ func agentCounts(ns []int) string {
 		return "1 agent"
 	}
 	return strings.Join(s, " and ") + " agents"
-}
-
-func containsInt(a []int, v int) bool {
-	for _, x := range a {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }

@@ -114,6 +114,14 @@ func TestForecastFromFabric(t *testing.T) {
 	if f := ForecastRun(need, 768, 2, only, 1000); !near(f.Capacity, want) || !strings.Contains(f.Source, "power law") {
 		t.Errorf("two agents, one measured, with the power law: %+v (want capacity %g)", f, want)
 	}
+	// A calibration whose agent kept up measured a lower bound, and says so.
+	kept := FabricCost{Runs: []AgentsCost{{Agents: 1, Frames: 1000, WallSeconds: 1, Pace: 1.02}}}
+	if s := kept.String(); !strings.Contains(s, "at least") {
+		t.Errorf("kept up, not said: %q", s)
+	}
+	if s := m.Fabric.String(); strings.Contains(s, "at least") || !strings.Contains(s, "2 agents 2 x 150 k") {
+		t.Errorf("behind: %q", s)
+	}
 	// Without the fabric: the power law alone, as before.
 	if f := ForecastRun(need, 768, 1, testModel, 1000); !near(f.Capacity, testModel.Capacity(768)) || f.Source != "the two-fabric power law" {
 		t.Errorf("power law: %+v", f)
