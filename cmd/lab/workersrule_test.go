@@ -39,7 +39,7 @@ func TestWorkersForecastRule(t *testing.T) {
 			t.Fatal(err)
 		}
 		fc := forecastWindows(l)
-		t.Logf("%s: %.2g events, %.0f windows of %v, %.0f events per window", c.spec, fc.events, fc.windows, fc.lookahead.Duration(), fc.perWindow())
+		t.Logf("%s: %.2f million events, %.0f windows of %v, %.0f events per window", c.spec, fc.events/1e6, fc.windows, fc.lookahead.Duration(), fc.perWindow())
 		if got := workersFor(fc, 2); got != c.want {
 			t.Errorf("%s: %d workers on 2 processors, want %d", c.spec, got, c.want)
 		}
