@@ -103,7 +103,7 @@ can fill at once; each run leaves DIR.status.json, and lab report aggregates wha
 	cmd.Flags().BoolVar(&checkFrames, "check-frames", true,
 		"virtual backend: check every frame against what the real wire can carry (wire.Check; about 5% of the CPU); false leaves it to the tests")
 	cmd.Flags().IntVar(&workers, "workers", 0,
-		"virtual backend: split the fabric over this many goroutines, run in windows of the smallest link delay between parts; every output is the same as with 1 (default: what the processors and the fabric's hosts justify, printed with why)")
+		"virtual backend: split the fabric over this many goroutines, run in windows of the smallest link delay between parts; every output is the same as with 1 (default: by a forecast of the events in one window, up to the processors, printed with why)")
 	cmd.Flags().BoolVar(&keepRunningOnDeadlock, "keep-running-on-deadlock", false,
 		"virtual backend: run to the spec's duration after the deadlock monitor fires (default: stop there)")
 	root.AddCommand(cmd)

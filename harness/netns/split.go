@@ -31,9 +31,10 @@ func (c CutReport) String() string {
 		c.Agents, c.Links, c.Frames, c.Total, 100*c.Frames/math.Max(c.Total, 1), c.Load)
 }
 
-// linkFrames estimates the frames the workload puts on each link (both directions): every flow's data
-// frames (size / its NIC's MTU) on each hop of its route, and as many acknowledgements back.
-func linkFrames(l *lab.Lab) []float64 {
+// LinkFrames estimates the frames the workload puts on each link of l.Graph.Links (both directions):
+// every flow's data frames (size / its NIC's MTU) on each hop of its route, and as many acknowledgements
+// back; a table-forwarded flow's are spread evenly over its ECMP sets.
+func LinkFrames(l *lab.Lab) []float64 {
 	w := make([]float64, len(l.Graph.Links))
 	mtu := map[int]int{}
 	for _, h := range l.Hosts {
@@ -87,7 +88,7 @@ func TrafficParts(l *lab.Lab, dl *Dilated, n int) (map[int]int, CutReport) {
 func TrafficPartsWithin(l *lab.Lab, dl *Dilated, n int, slack float64) (map[int]int, CutReport) {
 	g := l.Graph
 	part := connectedParts(g, dl, n)
-	w := linkFrames(l)
+	w := LinkFrames(l)
 	group := dependencyGroups(l, part)
 	// A group may have taken a whole part: number the parts left 0, 1, ... in their order.
 	var used []int

@@ -87,7 +87,7 @@ func TestTrafficParts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := linkFrames(l)
+		w := LinkFrames(l)
 		cutOf := func(part map[int]int) float64 {
 			c := 0.0
 			for li, lk := range l.Graph.Links {

@@ -5,6 +5,7 @@
 # of both over REPS alternating pairs, with ratios fabriclab/htsim.
 # Usage: bash lab/experiments/matched-htsim/compare.sh HTSIM_ROCE [REPS] [SCENARIO...]
 #   LIKE_FOR_LIKE=1 runs fabriclab with --meters=false --check-frames=false (htsim does neither).
+#   WORKERS=N runs fabriclab with --workers N (default: lab run's own choice, which it prints without -q).
 #   ACKS=data runs fabriclab with switch.acks: data (ACKs FIFO with data at switches, as htsim's; README.md here).
 #   HTSIM_Q sets htsim's -q (default 1000000: quiet; the table in docs/performance.md used 500, see README.md here).
 set -euo pipefail
@@ -18,6 +19,7 @@ scenarios=("$@")
 [ -x /usr/bin/time ] || { echo "compare.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 extra=()
 [ "${LIKE_FOR_LIKE:-0}" = 1 ] && extra=(--meters=false --check-frames=false)
+[ -n "${WORKERS:-}" ] && extra+=(--workers "$WORKERS")
 q=${HTSIM_Q:-1000000}
 
 go build -o bin/lab ./cmd/lab
