@@ -114,12 +114,12 @@ func Run(ctx context.Context, l *lab.Lab, opts RunOptions) (*records.Log, RunRes
 		for _, p := range r.procs {
 			p.kill()
 		}
-		if opts.Standing != nil {
-			// The next run on these namespaces binds the same ports: each agent's AF_XDP sockets must
-			// be closed first (a dying agent's bind would be refused, EBUSY, and the port fall back).
-			for _, p := range r.procs {
-				p.waitGone(10 * time.Second)
-			}
+		// Wait for every agent to be gone, not only on a standing lab (whose next run binds the same
+		// ports, and a dying agent's AF_XDP sockets would refuse that bind, EBUSY): an agent still
+		// exiting when the teardown reads the agents file has dropped its environment but not yet its
+		// executable, so it reads as a process that is not ours and is reported and left alone.
+		for _, p := range r.procs {
+			p.waitGone(10 * time.Second)
 		}
 	}()
 	if err := r.startAgents(ctx); err != nil {
