@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,23 +72,108 @@ type part struct {
 	// that instant are it and its cascade, and their marks carry its key.
 	rel   relKey
 	relAt clock.Time
+	// rels holds the keys of the releases scheduled and not yet fired, by the time they are due, in
+	// the order they fire (their scheduling order): the coordinator places each among the deadlock
+	// checks due at its instant (releaseFirst).
+	rels map[clock.Time][]relKey
 }
 
 // relKey places a release, and the events it causes at its instant, among the harness-class events
 // of that instant: by when and by which device's event it was scheduled (the sequential clock's
-// sequence). on is false for the events before any release of the instant.
+// sequence). on is false for the events before any release of the instant. n is the count of events
+// the part had fired with that one (clock.Virtual.Fired): it orders two events of one device at one
+// instant, which lie in one part.
 type relKey struct {
 	on bool
 	at clock.Time
 	o  clock.Order
+	n  uint64
+}
+
+// armKey is the sequential sequence of a harness-class event, told by the event that scheduled it:
+// its time, its device (clock.Harness for a harness event or an event a release caused, which come
+// after every device's events of their instant) and n, as relKey's. The sequential clock numbers
+// events as they are scheduled, and events are scheduled as others fire, in this order.
+type armKey struct {
+	at clock.Time
+	o  clock.Order // device's Order (class ignored) or clock.Harness
+	n  uint64
+}
+
+func (a armKey) before(b armKey) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if da, db := a.o.Device(), b.o.Device(); da != db {
+		return da < db
+	}
+	return a.n < b.n
+}
+
+// checkClock is Fabric.Clock as the deadlock monitor's watcher of a split run sees it: every check
+// it schedules is noted, by the time it is due, with the key of the event that armed it (arming, set
+// by merge as it applies a pause; a check's own re-arming, at a tick, is a harness event's), so that
+// the coordinator can fire the checks and the parts' releases of one instant in the sequential order
+// (releaseFirst). The watcher never stops a check (monitor.Watch.arm), so the notes of an instant
+// are popped in the order its checks fire.
+type checkClock struct {
+	v      *clock.Virtual
+	keys   map[clock.Time][]armKey
+	arming *armKey
+}
+
+func (c *checkClock) Now() clock.Time { return c.v.Now() }
+
+func (c *checkClock) note(d clock.Time) (clock.Time, func()) {
+	at := c.v.Now() + max(d, 0)
+	k := armKey{at: c.v.Now(), o: clock.Harness}
+	if c.arming != nil {
+		k = *c.arming
+	}
+	c.keys[at] = append(c.keys[at], k)
+	return at, func() {
+		if q := c.keys[at]; len(q) > 1 {
+			c.keys[at] = q[1:]
+		} else {
+			delete(c.keys, at)
+		}
+	}
+}
+
+func (c *checkClock) Schedule(d clock.Time, f func()) {
+	_, pop := c.note(d)
+	c.v.Schedule(d, func() { pop(); f() })
+}
+
+func (c *checkClock) AfterFunc(d clock.Time, f func()) clock.Timer {
+	_, pop := c.note(d)
+	return c.v.AfterFunc(d, func() { pop(); f() })
+}
+
+// front is the key of the check that fires first at t (ok false: none due at t).
+func (c *checkClock) front(t clock.Time) (armKey, bool) {
+	if q := c.keys[t]; len(q) > 0 {
+		return q[0], true
+	}
+	return armKey{}, false
 }
 
 // mark is the lengths of a part's lists after one event that grew them, and the event's key.
 type mark struct {
 	at                        clock.Time
 	o                         clock.Order
+	n                         uint64 // the part's events fired with this one (relKey.n)
 	rel                       relKey
 	flows, viol, reord, notes int
+}
+
+// arm is the armKey of the event of mark m: a check its pause arms comes in the sequential sequence
+// where that event scheduled it.
+func (m *mark) arm() armKey {
+	if m.rel.on {
+		return armKey{at: m.at, o: clock.Harness}
+	}
+	return armKey{at: m.at, o: m.o, n: m.n}
 }
 
 // before says whether the event of mark m comes before the event of mark b, of another part, in the
@@ -297,6 +383,10 @@ type parallel struct {
 	workers   []chan window
 	done      chan struct{}
 	wg        sync.WaitGroup
+	// checks is the watcher's view of Fabric.Clock; faultAt the times the lab's faults fire, sorted
+	// (the first harness events of their instant: scheduled before the run).
+	checks  checkClock
+	faultAt []clock.Time
 }
 
 // ParallelStats is what a parallel run spent where (Fabric.ParallelStats).
@@ -354,7 +444,7 @@ func (p *part) step(at clock.Time, o clock.Order) bool {
 		if p.relAt == p.clk.Now() {
 			rel = p.rel
 		}
-		p.mk = mark{at: p.clk.Now(), o: fo, rel: rel, flows: len(p.log.Flows), viol: len(p.log.Violations), reord: len(p.log.Reorders), notes: len(p.notes)}
+		p.mk = mark{at: p.clk.Now(), o: fo, n: p.clk.Fired(), rel: rel, flows: len(p.log.Flows), viol: len(p.log.Violations), reord: len(p.log.Reorders), notes: len(p.notes)}
 		p.marks = append(p.marks, p.mk)
 	}
 	return true
@@ -453,8 +543,13 @@ func (f *Fabric) merge() {
 			f.Log.Violations = append(f.Log.Violations, p.log.Violations[i])
 		}
 		f.Log.Reorders = append(f.Log.Reorders, p.log.Reorders[p.cur.reord:m.reord]...)
-		for _, apply := range p.notes[p.cur.notes:m.notes] {
-			apply()
+		if m.notes > p.cur.notes {
+			k := m.arm()
+			f.par.checks.arming = &k
+			for _, apply := range p.notes[p.cur.notes:m.notes] {
+				apply()
+			}
+			f.par.checks.arming = nil
 		}
 		p.cur = m
 	}
@@ -537,6 +632,10 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 	for _, fp := range f.Lab.Flows {
 		f.parts[f.partOf[fp.SrcNode]].rem++
 	}
+	for _, fl := range f.Lab.Faults {
+		c.faultAt = append(c.faultAt, max(fl.At, 0)) // scheduleFaults: AfterFunc(At) at 0
+	}
+	slices.Sort(c.faultAt)
 	for node, nic := range f.NICs {
 		p := &f.parts[f.partOf[node]]
 		o := clock.DeviceOrder(node)
@@ -554,7 +653,8 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 	// periodic pass counts queued stopped events, which the parts discard at other moments).
 	var watch *monitor.Watch
 	if f.Monitor != nil {
-		watch = f.Monitor.Watch(f.Clock, f.devices(), f.prio(), func() { f.deadlocked = true },
+		c.checks = checkClock{v: f.Clock, keys: map[clock.Time][]armKey{}}
+		watch = f.Monitor.Watch(&c.checks, f.devices(), f.prio(), func() { f.deadlocked = true },
 			func() bool { return f.live() == watch.Timers() })
 		watch.Defer(func(dev int) clock.Time { return f.parts[f.partOf[dev]].clk.Now() },
 			func(dev int, apply func()) {
@@ -602,9 +702,15 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 			break
 		}
 		if hOK && (pi < 0 || hAt < pAt || hAt == pAt && pO >= clock.Harness) {
-			// A harness event is next: after every device's events of its instant, before any later,
-			// and before the releases due at its instant (a fault was scheduled before any release, as
-			// a deadlock check almost always was: releaseIn).
+			// A harness event is next: after every device's events of its instant, before any later.
+			// Among the harness-class events of the instant, a fault comes first (it was scheduled
+			// before the run), a check and the parts' releases by their sequential sequence.
+			if hAt == pAt && watch != nil {
+				if i := f.releaseFirst(hAt); i >= 0 {
+					f.runRelease(i, hAt)
+					continue
+				}
+			}
 			f.Clock.Step()
 			c.hUnjust = -1
 			if hAt > end {
@@ -698,6 +804,42 @@ func (f *Fabric) runParallel(ctx context.Context) Result {
 	return res
 }
 
+// releaseFirst is the part whose next release, due at t with Fabric.Clock's next event, comes before
+// that event in the sequential sequence (-1: none does). Fabric.Clock holds faults, which come first,
+// and the watcher's checks (checkClock).
+func (f *Fabric) releaseFirst(t clock.Time) int {
+	c := f.par
+	if n, _ := slices.BinarySearch(c.faultAt, t+1); n > len(f.Log.Faults) {
+		return -1 // a fault due at t has not fired: it was scheduled before any release
+	}
+	ck, ok := c.checks.front(t)
+	if !ok {
+		return -1
+	}
+	best, bk := -1, armKey{}
+	for i := range f.parts {
+		q := f.parts[i].rels[t]
+		if len(q) == 0 {
+			continue
+		}
+		// The part's events due at t before its releases have fired (the window ended before them).
+		if k := (armKey{at: q[0].at, o: q[0].o, n: q[0].n}); k.before(ck) && (best < 0 || k.before(bk)) {
+			best, bk = i, k
+		}
+	}
+	return best
+}
+
+// runRelease fires part i's next release, due at t, and the events it causes at t, then merges what
+// they wrote and the pauses they heard (the checks those arm come after every release of t).
+func (f *Fabric) runRelease(i int, t clock.Time) {
+	p := &f.parts[i]
+	p.step(t, clock.Harness)
+	p.run(t, clock.Harness-1)
+	p.paused = false
+	f.merge()
+}
+
 func (f *Fabric) startedAll() int {
 	n := f.started
 	for i := range f.parts {
@@ -720,12 +862,22 @@ func (f *Fabric) startedAll() int {
 // one tick of the monitor's grid, the check armed after the release was scheduled, fire check first
 // here and release first on one clock (the check's place in the sequential sequence is not kept).
 func (f *Fabric) releaseIn(p *part, o clock.Order, id uint32) {
-	key := relKey{on: true, at: p.clk.Now(), o: o}
+	key := relKey{on: true, at: p.clk.Now(), o: o, n: p.clk.Fired()}
 	for _, i := range f.dependents[id] {
 		fp := &f.Lab.Flows[i]
 		if f.waiting[i]--; f.waiting[i] == 0 {
 			start := f.startAt[i]
-			p.clk.AfterFuncOrdered(max(fp.At-p.clk.Now(), 0), clock.Harness, func() {
+			at := p.clk.Now() + max(fp.At-p.clk.Now(), 0)
+			if p.rels == nil {
+				p.rels = map[clock.Time][]relKey{}
+			}
+			p.rels[at] = append(p.rels[at], key)
+			p.clk.AfterFuncOrdered(at-p.clk.Now(), clock.Harness, func() {
+				if q := p.rels[at]; len(q) > 1 {
+					p.rels[at] = q[1:]
+				} else {
+					delete(p.rels, at)
+				}
 				p.rel, p.relAt = key, p.clk.Now()
 				start()
 			})
