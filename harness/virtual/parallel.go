@@ -39,7 +39,8 @@ import (
 //
 // Flows that wait for others (after:) are released on the part's own clock (releaseIn): the split keeps
 // a flow's source NIC with its predecessors' (netns.TrafficParts' dependency groups; NewParallel refuses
-// any other), so a completion and the release it causes happen in one part.
+// any other), so a completion and the release it causes happen in one part. A release and a deadlock
+// check due at one instant fire in the order the sequential clock scheduled them (releaseFirst).
 
 // part is one worker's share of the fabric.
 type part struct {
@@ -855,12 +856,12 @@ func (f *Fabric) startedAll() int {
 // gives the sequential order because nothing outside p can change p at that instant: every link
 // between parts has a delay of at least the lookahead, which is positive, so what other parts do at
 // the instant reaches p later, and the frames they sent earlier were handed over at a window edge
-// before it. Among the harness-class events of the instant, the coordinator fires the harness's own
-// first (the window ends before the parts' releases at a harness event's instant), and the parts'
-// marks carry the release's key (relKey), so that what the releases and the events they cause write to
-// Log merges in the sequential order. One tie is not reproduced: a deadlock check and a release due at
-// one tick of the monitor's grid, the check armed after the release was scheduled, fire check first
-// here and release first on one clock (the check's place in the sequential sequence is not kept).
+// before it. Among the harness-class events of the instant, which the sequential clock fires in the
+// order they were scheduled, the window ends before the parts' releases at a harness event's instant;
+// the coordinator then fires the faults first (scheduled before the run), and the deadlock checks and
+// the releases by the keys of the events that scheduled them (armKey: releaseFirst, checkClock). The
+// parts' marks carry the release's key (relKey), so that what the releases and the events they cause
+// write to Log merges in the sequential order.
 func (f *Fabric) releaseIn(p *part, o clock.Order, id uint32) {
 	key := relKey{on: true, at: p.clk.Now(), o: o, n: p.clk.Fired()}
 	for _, i := range f.dependents[id] {
