@@ -18,7 +18,6 @@ cd "$(git rev-parse --show-toplevel)"
 out=${OUT:-docs/claims-data}
 runs=${RUNS:-/tmp/claims-rerun}
 nice=${NICE:-19}
-lab=bin/lab
 dry=0
 
 # The rows must name the build that measured them: refuse a modified tree (outside docs/).
@@ -27,6 +26,8 @@ if [ -n "$(git status --porcelain -- . ':!docs' ':!bin')" ]; then
 	exit 1
 fi
 commit=$(git rev-parse --short=7 HEAD)
+# Its own binary, so that a bin/lab rebuilt meanwhile (another change being tried) cannot mix builds.
+lab=$runs/lab-$commit
 
 groups_cheap="fc-regular fcplus-small fcplus-table1 fcplus-k2 fcplus-lp-n100 fc fcplus-lp-t8 fcplus-lp-n400 fcplus-paths"
 groups_exp="dragonfly-t1-small dragonfly-unf-512 dragonfly-adv2-d1 dragonfly-adv1 dragonfly-adv2-256 expander-mid19 portfc-ndc81-gbn dragonfly-t1 dragonfly-adv1-1024 dragonfly-unf-2048 portfc-ndc81 expander-low expander-torratio expander-projector portfc-ndc41-hadoop portfc-ndc41-storage"
@@ -255,7 +256,7 @@ shift $((OPTIND - 1))
 for g in "$@"; do
 	declare -F "g_$g" >/dev/null || { echo "claims-rerun: no group $g (-l lists them)" >&2; exit 2; }
 done
-[ "$dry" = 1 ] || go build -o "$lab" ./cmd/lab
+[ "$dry" = 1 ] || { mkdir -p "$runs" && go build -o "$lab" ./cmd/lab; }
 for g in "$@"; do
 	s=$(date +%s)
 	c0=$(awk '{print $14+$15+$16+$17}' /proc/$$/stat)
