@@ -550,3 +550,17 @@ func TestBDPCapDefaultPerScheme(t *testing.T) {
 		}
 	}
 }
+
+// switch.pfcstar_raise is PFC*'s alone, and one of PFCStarRaises.
+func TestPFCStarRaise(t *testing.T) {
+	for _, tc := range []struct{ sw, bad string }{
+		{"{flow_control: pfcstar, pfcstar_raise: switches}", ""},
+		{"{flow_control: pfcstar, pfcstar_raise: hosts}", "switch.pfcstar_raise"},
+		{"{flow_control: pfc, pfcstar_raise: switches}", "switch.pfcstar_raise"},
+	} {
+		_, err := Parse([]byte("name: x\ntopology: {family: ndc, n: 4, k: 1}\nswitch: " + tc.sw + "\nworkload:\n  - {kind: permutation, size: 1MB}\nduration: 1ms\n"))
+		if (tc.bad == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.bad)) {
+			t.Errorf("switch %s: %v, want error naming %q", tc.sw, err, tc.bad)
+		}
+	}
+}

@@ -93,6 +93,11 @@ type Switch struct {
 	// (forward the downstream switch's pauses) or "ingress" (run PFC at their own ingress). The PortFC
 	// paper is ambiguous (its §II-C, Fig. 5, and §V-A), so both exist.
 	RelayPFC string `yaml:"relay_pfc,omitempty"`
+	// PFCStarRaise is where pfcstar raises a frame's tag (PFCStarRaises): "relays" (the default: the
+	// relay after each switch, docs/portfc.md §4, deadlock-free on minimal NDC(n,1) paths with P = 2)
+	// or "switches" (every switch a frame enters, the relays keep it: Tagger's tag per switch hop, which
+	// leaves some deadlocks with too few priorities, as the PortFC paper says of its PFC*, §V-A).
+	PFCStarRaise string `yaml:"pfcstar_raise,omitempty"`
 	// Acks is where a switch queues ACKs and NACKs (AckModes): "strict" (the default, also when
 	// empty), the strict control queue that is never paused; "data", the data queue, FIFO behind data
 	// and paused with it, as csg-htsim's switches do (lab/experiments/matched-htsim/README.md).
@@ -290,6 +295,7 @@ var (
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).
 	CDFs          = []string{"websearch", "hadoop", "datamining", "datamining-alt", "storage", "pareto"}
 	RelayPFCModes = []string{"pass-through", "ingress"}
+	PFCStarRaises = []string{"relays", "switches"}
 	AckModes      = []string{"strict", "data"}
 	TraceFormats  = []string{"hpcc", "htsim", "htsim-us"}
 	Adv1Patterns  = []string{"shift", "random-pair"}
