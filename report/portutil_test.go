@@ -93,3 +93,41 @@ func TestLinkClassUtil(t *testing.T) {
 		t.Error("no meters: no error")
 	}
 }
+
+// Windowed: a network port busy at half rate in two 10 us bins is at 0.5 in each 10 us window and at
+// 0.5 in the 20 us window holding both, while its whole-run utilisation (100 us) is 0.1; a window
+// narrower than a bin is rounded up to the bin.
+func TestWindowedUtil(t *testing.T) {
+	g := topo.MustBuild("fattree", "k=4")
+	sw, swPort := g.Switches[0], -1
+	for p := range g.Nodes[sw].Ports {
+		if g.Nodes[g.Peer(sw, p).Node].Kind == topo.Switch {
+			swPort = p
+			break
+		}
+	}
+	r := &Run{Name: "r", Graph: g, Links: []LinkSample{
+		{AtS: 0, BinS: 1e-5, Device: g.Hosts[0], Port: 0, Util: 1},
+		{AtS: 2e-5, BinS: 1e-5, Device: sw, Port: swPort, Util: 0.5},
+		{AtS: 3e-5, BinS: 1e-5, Device: sw, Port: swPort, Util: 0.5},
+		{AtS: 9e-5, BinS: 1e-5, Device: g.Hosts[0], Port: 0, Util: 0},
+	}}
+	for _, tc := range []struct {
+		window, wantW, max float64
+		windows            int
+	}{{1e-5, 1e-5, 0.5, 10}, {2e-5, 2e-5, 0.5, 5}, {4e-6, 1e-5, 0.5, 10}, {1e-4, 1e-4, 0.1, 1}} {
+		u, ok := WindowedUtilOf(r, tc.window)
+		if !ok {
+			t.Fatal("no windowed utilisation")
+		}
+		if math.Abs(u.WindowS-tc.wantW) > 1e-12 || u.Windows != tc.windows || len(u.Network) != 64*tc.windows ||
+			math.Abs(nearestRank(u.Network, 1)-tc.max) > 1e-9 || math.Abs(nearestRank(u.Server, 1)-1e-5/tc.wantW) > 1e-9 {
+			t.Errorf("window %g: width %g, %d windows, %d samples, network max %g, server max %g; want %g, %d, %d, %g, %g",
+				tc.window, u.WindowS, u.Windows, len(u.Network), nearestRank(u.Network, 1), nearestRank(u.Server, 1),
+				tc.wantW, tc.windows, 64*tc.windows, tc.max, 1e-5/tc.wantW)
+		}
+	}
+	if tb := WindowedUtilTable([]*Run{r, {Name: "unmetered"}}, 1e-5); len(tb.Rows) != 1 {
+		t.Errorf("table rows %d, want 1", len(tb.Rows))
+	}
+}
