@@ -564,3 +564,17 @@ func TestPFCStarRaise(t *testing.T) {
 		}
 	}
 }
+
+// routing.reroute_wait is telemetry's alone, and one of RerouteWaits.
+func TestRerouteWait(t *testing.T) {
+	for _, tc := range []struct{ routing, bad string }{
+		{"{algorithm: telemetry, reroute_wait: paper}", ""},
+		{"{algorithm: telemetry, reroute_wait: never}", "routing.reroute_wait"},
+		{"{algorithm: shortest, reroute_wait: paper}", "routing.reroute_wait"},
+	} {
+		_, err := Parse([]byte("name: x\ntopology: {family: dragonfly, p: 2, a: 4, h: 2}\nhost: {transport: gbn}\nrouting: " + tc.routing + "\nworkload:\n  - {kind: permutation, size: 1MB}\nduration: 1ms\n"))
+		if (tc.bad == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.bad)) {
+			t.Errorf("routing %s: %v, want error naming %q", tc.routing, err, tc.bad)
+		}
+	}
+}

@@ -179,6 +179,11 @@ type Routing struct {
 	Threshold          Size    `yaml:"threshold,omitempty"`           // hybrid: flows below go ECMP, the rest VLB; ugal: bias
 	P                  float64 `yaml:"p,omitempty"`                   // ate: asymmetric threshold, the HBD share before spilling to the ND
 	Measure            string  `yaml:"measure,omitempty"`             // ate: what T^H counts, ATEMeasures ("": inflight)
+	// RerouteWait is how a telemetry sender on go-back-N or a lossless transport keeps a reroute in
+	// order (RerouteWaits): "drain" (the default, also when empty: idle until the old path's last
+	// packet lands, and send nothing new until it is acknowledged) or "paper" (the dragonfly paper's
+	// §III rule alone: idle for the old path's latency minus the new one's, as last sampled).
+	RerouteWait string `yaml:"reroute_wait,omitempty"`
 	// FlowletGap > 0 makes switches forwarding by table (shortest) re-pick a flow's ECMP port after an
 	// idle gap this long (LetFlow; the expander thesis uses 50 us). 0: per-flow ECMP.
 	FlowletGap Time `yaml:"flowlet_gap,omitempty"`
@@ -290,6 +295,7 @@ var (
 	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "ugal-periodic", "ugal-pb", "telemetry", "minimal", "ate", "free"}
 	ATEMeasures   = []string{"inflight", "assigned", "offered"} // nodes.ATEInFlight, ATEAssigned, ATEOffered
 	Spreads       = []string{"flow", "flowlet", "packet"}       // nodes.SpreadFlow, SpreadFlowlet, SpreadPacket
+	RerouteWaits  = []string{"drain", "paper"}                  // nodes.TelemetryConfig.PaperWait
 	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "unf", "projector", "trace"}
 	// CDFs are the built-in flow-size distributions (the HPCC simulator's traffic_gen CDFs named in traffic/cdf.go, expander thesis §4.3.1); a cdf may
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).

@@ -308,6 +308,12 @@ func (s *Spec) validateRouting(c *checker) {
 	if r.Measure != "" {
 		c.oneOf("routing.measure", r.Measure, ATEMeasures)
 	}
+	if r.RerouteWait != "" {
+		c.oneOf("routing.reroute_wait", r.RerouteWait, RerouteWaits)
+		if r.Algorithm != "telemetry" {
+			c.add("routing.reroute_wait", "is for algorithm telemetry, not %q", r.Algorithm)
+		}
+	}
 	c.time("routing.flowlet_gap", r.FlowletGap, false)
 	c.oneOf("routing.spread", r.Spread, Spreads)
 	if r.MaxPaths < 0 {
