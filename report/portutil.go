@@ -54,8 +54,8 @@ func PortUtilOf(r *Run) (PortUtil, bool) {
 	return u, true
 }
 
-// nearestRank is the nearest-rank q-quantile of sorted xs (0 if empty), as the FCT percentiles.
-func nearestRank(xs []float64, q float64) float64 {
+// NearestRank is the nearest-rank q-quantile of sorted xs (0 if empty), as the FCT percentiles.
+func NearestRank(xs []float64, q float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -83,8 +83,8 @@ func PortUtilTable(runs []*Run) Table {
 		}
 		f := func(x float64) string { return fmt.Sprintf("%.3f", x) }
 		t.Rows = append(t.Rows, []string{r.Name, fmt.Sprintf("%.3f", u.SpanS*1e3), fmt.Sprint(len(u.Network)),
-			f(meanOf(u.Network)), f(nearestRank(u.Network, 0.99)), f(nearestRank(u.Network, 0.999)), f(nearestRank(u.Network, 1)),
-			fmt.Sprintf("%.1f", float64(u.NetworkBytes)/1e6), fmt.Sprint(len(u.Server)), f(meanOf(u.Server)), f(nearestRank(u.Server, 0.99))})
+			f(meanOf(u.Network)), f(NearestRank(u.Network, 0.99)), f(NearestRank(u.Network, 0.999)), f(NearestRank(u.Network, 1)),
+			fmt.Sprintf("%.1f", float64(u.NetworkBytes)/1e6), fmt.Sprint(len(u.Server)), f(meanOf(u.Server)), f(NearestRank(u.Server, 0.99))})
 	}
 	return t
 }
@@ -190,7 +190,7 @@ func WindowedUtilTable(runs []*Run, windowS float64) Table {
 		}
 		f := func(x float64) string { return fmt.Sprintf("%.3f", x) }
 		t.Rows = append(t.Rows, []string{r.Name, fmt.Sprintf("%.3f", u.WindowS*1e3), fmt.Sprint(u.Windows),
-			f(nearestRank(u.Network, 0.99)), f(nearestRank(u.Network, 0.999)), f(nearestRank(u.Network, 1)), f(nearestRank(u.Server, 0.99))})
+			f(NearestRank(u.Network, 0.99)), f(NearestRank(u.Network, 0.999)), f(NearestRank(u.Network, 1)), f(NearestRank(u.Server, 0.99))})
 	}
 	return t
 }

@@ -38,14 +38,14 @@ func TestPortUtilSplitsServerAndNetworkPorts(t *testing.T) {
 	if len(u.Server) != 32 || len(u.Network) != 64 {
 		t.Fatalf("%d server and %d network ports, want 32 and 64", len(u.Server), len(u.Network))
 	}
-	if math.Abs(u.SpanS-1e-4) > 1e-12 || math.Abs(nearestRank(u.Server, 1)-0.1) > 1e-9 || math.Abs(nearestRank(u.Network, 1)-0.1) > 1e-9 {
-		t.Errorf("span %g, server max %g, network max %g; want 1e-4, 0.1, 0.1", u.SpanS, nearestRank(u.Server, 1), nearestRank(u.Network, 1))
+	if math.Abs(u.SpanS-1e-4) > 1e-12 || math.Abs(NearestRank(u.Server, 1)-0.1) > 1e-9 || math.Abs(NearestRank(u.Network, 1)-0.1) > 1e-9 {
+		t.Errorf("span %g, server max %g, network max %g; want 1e-4, 0.1, 0.1", u.SpanS, NearestRank(u.Server, 1), NearestRank(u.Network, 1))
 	}
 	if u.NetworkBytes != 1250 {
 		t.Errorf("network bytes %d, want the switch port's 1250 (the host port's are not network)", u.NetworkBytes)
 	}
-	if nearestRank(u.Network, 0.98) != 0 || math.Abs(meanOf(u.Server)-0.1/32) > 1e-12 {
-		t.Errorf("network p98 %g (want 0: one busy port of 64), server mean %g (want 0.1/32)", nearestRank(u.Network, 0.98), meanOf(u.Server))
+	if NearestRank(u.Network, 0.98) != 0 || math.Abs(meanOf(u.Server)-0.1/32) > 1e-12 {
+		t.Errorf("network p98 %g (want 0: one busy port of 64), server mean %g (want 0.1/32)", NearestRank(u.Network, 0.98), meanOf(u.Server))
 	}
 	if tb := PortUtilTable([]*Run{r, {Name: "unmetered"}}); len(tb.Rows) != 1 {
 		t.Errorf("table rows %d, want 1 (the unmetered run left out)", len(tb.Rows))
@@ -121,9 +121,9 @@ func TestWindowedUtil(t *testing.T) {
 			t.Fatal("no windowed utilisation")
 		}
 		if math.Abs(u.WindowS-tc.wantW) > 1e-12 || u.Windows != tc.windows || len(u.Network) != 64*tc.windows ||
-			math.Abs(nearestRank(u.Network, 1)-tc.max) > 1e-9 || math.Abs(nearestRank(u.Server, 1)-1e-5/tc.wantW) > 1e-9 {
+			math.Abs(NearestRank(u.Network, 1)-tc.max) > 1e-9 || math.Abs(NearestRank(u.Server, 1)-1e-5/tc.wantW) > 1e-9 {
 			t.Errorf("window %g: width %g, %d windows, %d samples, network max %g, server max %g; want %g, %d, %d, %g, %g",
-				tc.window, u.WindowS, u.Windows, len(u.Network), nearestRank(u.Network, 1), nearestRank(u.Server, 1),
+				tc.window, u.WindowS, u.Windows, len(u.Network), NearestRank(u.Network, 1), NearestRank(u.Server, 1),
 				tc.wantW, tc.windows, 64*tc.windows, tc.max, 1e-5/tc.wantW)
 		}
 	}
