@@ -8,7 +8,7 @@
 # Usage: scripts/claims-rerun.sh [-n] GROUP...      (-n: print what each group runs, run nothing)
 #        scripts/claims-rerun.sh -l                 (the groups, cheapest first)
 # Environment: OUT (analyze outputs, default docs/claims-data), RUNS (run trees, default a temporary
-# directory under /tmp), DEADLINE (HH:MM UTC, default 01:10): an experiment group first times its first
+# directory under $TMPDIR), DEADLINE (HH:MM UTC, default 01:10): an experiment group first times its first
 # and last run, and is skipped, with its estimated cost, when the rest would not end by then. NICE
 # (default 19) is the niceness every measurement runs at.
 # Each group prints its wall and CPU time and the load average; skipped groups are appended to
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
 out=${OUT:-docs/claims-data}
-runs=${RUNS:-/tmp/claims-rerun}
+runs=${RUNS:-${TMPDIR:-/tmp}/claims-rerun}
 nice=${NICE:-19}
 dry=0
 
