@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/fabriclab/fabriclab/bounded"
 	"github.com/fabriclab/fabriclab/outfile"
@@ -35,6 +36,11 @@ type SeedGroup struct {
 // LinkUtilPrefix names the utilisation of one link class ("link_util.hbd"): a metric of the link
 // meters, not of summary.json (report.LinkClassUtil).
 const LinkUtilPrefix = "link_util."
+
+// PortUtilPrefix names a percentile of the expander thesis' port utilisation ("port_util.net_p999",
+// "port_util.server_p99", "port_util.net_max"): over ports of each one's whole-run mean
+// (report.PortUtilOf), or with a window suffix (".w1ms") over ports x windows (report.WindowedUtilOf).
+const PortUtilPrefix = "port_util."
 
 // NewSeedFile reads metrics off every run of t. A tree with runs that did not finish is refused: the
 // file would silently hold fewer seeds than the command that made it ran.
@@ -76,6 +82,9 @@ func runMetric(r *report.Run, name string) (float64, error) {
 			return 0, fmt.Errorf("%s: %w", name, err)
 		}
 		return u, nil
+	}
+	if spec, ok := strings.CutPrefix(name, PortUtilPrefix); ok {
+		return portUtil(r, name, spec)
 	}
 	v, ok := r.Metric(name)
 	if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
@@ -249,4 +258,36 @@ func UpdateSeeds(cs []Claim, dirs []string) (ids, read []string, err error) {
 		ids, read = append(ids, c.ID), append(read, p)
 	}
 	return ids, read, nil
+}
+
+// portUtil is a PortUtilPrefix metric of r: spec is "<net|server>_<p99|p999|max>[.w<duration>]".
+func portUtil(r *report.Run, name, spec string) (float64, error) {
+	spec, win, windowed := strings.Cut(spec, ".w")
+	side, q, _ := strings.Cut(spec, "_")
+	quant := map[string]float64{"p99": 0.99, "p999": 0.999, "max": 1}[q]
+	if (side != "net" && side != "server") || quant == 0 {
+		return 0, fmt.Errorf("%s: want %s<net|server>_<p99|p999|max>[.w<window>]", name, PortUtilPrefix)
+	}
+	if err := r.LoadMeters(); err != nil {
+		return 0, err
+	}
+	var xs []float64
+	if windowed {
+		d, err := time.ParseDuration(win)
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf("%s: window %q: want a duration such as 1ms", name, win)
+		}
+		u, ok := report.WindowedUtilOf(r, d.Seconds())
+		if !ok {
+			return 0, fmt.Errorf("%s: no link meters (run with --meters)", name)
+		}
+		xs = map[bool][]float64{true: u.Network, false: u.Server}[side == "net"]
+	} else {
+		u, ok := report.PortUtilOf(r)
+		if !ok {
+			return 0, fmt.Errorf("%s: no link meters (run with --meters)", name)
+		}
+		xs = map[bool][]float64{true: u.Network, false: u.Server}[side == "net"]
+	}
+	return report.NearestRank(xs, quant), nil
 }

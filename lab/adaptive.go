@@ -53,6 +53,7 @@ func (l *Lab) hostPathSelect(c *nodes.Config) {
 	if r, ok := l.Router.(*route.ATE); ok {
 		l.hostATE(r, c) // ate.go
 	}
+	c.Telemetry.PaperWait = l.Spec.Routing.RerouteWait == "paper"
 	if d, ok := l.Router.(*route.Dragonfly); ok && d.ThresholdBytes > 0 && len(c.Ports) > 0 {
 		c.Telemetry.Threshold = clock.TxTime(int(d.ThresholdBytes), c.Ports[0].RateBps)
 	}

@@ -76,7 +76,7 @@ func (l *Lab) switchFC(n int, c *switchsw.Config) {
 	case "pfcstar":
 		tags := l.pfcStarTags()
 		base := pfcStarBase(tags)
-		c.FlowControl.PFCStar = fc.PFCStarConfig{Tags: tags, Base: base}
+		c.FlowControl.PFCStar = fc.PFCStarConfig{Tags: tags, Base: base, EverySwitch: s.Switch.PFCStarRaise == "switches"}
 		c.Lossless = make([]bool, 8)
 		for t := 0; t < tags; t++ {
 			c.Lossless[base+t] = true
@@ -100,7 +100,7 @@ func (l *Lab) hostFC(n int, c *nodes.Config) {
 		c.FlowControl = nodes.FCPFCStar
 		tags := l.pfcStarTags()
 		c.DataPrio = uint8(pfcStarBase(tags))
-		c.PFCStar = nodes.PFCStarConfig{Tags: tags, Base: pfcStarBase(tags)}
+		c.PFCStar = nodes.PFCStarConfig{Tags: tags, Base: pfcStarBase(tags), KeepAtRelays: s.Switch.PFCStarRaise == "switches"}
 	case "pfc":
 		c.FlowControl = nodes.FCPFC
 	default:

@@ -88,8 +88,12 @@ var prioPFC = func() (t [8][2]int) {
 // (priority Base+t becomes Base+min(t+1, Tags-1)) before queueing it: a frame's tag at every device
 // is min(switches crossed before it, P-1), and the switches keep the tag of frames that come from a
 // host (switchsw/fc PFCStar). Local data keeps its priority (the lab sets it to Base, tag 0).
+//
+// With KeepTag the relay queues a relayed frame at the tag it arrived with (the switches raise it at
+// every hop instead: switchsw/fc PFCStarConfig.EverySwitch).
 type FIFOLayout struct {
 	Tags, Base int
+	KeepTag    bool
 }
 
 func (FIFOLayout) Queues(int) int  { return prioControl + 1 }
@@ -100,7 +104,7 @@ func (FIFOLayout) Local(_ int, p *pkt.Packet) int {
 
 // Relay queues by priority, raising the PFC* tag first (it rewrites p.Prio).
 func (l FIFOLayout) Relay(_ int, p *pkt.Packet) int {
-	if l.Tags > 0 {
+	if l.Tags > 0 && !l.KeepTag {
 		p.Prio = uint8(l.Base + min(PFCStarTag(int(p.Prio), l.Tags, l.Base)+1, l.Tags-1))
 	}
 	return int(p.Prio & 7)
@@ -120,6 +124,9 @@ var fifoPFC = func() (t [8][1]int) {
 type PFCStarConfig struct {
 	Tags int `json:"tags,omitempty"`
 	Base int `json:"base,omitempty"`
+	// KeepAtRelays: relays queue relayed frames at their arrival tag (the switches raise it at every
+	// hop, switch.pfcstar_raise: switches).
+	KeepAtRelays bool `json:"keep_at_relays,omitempty"`
 }
 
 // PFCStarTag is the tag priority prio stands for: 0 below Base, Tags-1 above the range (as the

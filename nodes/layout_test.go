@@ -1,6 +1,7 @@
 package nodes
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/fabriclab/fabriclab/pkt"
@@ -81,6 +82,25 @@ func TestFIFOLayoutPFCStarRelayRaisesTag(t *testing.T) {
 	for _, e := range links[1].data() {
 		if e.p.Prio != 4 {
 			t.Fatalf("relayed frame left with priority %d, want 4 (tag 1)", e.p.Prio)
+		}
+	}
+}
+
+// TestFIFOLayoutKeepTag: a PFC* relay raises a relayed frame's tag unless KeepTag (the switches raise
+// it instead); a pass-through pause then names the same priority upstream, not the one below.
+func TestFIFOLayoutKeepTag(t *testing.T) {
+	for _, tc := range []struct {
+		keep     bool
+		want     uint8
+		upstream []int
+	}{{false, 4, []int{3, 4}}, {true, 3, []int{4}}} {
+		l := FIFOLayout{Tags: 2, Base: 3, KeepTag: tc.keep}
+		p := &pkt.Packet{Kind: pkt.Data, Prio: 3}
+		if q := l.Relay(0, p); p.Prio != tc.want || q != int(tc.want) {
+			t.Errorf("KeepTag %v: relayed prio 3 queued at %d as prio %d, want %d", tc.keep, q, p.Prio, tc.want)
+		}
+		if ups := upstreamPrios(l, 4); !slices.Equal(ups, tc.upstream) {
+			t.Errorf("KeepTag %v: pause of prio 4 goes upstream as %v, want %v", tc.keep, ups, tc.upstream)
 		}
 	}
 }

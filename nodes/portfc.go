@@ -69,7 +69,7 @@ func configPlugins(c Config) Plugins {
 		// The paper's PFC baselines queue local and relayed data of a priority together (FIFOLayout).
 		p.Layout = FIFOLayout{}
 	case FCPFCStar:
-		p.Layout = FIFOLayout{Tags: c.PFCStar.Tags, Base: c.PFCStar.Base}
+		p.Layout = FIFOLayout{Tags: c.PFCStar.Tags, Base: c.PFCStar.Base, KeepTag: c.PFCStar.KeepAtRelays}
 	}
 	if c.RelayPFC.Mode == RelayPassThrough {
 		p.pass = newPassThrough(len(c.Ports))

@@ -108,7 +108,7 @@ func (t *passThrough) onPFC(n *NIC, in int, p *pkt.Packet) {
 // relayed frames).
 func upstreamPrios(l Layout, prio int) []int {
 	f, ok := l.(FIFOLayout)
-	if !ok || f.Tags <= 1 {
+	if !ok || f.Tags <= 1 || f.KeepTag {
 		return []int{prio}
 	}
 	var ups []int

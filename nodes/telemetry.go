@@ -56,6 +56,11 @@ type TelemetryConfig struct {
 	Every   int     `json:"every,omitempty"`   // Δ3: data packets between PTMs (100); there is no window to compare
 	Initial int     `json:"initial,omitempty"` // alternatives probed at flow start, "a few" (3)
 	Wait    float64 `json:"wait,omitempty"`    // the first round lasts Wait x the first reply's RTT (3)
+	// PaperWait keeps a go-back-N or lossless reroute in order by the paper's §III rule alone: idle
+	// for the old path's latency (one-way delay and last queueing sample) minus the new one's. false:
+	// idle until the old path's last packet is due to land, then send nothing new until it is
+	// acknowledged (reroute), which also covers an old path whose queue grew since its last sample.
+	PaperWait bool `json:"paper_wait,omitempty"`
 	// Threshold is UGAL's bias T; 0: MTUs MTU times, the margin telemetry demands too.
 	Threshold clock.Time `json:"threshold_ps,omitempty"`
 }
@@ -360,7 +365,11 @@ func (s *pathSel) base(i int) PathBase {
 
 func (s *pathSel) reroute(i int, delay clock.Time) {
 	q, n := s.q, s.q.n
-	if t := n.cfg.Transport; t == GBN || t == Lossless {
+	if t := n.cfg.Transport; (t == GBN || t == Lossless) && s.cfg.PaperWait {
+		if w := s.base(s.cur).OneWay + s.curDelay - s.base(i).OneWay - delay; w > 0 {
+			s.idleUntil = max(s.idleUntil, n.clk.Now()+w)
+		}
+	} else if t == GBN || t == Lossless {
 		// The first packet on the new path must not land before the last one sent (on the old path, or
 		// an older one when reroutes follow each other). The paper's wait is the queueing difference
 		// alone, which lets a shorter new path (MIN after VAL: two hops fewer) overtake.

@@ -102,3 +102,34 @@ func TestTelemetryMovesOffTheDelayedPath(t *testing.T) {
 		t.Fatal("Route other than Paths[0] was accepted")
 	}
 }
+
+// A go-back-N reroute under PaperWait idles for the old path's latency minus the new one's and does not
+// wait for the old path's acknowledgements; without it the sender also drains (drainTo) the packets in
+// flight on the old path.
+func TestTelemetryPaperWait(t *testing.T) {
+	for _, paper := range []bool{false, true} {
+		ca := baseCfg(0, 100e9, clock.Microsecond)
+		ca.Transport, ca.PathSelect = GBN, SelectTelemetry
+		ca.Telemetry.PaperWait = paper
+		pr := newPair(t, ca, baseCfg(1, 100e9, clock.Microsecond), clock.Microsecond)
+		old, alt := []uint8{0}, []uint8{0}
+		if err := pr.a.StartFlow(Flow{ID: 1, Dst: 1, Size: 2_000_000, Route: old, Paths: [][]uint8{old, alt}}); err != nil {
+			t.Fatal(err)
+		}
+		pr.run(t, 5*clock.Microsecond)
+		q := pr.a.qps[1]
+		if q == nil || q.sel == nil || q.sndNxt <= q.sndUna {
+			t.Fatalf("paper %v: no flow with packets in flight to reroute", paper)
+		}
+		s := q.sel
+		s.curDelay, s.idleUntil = 30*clock.Microsecond, 0
+		now := pr.a.clk.Now()
+		s.reroute(1, 10*clock.Microsecond)
+		if paper && (s.idleUntil != now+20*clock.Microsecond || s.drainTo != 0) {
+			t.Errorf("paper wait: idle until %v (want now %v + 20 us), drainTo %d (want 0)", s.idleUntil, now, s.drainTo)
+		}
+		if !paper && s.drainTo == 0 {
+			t.Errorf("drain wait: drainTo 0 with packets in flight")
+		}
+	}
+}

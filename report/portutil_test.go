@@ -38,14 +38,14 @@ func TestPortUtilSplitsServerAndNetworkPorts(t *testing.T) {
 	if len(u.Server) != 32 || len(u.Network) != 64 {
 		t.Fatalf("%d server and %d network ports, want 32 and 64", len(u.Server), len(u.Network))
 	}
-	if math.Abs(u.SpanS-1e-4) > 1e-12 || math.Abs(nearestRank(u.Server, 1)-0.1) > 1e-9 || math.Abs(nearestRank(u.Network, 1)-0.1) > 1e-9 {
-		t.Errorf("span %g, server max %g, network max %g; want 1e-4, 0.1, 0.1", u.SpanS, nearestRank(u.Server, 1), nearestRank(u.Network, 1))
+	if math.Abs(u.SpanS-1e-4) > 1e-12 || math.Abs(NearestRank(u.Server, 1)-0.1) > 1e-9 || math.Abs(NearestRank(u.Network, 1)-0.1) > 1e-9 {
+		t.Errorf("span %g, server max %g, network max %g; want 1e-4, 0.1, 0.1", u.SpanS, NearestRank(u.Server, 1), NearestRank(u.Network, 1))
 	}
 	if u.NetworkBytes != 1250 {
 		t.Errorf("network bytes %d, want the switch port's 1250 (the host port's are not network)", u.NetworkBytes)
 	}
-	if nearestRank(u.Network, 0.98) != 0 || math.Abs(meanOf(u.Server)-0.1/32) > 1e-12 {
-		t.Errorf("network p98 %g (want 0: one busy port of 64), server mean %g (want 0.1/32)", nearestRank(u.Network, 0.98), meanOf(u.Server))
+	if NearestRank(u.Network, 0.98) != 0 || math.Abs(meanOf(u.Server)-0.1/32) > 1e-12 {
+		t.Errorf("network p98 %g (want 0: one busy port of 64), server mean %g (want 0.1/32)", NearestRank(u.Network, 0.98), meanOf(u.Server))
 	}
 	if tb := PortUtilTable([]*Run{r, {Name: "unmetered"}}); len(tb.Rows) != 1 {
 		t.Errorf("table rows %d, want 1 (the unmetered run left out)", len(tb.Rows))
@@ -91,5 +91,43 @@ func TestLinkClassUtil(t *testing.T) {
 	}
 	if _, err := LinkClassUtil(&Run{Graph: g}, "hbd"); err == nil {
 		t.Error("no meters: no error")
+	}
+}
+
+// Windowed: a network port busy at half rate in two 10 us bins is at 0.5 in each 10 us window and at
+// 0.5 in the 20 us window holding both, while its whole-run utilisation (100 us) is 0.1; a window
+// narrower than a bin is rounded up to the bin.
+func TestWindowedUtil(t *testing.T) {
+	g := topo.MustBuild("fattree", "k=4")
+	sw, swPort := g.Switches[0], -1
+	for p := range g.Nodes[sw].Ports {
+		if g.Nodes[g.Peer(sw, p).Node].Kind == topo.Switch {
+			swPort = p
+			break
+		}
+	}
+	r := &Run{Name: "r", Graph: g, Links: []LinkSample{
+		{AtS: 0, BinS: 1e-5, Device: g.Hosts[0], Port: 0, Util: 1},
+		{AtS: 2e-5, BinS: 1e-5, Device: sw, Port: swPort, Util: 0.5},
+		{AtS: 3e-5, BinS: 1e-5, Device: sw, Port: swPort, Util: 0.5},
+		{AtS: 9e-5, BinS: 1e-5, Device: g.Hosts[0], Port: 0, Util: 0},
+	}}
+	for _, tc := range []struct {
+		window, wantW, max float64
+		windows            int
+	}{{1e-5, 1e-5, 0.5, 10}, {2e-5, 2e-5, 0.5, 5}, {4e-6, 1e-5, 0.5, 10}, {1e-4, 1e-4, 0.1, 1}} {
+		u, ok := WindowedUtilOf(r, tc.window)
+		if !ok {
+			t.Fatal("no windowed utilisation")
+		}
+		if math.Abs(u.WindowS-tc.wantW) > 1e-12 || u.Windows != tc.windows || len(u.Network) != 64*tc.windows ||
+			math.Abs(NearestRank(u.Network, 1)-tc.max) > 1e-9 || math.Abs(NearestRank(u.Server, 1)-1e-5/tc.wantW) > 1e-9 {
+			t.Errorf("window %g: width %g, %d windows, %d samples, network max %g, server max %g; want %g, %d, %d, %g, %g",
+				tc.window, u.WindowS, u.Windows, len(u.Network), NearestRank(u.Network, 1), NearestRank(u.Server, 1),
+				tc.wantW, tc.windows, 64*tc.windows, tc.max, 1e-5/tc.wantW)
+		}
+	}
+	if tb := WindowedUtilTable([]*Run{r, {Name: "unmetered"}}, 1e-5); len(tb.Rows) != 1 {
+		t.Errorf("table rows %d, want 1", len(tb.Rows))
 	}
 }

@@ -20,7 +20,7 @@ import (
 var claimsFlags struct {
 	in, out, docs, provenance string
 	commit                    string
-	replace                   bool
+	replace, rebuild          bool
 	rows                      []string
 	saveSeeds                 string
 	seedMetrics               []string
@@ -47,7 +47,8 @@ Stored under docs/claims-data/, it lets rows be refreshed without the trees.
 Every refreshed row records the build its numbers were measured at (--commit, default this binary's
 revision; a per-seed file's own). A refresh that would replace a row's numbers with ones measured on
 fewer samples (seeds x topology seeds) or at another commit than the row's is refused, and nothing is
-written, unless --replace says so. Provenance names directories relative to the working directory
+written, unless --replace says so; --rebuild allows only the commit to change (a re-run of a stale row
+on this build, on at least as many samples). Provenance names directories relative to the working directory
 (or by their base name), never by an absolute path.`,
 	RunE: func(cmd *cobra.Command, args []string) error {
 		if claimsFlags.saveSeeds != "" {
@@ -78,6 +79,7 @@ func init() {
 	claimsCmd.Flags().StringVar(&claimsFlags.commit, "commit", "", "the build the trees and outputs were made with (default: this binary's revision)")
 	claimsCmd.Flags().StringSliceVar(&claimsFlags.rows, "rows", nil, "refresh only the rows whose id matches one of these patterns (path.Match: portfc-6.*); the others keep their numbers")
 	claimsCmd.Flags().BoolVar(&claimsFlags.replace, "replace", false, "replace rows even with numbers from fewer seeds or another commit")
+	claimsCmd.Flags().BoolVar(&claimsFlags.rebuild, "rebuild", false, "replace rows measured at another commit by a re-run on this build (--commit), still refusing fewer samples")
 	claimsCmd.Flags().StringVar(&claimsFlags.saveSeeds, "save-seeds", "", "write a per-seed file (docs/claims-data/runs/...) from the run trees given, and nothing else")
 	claimsCmd.Flags().StringSliceVar(&claimsFlags.seedMetrics, "seed-metric", nil, "--save-seeds: the metrics to keep per run (summary metrics, or link_util.<link class>)")
 	root.AddCommand(claimsCmd)
@@ -122,7 +124,7 @@ func runClaims(w io.Writer, in, out, docs string, trees []string) error {
 	if err := keepRowsNotAsked(old, cs, claimsFlags.rows); err != nil {
 		return err
 	}
-	if err := refusedReplacements(old, cs, claimsFlags.replace); err != nil {
+	if err := refusedReplacements(old, cs, claimsFlags.replace, claimsFlags.rebuild); err != nil {
 		return err
 	}
 	if err := claims.Save(out, cs); err != nil {
@@ -373,8 +375,9 @@ func keepRowsNotAsked(old, cs []claims.Claim, patterns []string) error {
 // refusedReplacements compares every row after a refresh with the row before: numbers from fewer
 // samples (seeds x topology seeds) than the row had, or measured at another commit than the row's,
 // are refused (unless replace), so a quick re-run on a few seeds, or on another build, never silently
-// takes the place of a longer one.
-func refusedReplacements(old, cs []claims.Claim, replace bool) error {
+// takes the place of a longer one. rebuild lets the commit change (a re-run on the current build is
+// what a stale row needs) but not the samples shrink.
+func refusedReplacements(old, cs []claims.Claim, replace, rebuild bool) error {
 	if replace {
 		return nil
 	}
@@ -391,7 +394,7 @@ func refusedReplacements(old, cs []claims.Claim, replace bool) error {
 		if n, m := c.Seeds*max(c.TopologySeeds, 1), b.Seeds*max(b.TopologySeeds, 1); n < m {
 			refused = append(refused, fmt.Sprintf("%s: %d samples (seeds x topology seeds), the table has %d", c.ID, n, m))
 		}
-		if b.Commit != "" && c.Commit != b.Commit {
+		if b.Commit != "" && c.Commit != b.Commit && !rebuild {
 			refused = append(refused, fmt.Sprintf("%s: measured at %q, the table's numbers at %q", c.ID, c.Commit, b.Commit))
 		}
 	}

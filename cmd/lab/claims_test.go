@@ -453,3 +453,40 @@ func TestClaimsRefusesDowngrade(t *testing.T) {
 		t.Errorf("--rows portfc-7.*: the unnamed row changed: seeds %d mean %v", c.Seeds, *c.MeasuredMean)
 	}
 }
+
+// --rebuild replaces a row measured at another commit by the re-run on this build, but still refuses
+// one on fewer samples: the stale-row driver (scripts/claims-rerun.sh) never shrinks a row.
+func TestClaimsRebuildKeepsSampleRule(t *testing.T) {
+	dir := t.TempDir()
+	tree := runSmallTree(t, dir, false) // two seeds
+	exp := filepath.Base(dir)
+	row := func(seeds int) string {
+		return `[{"id": "portfc-6.1", "paper": "portfc", "claim": "c", "published": "0%", "kind": "band", "band": [-1, 1], "unit": "%",
+  "metric": "m", "definition": "d", "measured_mean": 42, "ci95": [40, 44], "seeds": ` + fmt.Sprint(seeds) + `, "topology_seeds": 1,
+  "command": "lab run", "source": {"experiment": "` + exp + `", "group": "a", "metric": "reduction:fct_avg_s:b"}, "commit": "0ld", "verdict": "", "rule": "", "why": ""}]`
+	}
+	old := claimsFlags.commit
+	defer func() { claimsFlags.commit, claimsFlags.rebuild = old, false }()
+	claimsFlags.commit, claimsFlags.rebuild = "abc", true
+	in := filepath.Join(dir, "claims.json")
+	for _, tc := range []struct {
+		seeds   int
+		refused string // "" = replaced
+	}{{2, ""}, {30, "2 samples (seeds x topology seeds), the table has 30"}} {
+		if err := os.WriteFile(in, []byte(row(tc.seeds)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		err := runClaims(&out, in, in, "-", []string{tree})
+		cs, lerr := claims.Load(in)
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		switch {
+		case tc.refused == "" && (err != nil || cs[0].Commit != "abc" || cs[0].Seeds != 2):
+			t.Errorf("--rebuild, %d seeds at 0ld: %v, commit %q seeds %d; want replaced at abc", tc.seeds, err, cs[0].Commit, cs[0].Seeds)
+		case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused) || cs[0].Commit != "0ld"):
+			t.Errorf("--rebuild, %d seeds at 0ld: %v, commit %q; want refused: %s", tc.seeds, err, cs[0].Commit, tc.refused)
+		}
+	}
+}

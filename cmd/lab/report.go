@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,7 @@ func init() {
 	var out string
 	var noPlots bool
 	var plotFlows []uint
+	var utilWindow time.Duration
 	cmd := &cobra.Command{
 		Use:   "report DIR [DIR...]",
 		Short: "summarize and compare run directories: tables and plots",
@@ -65,6 +67,11 @@ process that ran it, e.g. one of many lab run --index processes) says done; the 
 			if pu := report.PortUtilTable(runs); len(pu.Rows) > 0 {
 				tables = append(tables, pu)
 			}
+			if utilWindow > 0 {
+				if wu := report.WindowedUtilTable(runs, utilWindow.Seconds()); len(wu.Rows) > 0 {
+					tables = append(tables, wu)
+				}
+			}
 			for i, t := range tables {
 				if i > 0 {
 					text.WriteString("\n")
@@ -108,6 +115,7 @@ process that ran it, e.g. one of many lab run --index processes) says done; the 
 	}
 	cmd.Flags().StringVarP(&out, "out", "o", "", "where to write report.txt, comparison.csv and the plots")
 	cmd.Flags().BoolVar(&noPlots, "no-plots", false, "tables only")
+	cmd.Flags().DurationVar(&utilWindow, "util-window", 0, "metered runs: also port utilisation per window of this length (1ms), percentiles over ports x windows (a hot port at a hot moment; the plain table averages each port over the run)")
 	cmd.Flags().UintSliceVar(&plotFlows, "flows", nil, "flow ids for the flow_rate plot (default: each run's four largest completed flows)")
 	cmd.Flags().BoolVar(&reportFlags.apart, "apart", false, "run trees: keep each DIR's runs apart, labelled by DIR, instead of merging runs of the same spec (a baseline next to a change; lab compare BASE NEW gives the verdict)")
 	cmd.Flags().BoolVar(&reportFlags.strict, "strict", false, "run trees: exit 3 when a zero-tolerance claim (expect: drops_lossless, retransmissions, deadlocks or violations = 0) is non-zero in any seed")

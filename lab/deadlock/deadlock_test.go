@@ -142,6 +142,15 @@ func TestNDCRingPFCStarAndPortFC(t *testing.T) {
 			t.Fatalf("PFC* P=%d: cycles %v", P, r.Cycles()[0].String(g))
 		}
 	}
+	// The paper's reading (every switch raises, relays keep): at P = 2 every queue past the senders is
+	// at tag 1 and the ring closes there; P = 3 separates the relays' queues (tag 1) from the second
+	// switches' (tag 2) and breaks it.
+	if r := Analyze(g, paths, PFCStarEverySwitch(2, 3)); r.Count() != 1 {
+		t.Fatalf("PFC* every switch, P=2: %d cycles, want 1", r.Count())
+	}
+	if r := Analyze(g, paths, PFCStarEverySwitch(3, 3)); r.HasCycle() {
+		t.Fatalf("PFC* every switch, P=3: cycles %v", r.Cycles()[0].String(g))
+	}
 	// P=1 is plain PFC.
 	if r := Analyze(g, paths, PFCStar(1, 3)); r.Count() != 1 {
 		t.Fatalf("PFC* P=1 should equal PFC, got %d cycles", r.Count())

@@ -55,6 +55,20 @@ func PFCStarHops(g *topo.Graph, p route.Path, hop int) int {
 	return n
 }
 
+// PFCStarEverySwitch is PFC* as switch.pfcstar_raise: switches tags: every switch raises the tag,
+// also for a frame from a host, and relays keep it, so the tag at a device is the number of switches up
+// to and including it, capped at P-1 (switchsw/fc PFCStarConfig.EverySwitch, nodes.FIFOLayout.KeepTag).
+func PFCStarEverySwitch(P, base int) Mapper {
+	P = max(P, 1)
+	return func(g *topo.Graph, p route.Path, hop int) (Channel, bool) {
+		n := PFCStarHops(g, p, hop)
+		if g.Nodes[p.Nodes[hop]].Kind == topo.Switch {
+			n++
+		}
+		return Channel{Device: p.Nodes[hop], Port: int(p.Ports[hop]), Queue: base + min(n, P-1)}, true
+	}
+}
+
 // PFCStar is PFC* with P lossless priorities base..base+P-1: the priority of a frame rises with each
 // switch it crosses, capped at the last one (PFCStarTag).
 func PFCStar(P, base int) Mapper {

@@ -550,3 +550,31 @@ func TestBDPCapDefaultPerScheme(t *testing.T) {
 		}
 	}
 }
+
+// switch.pfcstar_raise is PFC*'s alone, and one of PFCStarRaises.
+func TestPFCStarRaise(t *testing.T) {
+	for _, tc := range []struct{ sw, bad string }{
+		{"{flow_control: pfcstar, pfcstar_raise: switches}", ""},
+		{"{flow_control: pfcstar, pfcstar_raise: hosts}", "switch.pfcstar_raise"},
+		{"{flow_control: pfc, pfcstar_raise: switches}", "switch.pfcstar_raise"},
+	} {
+		_, err := Parse([]byte("name: x\ntopology: {family: ndc, n: 4, k: 1}\nswitch: " + tc.sw + "\nworkload:\n  - {kind: permutation, size: 1MB}\nduration: 1ms\n"))
+		if (tc.bad == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.bad)) {
+			t.Errorf("switch %s: %v, want error naming %q", tc.sw, err, tc.bad)
+		}
+	}
+}
+
+// routing.reroute_wait is telemetry's alone, and one of RerouteWaits.
+func TestRerouteWait(t *testing.T) {
+	for _, tc := range []struct{ routing, bad string }{
+		{"{algorithm: telemetry, reroute_wait: paper}", ""},
+		{"{algorithm: telemetry, reroute_wait: never}", "routing.reroute_wait"},
+		{"{algorithm: shortest, reroute_wait: paper}", "routing.reroute_wait"},
+	} {
+		_, err := Parse([]byte("name: x\ntopology: {family: dragonfly, p: 2, a: 4, h: 2}\nhost: {transport: gbn}\nrouting: " + tc.routing + "\nworkload:\n  - {kind: permutation, size: 1MB}\nduration: 1ms\n"))
+		if (tc.bad == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.bad)) {
+			t.Errorf("routing %s: %v, want error naming %q", tc.routing, err, tc.bad)
+		}
+	}
+}

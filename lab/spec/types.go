@@ -93,6 +93,11 @@ type Switch struct {
 	// (forward the downstream switch's pauses) or "ingress" (run PFC at their own ingress). The PortFC
 	// paper is ambiguous (its §II-C, Fig. 5, and §V-A), so both exist.
 	RelayPFC string `yaml:"relay_pfc,omitempty"`
+	// PFCStarRaise is where pfcstar raises a frame's tag (PFCStarRaises): "relays" (the default: the
+	// relay after each switch, docs/portfc.md §4, deadlock-free on minimal NDC(n,1) paths with P = 2)
+	// or "switches" (every switch a frame enters, the relays keep it: Tagger's tag per switch hop, which
+	// leaves some deadlocks with too few priorities, as the PortFC paper says of its PFC*, §V-A).
+	PFCStarRaise string `yaml:"pfcstar_raise,omitempty"`
 	// Acks is where a switch queues ACKs and NACKs (AckModes): "strict" (the default, also when
 	// empty), the strict control queue that is never paused; "data", the data queue, FIFO behind data
 	// and paused with it, as csg-htsim's switches do (lab/experiments/matched-htsim/README.md).
@@ -174,6 +179,11 @@ type Routing struct {
 	Threshold          Size    `yaml:"threshold,omitempty"`           // hybrid: flows below go ECMP, the rest VLB; ugal: bias
 	P                  float64 `yaml:"p,omitempty"`                   // ate: asymmetric threshold, the HBD share before spilling to the ND
 	Measure            string  `yaml:"measure,omitempty"`             // ate: what T^H counts, ATEMeasures ("": inflight)
+	// RerouteWait is how a telemetry sender on go-back-N or a lossless transport keeps a reroute in
+	// order (RerouteWaits): "drain" (the default, also when empty: idle until the old path's last
+	// packet lands, and send nothing new until it is acknowledged) or "paper" (the dragonfly paper's
+	// §III rule alone: idle for the old path's latency minus the new one's, as last sampled).
+	RerouteWait string `yaml:"reroute_wait,omitempty"`
 	// FlowletGap > 0 makes switches forwarding by table (shortest) re-pick a flow's ECMP port after an
 	// idle gap this long (LetFlow; the expander thesis uses 50 us). 0: per-flow ECMP.
 	FlowletGap Time `yaml:"flowlet_gap,omitempty"`
@@ -285,11 +295,13 @@ var (
 	Algorithms    = []string{"bcube", "shortest", "ksp", "dfksp", "fc", "updown", "smart", "vlb", "hybrid", "ugal", "ugal-periodic", "ugal-pb", "telemetry", "minimal", "ate", "free"}
 	ATEMeasures   = []string{"inflight", "assigned", "offered"} // nodes.ATEInFlight, ATEAssigned, ATEOffered
 	Spreads       = []string{"flow", "flowlet", "packet"}       // nodes.SpreadFlow, SpreadFlowlet, SpreadPacket
+	RerouteWaits  = []string{"drain", "paper"}                  // nodes.TelemetryConfig.PaperWait
 	WorkloadKinds = []string{"flows", "incast", "poisson", "permutation", "all-to-all", "ps", "moe", "adv1", "adv2", "unf", "projector", "trace"}
 	// CDFs are the built-in flow-size distributions (the HPCC simulator's traffic_gen CDFs named in traffic/cdf.go, expander thesis §4.3.1); a cdf may
 	// also be "file:PATH" (HPCC format: "size cumulative-percent" per line).
 	CDFs          = []string{"websearch", "hadoop", "datamining", "datamining-alt", "storage", "pareto"}
 	RelayPFCModes = []string{"pass-through", "ingress"}
+	PFCStarRaises = []string{"relays", "switches"}
 	AckModes      = []string{"strict", "data"}
 	TraceFormats  = []string{"hpcc", "htsim", "htsim-us"}
 	Adv1Patterns  = []string{"shift", "random-pair"}

@@ -219,6 +219,12 @@ func (s *Spec) validateSwitch(c *checker) {
 		c.add("switch.priorities", "%d is not in 1..8 (802.1Qbb has 8 priorities)", sw.Priorities)
 	}
 	c.oneOf("switch.relay_pfc", sw.RelayPFC, RelayPFCModes)
+	if sw.PFCStarRaise != "" {
+		c.oneOf("switch.pfcstar_raise", sw.PFCStarRaise, PFCStarRaises)
+		if sw.FlowControl != "pfcstar" {
+			c.add("switch.pfcstar_raise", "is for flow_control pfcstar, not %q", sw.FlowControl)
+		}
+	}
 	if sw.Acks != "" && c.oneOf("switch.acks", sw.Acks, AckModes) && sw.Acks == "data" &&
 		sw.FlowControl != "pfc" && sw.FlowControl != "lossy" {
 		c.add("switch.acks", "data needs flow_control pfc or lossy: under %s a data frame's queue is not its priority's alone", sw.FlowControl)
@@ -301,6 +307,12 @@ func (s *Spec) validateRouting(c *checker) {
 	}
 	if r.Measure != "" {
 		c.oneOf("routing.measure", r.Measure, ATEMeasures)
+	}
+	if r.RerouteWait != "" {
+		c.oneOf("routing.reroute_wait", r.RerouteWait, RerouteWaits)
+		if r.Algorithm != "telemetry" {
+			c.add("routing.reroute_wait", "is for algorithm telemetry, not %q", r.Algorithm)
+		}
 	}
 	c.time("routing.flowlet_gap", r.FlowletGap, false)
 	c.oneOf("routing.spread", r.Spread, Spreads)

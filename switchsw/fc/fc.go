@@ -140,6 +140,9 @@ type PortFCConfig struct {
 type PFCStarConfig struct {
 	Tags int `json:"tags,omitempty"` // P, the number of lossless priorities (0 = 2)
 	Base int `json:"base,omitempty"` // priority of tag 0
+	// EverySwitch raises the tag at every switch, also for a frame from a host (the relays then keep
+	// it: nodes.PFCStarConfig.KeepAtRelays); false raises it only for a frame from another switch.
+	EverySwitch bool `json:"every_switch,omitempty"`
 }
 
 // Factory builds a module for a device.

@@ -19,7 +19,8 @@ func init() { Register("pfcstar", Mode{New: NewPFCStar, Ingress: true}) }
 // arrival priority (Loc.InPrio): it is the queue the upstream device holds the frame in.
 type PFCStar struct {
 	*PFC
-	tags, base int
+	tags, base  int
+	everySwitch bool // PFCStarConfig.EverySwitch: raise also for frames from hosts
 }
 
 // NewPFCStar is the "pfcstar" Factory.
@@ -35,7 +36,7 @@ func NewPFCStar(dev Device, cfg Config) (Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PFCStar{PFC: pfc, tags: tags, base: base}, nil
+	return &PFCStar{PFC: pfc, tags: tags, base: base, everySwitch: cfg.PFCStar.EverySwitch}, nil
 }
 
 // Tag returns the tag a priority stands for.
@@ -50,11 +51,11 @@ func (f *PFCStar) Tag(prio int) int {
 	return t
 }
 
-// Classify raises the frame's tag when it crossed a switch just before this one, then queues it as PFC
-// does.
+// Classify raises the frame's tag when it crossed a switch just before this one (under EverySwitch:
+// always), then queues it as PFC does.
 func (f *PFCStar) Classify(out int, p *pkt.Packet) (int, Class) {
 	t := f.Tag(int(p.Prio))
-	if _, fromHost := f.dev.PeerHost(int(p.InPort)); !fromHost {
+	if _, fromHost := f.dev.PeerHost(int(p.InPort)); !fromHost || f.everySwitch {
 		t = min(t+1, f.tags-1)
 	}
 	p.Prio = uint8(f.base + t)

@@ -65,3 +65,29 @@ func TestPFCStarTagging(t *testing.T) {
 		t.Fatalf("6 tags from 3 accepted: %v", err)
 	}
 }
+
+// TestPFCStarEverySwitch: under EverySwitch (switch.pfcstar_raise: switches) a frame from a host is
+// raised too, so no switch queue holds tag 0 and, at P = 2, every switch queue shares tag 1.
+func TestPFCStarEverySwitch(t *testing.T) {
+	clk := clock.NewVirtual()
+	cfg := switchsw.Config{BufferBytes: 5_000_000, Lossless: []bool{false, false, false, true, true, false, false, false},
+		FlowControl: fc.Config{Mode: "pfcstar", XOFF: units.Size{Bytes: xoff}, XON: units.Size{Bytes: xon},
+			PFCStar: fc.PFCStarConfig{Tags: 2, Base: 3, EverySwitch: true}}}
+	cfg.Ports = append(cfg.Ports, switchsw.PortConfig{RateBps: gbps100, Delay: us}, switchsw.PortConfig{RateBps: gbps100, Delay: us},
+		switchsw.PortConfig{RateBps: gbps100, Delay: us, PeerIsHost: true, PeerHost: 7})
+	links := []egress.Link{egress.LinkFunc(func(*pkt.Packet) {}), egress.LinkFunc(func(*pkt.Packet) {}), egress.LinkFunc(func(*pkt.Packet) {})}
+	sw, err := switchsw.New(cfg, clk, links, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.Port(1).Pause(4, true)
+	for _, in := range []int{0, 2} {
+		for prio, want := range map[uint8]uint8{3: 4, 4: 4} {
+			p := &pkt.Packet{Kind: pkt.Data, Size: 1000, Src: 7, Dst: 1, Prio: prio, Route: []uint8{1}}
+			sw.Receive(in, p)
+			if p.Prio != want {
+				t.Errorf("port %d: prio %d left as %d, want %d", in, prio, p.Prio, want)
+			}
+		}
+	}
+}
