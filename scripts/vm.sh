@@ -36,7 +36,8 @@ export LIBVIRT_DEFAULT_URI=qemu:///system
 # the modules at this path, and the compiler's cache keys include a package's directory.
 GUEST_GOMODCACHE=/var/cache/fabriclab/gomod
 
-say() { printf 'vm.sh: %s\n' "$*" >&2; }
+# Each line says the time (UTC), so a log shows where a phase's minutes went.
+say() { printf 'vm.sh %s: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { say "$*"; exit 1; }
 
 need_root() { [ "$(id -u)" -eq 0 ] || die "run as root (it installs packages, runs libvirt and builds a disk image)"; }
@@ -301,8 +302,10 @@ box() {
 
 	# Fill the Go build cache where the guest will use it (same paths, same compiler, same C compiler):
 	# under TCG compiling the tree and its modules takes most of an hour, natively here a few minutes.
-	# Everything the test command compiles: vet, tests, -race, fuzz targets, the suites, and the docs
-	# suite's -trimpath builds (trimpath changes every package's cache key).
+	# Everything the test command compiles: vet, tests, -race, fuzz targets, the suites, the docs
+	# suite's -trimpath builds (trimpath changes every package's cache key), the cluster suite's image
+	# (scripts/image.sh: CGO_ENABLED=0 changes package net's files, and so the key of everything above
+	# it), and junitskips through go run (whose executable the go command caches).
 	say "warming the guest's Go build cache with this tree at /fabriclab (chroot, native speed)"
 	mkdir -p "$mnt/fabriclab"
 	rsync -a --delete --exclude=/bin/ --exclude=/out/ --exclude=/runs/ --exclude="/$RESULTS/" ./ "$mnt/fabriclab/"
@@ -318,8 +321,9 @@ box() {
 		go build ./... && go vet ./... &&
 		go test -count=1 -run "^$" -exec /bin/true ./... &&
 		go test -race -count=1 -run "^$" -exec /bin/true ./clock/... ./egress/... ./switchsw/... ./nodes/... ./wire/... ./harness/virtual/... &&
-		go build -o /dev/null ./tools/junitskips &&
+		{ go run ./tools/junitskips >/dev/null 2>&1 || true; } &&
 		GOFLAGS=-trimpath go build ./... &&
+		CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /dev/null ./cmd/lab &&
 		ginkgo build -r ./suites >/dev/null && find suites -name "*.test" -type f -delete &&
 		for d in $(grep -rl --include="*_test.go" "^func Fuzz" . | xargs -n1 dirname | sort -u); do
 			go test -c -fuzz=. -o /tmp/fuzz.test "$d" || exit 1
