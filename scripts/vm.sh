@@ -289,6 +289,9 @@ box() {
 	ln -sf /usr/local/go/bin/gofmt "$mnt/usr/local/bin/gofmt"
 	# The toolchain's own defaults (GOROOT/go.env) hold for every user and every sudo, login shell or
 	# not: the guest has no network, so the go command must never try the proxy or another toolchain.
+	# The file's first line for a key wins (go.env already says GOPROXY=https://proxy.golang.org,direct
+	# and GOTOOLCHAIN=auto), so the toolchain's own lines for these keys go before ours are added.
+	sed -i -E '/^(GOPROXY|GOTOOLCHAIN|GOMODCACHE|GOFLAGS)=/d' "$mnt/usr/local/go/go.env"
 	cat >>"$mnt/usr/local/go/go.env" <<-EOF
 
 		# fabriclab box: no network in the guest; modules come from the synced cache (scripts/vm.sh).
