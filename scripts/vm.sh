@@ -36,7 +36,8 @@ export LIBVIRT_DEFAULT_URI=qemu:///system
 # the modules at this path, and the compiler's cache keys include a package's directory.
 GUEST_GOMODCACHE=/var/cache/fabriclab/gomod
 
-say() { printf 'vm.sh: %s\n' "$*" >&2; }
+# Each line says the time (UTC), so a log shows where a phase's minutes went.
+say() { printf 'vm.sh %s: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
 die() { say "$*"; exit 1; }
 
 need_root() { [ "$(id -u)" -eq 0 ] || die "run as root (it installs packages, runs libvirt and builds a disk image)"; }
@@ -220,10 +221,17 @@ box() {
 	EOF
 	say "installing the kernel, grub and what the suites use"
 	in_root apt-get update -q
+	# Every package that brings an initramfs hook (the kernel, udev, kmod, e2fsprogs, ...) would make the
+	# initramfs again (three times in one build): update-initramfs is diverted to true while apt runs,
+	# and the initramfs is made once afterwards.
+	in_root dpkg-divert --local --rename --divert /usr/sbin/update-initramfs.fabriclab --add /usr/sbin/update-initramfs
+	ln -sf /bin/true "$mnt/usr/sbin/update-initramfs"
 	in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
 		linux-image-amd64 grub-pc initramfs-tools e2fsprogs \
 		ethtool git tshark python3 graphviz iputils-ping iperf3 docker.io gcc libc6-dev
 	umount "$mnt/var/cache/apt/archives"
+	rm -f "$mnt/usr/sbin/update-initramfs"
+	in_root dpkg-divert --local --rename --remove /usr/sbin/update-initramfs
 
 	say "configuring: vagrant user, network, ssh, fstab, grub (root=UUID=$uuid)"
 	echo fabriclab >"$mnt/etc/hostname"
@@ -248,6 +256,8 @@ box() {
 
 	local kver
 	kver=$(basename "$(ls "$mnt"/boot/vmlinuz-* | sort -V | tail -1)" | sed 's/^vmlinuz-//')
+	say "the initramfs for $kver (once)"
+	in_root update-initramfs -c -k "$kver"
 	cat >"$mnt/etc/default/grub" <<-EOF
 		GRUB_DEFAULT=0
 		GRUB_TIMEOUT=1
@@ -279,6 +289,9 @@ box() {
 	ln -sf /usr/local/go/bin/gofmt "$mnt/usr/local/bin/gofmt"
 	# The toolchain's own defaults (GOROOT/go.env) hold for every user and every sudo, login shell or
 	# not: the guest has no network, so the go command must never try the proxy or another toolchain.
+	# The file's first line for a key wins (go.env already says GOPROXY=https://proxy.golang.org,direct
+	# and GOTOOLCHAIN=auto), so the toolchain's own lines for these keys go before ours are added.
+	sed -i -E '/^(GOPROXY|GOTOOLCHAIN|GOMODCACHE|GOFLAGS)=/d' "$mnt/usr/local/go/go.env"
 	cat >>"$mnt/usr/local/go/go.env" <<-EOF
 
 		# fabriclab box: no network in the guest; modules come from the synced cache (scripts/vm.sh).
@@ -292,19 +305,28 @@ box() {
 
 	# Fill the Go build cache where the guest will use it (same paths, same compiler, same C compiler):
 	# under TCG compiling the tree and its modules takes most of an hour, natively here a few minutes.
-	# Everything the test command compiles: vet, tests, -race, fuzz targets, the suites, and the docs
-	# suite's -trimpath builds (trimpath changes every package's cache key).
+	# Everything the test command compiles: vet, tests, -race, fuzz targets, the suites, the docs
+	# suite's -trimpath builds (trimpath changes every package's cache key), the cluster suite's image
+	# (scripts/image.sh: CGO_ENABLED=0 changes package net's files, and so the key of everything above
+	# it), and junitskips through go run (whose executable the go command caches).
 	say "warming the guest's Go build cache with this tree at /fabriclab (chroot, native speed)"
 	mkdir -p "$mnt/fabriclab"
 	rsync -a --delete --exclude=/bin/ --exclude=/out/ --exclude=/runs/ --exclude="/$RESULTS/" ./ "$mnt/fabriclab/"
 	in_root git config --system --add safe.directory /fabriclab
+	# A git worktree's .git names a directory the chroot lacks, and the go command's VCS stamping then
+	# fails every main package's build: a repository of its own, as guest_test makes in the VM.
+	if [ -f "$mnt/fabriclab/.git" ]; then
+		in_root sh -c 'cd /fabriclab && rm .git && git init -q && git add -A &&
+			git -c user.name=vm -c user.email=vm@localhost commit -qm "the tree synced from a git worktree"'
+	fi
 	in_root bash -c 'cd /fabriclab && set -x &&
 		go install github.com/onsi/ginkgo/v2/ginkgo && ln -sf /root/go/bin/ginkgo /usr/local/bin/ginkgo &&
 		go build ./... && go vet ./... &&
 		go test -count=1 -run "^$" -exec /bin/true ./... &&
 		go test -race -count=1 -run "^$" -exec /bin/true ./clock/... ./egress/... ./switchsw/... ./nodes/... ./wire/... ./harness/virtual/... &&
-		go build -o /dev/null ./tools/junitskips &&
+		{ go run ./tools/junitskips >/dev/null 2>&1 || true; } &&
 		GOFLAGS=-trimpath go build ./... &&
+		CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /dev/null ./cmd/lab &&
 		ginkgo build -r ./suites >/dev/null && find suites -name "*.test" -type f -delete &&
 		for d in $(grep -rl --include="*_test.go" "^func Fuzz" . | xargs -n1 dirname | sort -u); do
 			go test -c -fuzz=. -o /tmp/fuzz.test "$d" || exit 1

@@ -81,12 +81,19 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 	if err != nil {
 		return err
 	}
+	var machines *cluster.Cluster
 	if netnsFlags.cluster == "" {
 		why, err = netnsDilation(ctx, l, agents, co())
-	} else if l.Spec.AutoDilation() {
-		// The calibration measures this machine's agent, not the cluster's (nor does the coordinator
-		// need to make namespaces at all).
-		err = errors.New("--cluster: give the spec a dilation (the automatic choice calibrates this machine, not the cluster's)")
+	} else {
+		// Connected first: a spec without a dilation takes it from the machines' own calibrations (the
+		// coordinator's machine runs no agent, so its own says nothing).
+		if machines, err = connectCluster(ctx, netnsFlags.cluster, note); err != nil {
+			return err
+		}
+		defer machines.Close()
+		if l.Spec.AutoDilation() {
+			why, err = clusterDilation(ctx, l, machines)
+		}
 	}
 	if err != nil {
 		return err
@@ -136,13 +143,8 @@ func runNetns(ctx context.Context, l *lab.Lab, dir string, save func(*records.Lo
 			}
 			return save(log, br)
 		}}
-	if netnsFlags.cluster != "" {
-		c, err := connectCluster(ctx, netnsFlags.cluster, note)
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		opts.Machines = c
+	if machines != nil {
+		opts.Machines = machines
 	}
 	if opts.Pcap != "" {
 		opts.PcapDir = dir + "/pcap"
@@ -302,6 +304,27 @@ func netnsDilation(ctx context.Context, l *lab.Lab, agents int, co netns.Calibra
 	l.Spec.Dilation = c.D
 	netnsSay(c.Why)
 	return c.Why, nil
+}
+
+// clusterDilation settles the dilation of a run over machines whose spec sets none, as netnsDilation
+// does on one machine, from every machine's calibration (each measures its own agent if it has none
+// cached) and clock (netns.ClusterDilation); printed, and returned for run.json.
+func clusterDilation(ctx context.Context, l *lab.Lab, c *cluster.Cluster) (string, error) {
+	cals, err := c.Calibrations(ctx, netnsSay)
+	if err != nil {
+		return "", err
+	}
+	ms := make([]netns.MachineCal, len(cals))
+	for i, cal := range cals {
+		ms[i] = netns.MachineCal{Name: c.Name(i), Cal: cal, ClockErr: c.Offsets()[i].Error()}
+	}
+	ch, err := netns.ClusterDilation(l, ms)
+	if err != nil {
+		return "", err
+	}
+	l.Spec.Dilation = ch.D
+	netnsSay(ch.Why)
+	return ch.Why, nil
 }
 
 // connectCluster loads a cluster file and connects to its machines (authenticated, clocks measured).

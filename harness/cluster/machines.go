@@ -123,6 +123,24 @@ func (c *Cluster) Remote(i int) *Remote { return c.remotes[i] }
 // Offsets are the clock offsets measured before the run.
 func (c *Cluster) Offsets() []Offset { return c.offsets }
 
+// Calibrations are the machines' agent calibrations, asked one machine at a time: a machine that has
+// none cached measures its agent, and machines sharing a host (containers) would otherwise measure
+// each other's load. progress, if set, is told before each.
+func (c *Cluster) Calibrations(ctx context.Context, progress func(string)) ([]netns.Calibration, error) {
+	out := make([]netns.Calibration, len(c.remotes))
+	for i, r := range c.remotes {
+		if progress != nil {
+			progress(fmt.Sprintf("machine %s: its agent's calibration (measured there if it has none cached)", r.Machine.Name))
+		}
+		cal, err := r.Calibration(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = cal
+	}
+	return out, nil
+}
+
 // Count implements netns.Machines.
 func (c *Cluster) Count() int { return len(c.remotes) }
 

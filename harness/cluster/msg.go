@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/netns"
 	"github.com/fabriclab/fabriclab/harness/nslink"
 	"github.com/fabriclab/fabriclab/lab/topo"
 )
@@ -10,6 +11,9 @@ import (
 //
 //	server -> coordinator   hello (right after the handshake)
 //	coordinator -> server   ping          <- pong    (clock probe, clock.go)
+//	coordinator -> server   calibrate     <- calibration (the machine's agent calibration, measured if
+//	                                                  none is cached: a run over machines whose spec sets
+//	                                                  no dilation chooses it from every machine's)
 //	coordinator -> server   up            <- upok    (make this machine's part of a lab)
 //	coordinator -> server   agent ...     <- agent   (the agent protocol, lockstep.AgentMsg, relayed to the
 //	                                                  machine's agent process; its first is setup)
@@ -39,6 +43,8 @@ type Msg struct {
 	Exec  *ExecReq           `json:"exec,omitempty"`
 	// Capture is a capture's port (capture).
 	Capture *CaptureReq `json:"capture,omitempty"`
+	// Calibration is the machine's agent calibration (calibration).
+	Calibration *netns.Calibration `json:"calibration,omitempty"`
 	// Stream (1 stdout, 2 stderr) and Data are one piece of an exec's output (out), or Data the next
 	// bytes of a capture's pcap file (pcap); Code its exit status (exit).
 	Stream int    `json:"stream,omitempty"`
@@ -72,9 +78,10 @@ type Hello struct {
 }
 
 // ProtocolVersion changes whenever Msg or its parts change incompatibly, or a coordinator asks for
-// something an older server cannot do (3: capture; 4: heartbeats, conn.go), so that it is refused at the
+// something an older server cannot do (3: capture; 4: heartbeats, conn.go;
+// 5: calibrate), so that it is refused at the
 // hello, naming both.
-const ProtocolVersion = 4
+const ProtocolVersion = 5
 
 // UpReq is one machine's part of a lab: the whole graph (so node and link indices mean the same on
 // every machine), which of its nodes this machine hosts, and its links to the other machines.

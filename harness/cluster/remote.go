@@ -10,6 +10,7 @@ import (
 
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/lockstep"
+	"github.com/fabriclab/fabriclab/harness/netns"
 )
 
 // Remote is the coordinator's connection to one machine's agent server. After Up and StartAgent it
@@ -143,6 +144,19 @@ func (r *Remote) call(ctx context.Context, m Msg, want string, timeout time.Dura
 	case <-ctx.Done():
 		return Msg{}, ctx.Err()
 	}
+}
+
+// Calibration is the machine's agent calibration (measured there first if it has none cached: the
+// timeout allows for a slow machine).
+func (r *Remote) Calibration(ctx context.Context) (netns.Calibration, error) {
+	got, err := r.call(ctx, Msg{Type: "calibrate"}, "calibration", 15*time.Minute)
+	if err != nil {
+		return netns.Calibration{}, err
+	}
+	if got.Calibration == nil {
+		return netns.Calibration{}, fmt.Errorf("machine %s: a calibration without a body", r.Machine.Name)
+	}
+	return *got.Calibration, nil
 }
 
 // Up makes the machine's part of a lab.

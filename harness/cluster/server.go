@@ -236,8 +236,28 @@ func (ss *session) dispatch(ctx context.Context, m *Msg, t2 int64) error {
 		return ss.startCapture(ctx, m.Capture)
 	case "stop":
 		return ss.stopCapture()
+	case "calibrate":
+		ss.calibrate(ctx)
+		return nil
 	}
 	return fmt.Errorf("unknown message type %q", m.Type)
+}
+
+// calibrate answers with this machine's agent calibration: the cached one, or measured now (about
+// 25 s natively, longer on a slow machine), in its own goroutine so that the connection's other
+// messages (pings) are still answered meanwhile.
+func (ss *session) calibrate(ctx context.Context) {
+	go func() {
+		t0 := time.Now()
+		c, err := netns.MachineCalibration(ctx, fmt.Sprintf("k%d", os.Getpid()%100000), func(s string) { ss.s.logf("%s", s) })
+		if err != nil {
+			ss.c.Send(Msg{Type: "error", Err: "calibration: " + err.Error()})
+			return
+		}
+		ss.s.logf("calibration: %.0f frame-hops per CPU-second on the small fabric (%s; answered in %v)",
+			c.FramesPerCPUSecond, c.Key, time.Since(t0).Round(time.Millisecond))
+		ss.c.Send(Msg{Type: "calibration", Calibration: &c})
+	}()
 }
 
 func (ss *session) up(ctx context.Context, r *UpReq) error {

@@ -140,6 +140,12 @@ func createNSLocked(name string, ipv6Off bool, mark string) (c *nsConn, err erro
 	_, err = unix.Write(tf, []byte(mark+"\n"))
 	if err == nil {
 		err = unix.Linkat(tf, "", unix.AT_FDCWD, path, unix.AT_EMPTY_PATH)
+		if errors.Is(err, unix.ENOENT) {
+			// Before Linux 6.10, linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH and says ENOENT
+			// without it (a Docker container's agent server on Debian bookworm's 6.1: the cluster
+			// suite in the VM); linking the descriptor's /proc path needs no capability (linkat(2)).
+			err = unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", tf), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
+		}
 	}
 	unix.Close(tf)
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fabriclab/fabriclab/harness/netns"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -72,10 +74,19 @@ func netCreate(name string, mtu int) {
 	Fail("Docker network " + name + ": no free /24 in 198.19.128.0/17:\n" + strings.Join(outs, "\n"))
 }
 
+// calDir holds this host's agent calibration (netns.CalibrationPath), which the machines read as
+// their own: they are containers on this host's kernel and CPUs, so its calibration is theirs (the
+// key it holds for says so, and a machine whose key differs measures its own). Without it every
+// machine would measure again, one after another: minutes on a slow machine (a VM under emulation).
+var calDir = filepath.Dir(netns.CalibrationPath())
+
 // startAgent starts machine name on network nw; extra flags go to `lab agent serve`.
 func startAgent(name, nw string, extra ...string) {
 	c := tag + "-" + name
 	args := append([]string{"run", "-d", "--name", c, "--network", nw}, caps...)
+	Expect(os.MkdirAll(calDir, 0o755)).To(Succeed())
+	args = append(args, "-v", calDir+":/run/fabriclab-calibration:ro",
+		"-e", "FABRICLAB_CALIBRATION=/run/fabriclab-calibration/"+filepath.Base(netns.CalibrationPath()))
 	args = append(args, "-v", filepath.Join(dir, "secret.key")+":/run/secrets/fabriclab:ro", image,
 		"agent", "serve", "--listen", ":7070", "--secret", "/run/secrets/fabriclab", "--underlay", "auto", "--name", name)
 	args = append(args, extra...)
