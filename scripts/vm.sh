@@ -233,6 +233,14 @@ box() {
 	rm -f "$mnt/usr/sbin/update-initramfs"
 	in_root dpkg-divert --local --rename --remove /usr/sbin/update-initramfs
 
+	# Docker's own bridge and the networks it numbers itself would come from a private range; the
+	# guest's take a corner of 198.19.0.0/16 that the cluster suite's networks (198.19.128.0/17) and the
+	# management network do not use.
+	mkdir -p "$mnt/etc/docker"
+	cat >"$mnt/etc/docker/daemon.json" <<-EOF
+		{"bip": "198.19.120.1/24", "default-address-pools": [{"base": "198.19.96.0/20", "size": 24}]}
+	EOF
+
 	say "configuring: vagrant user, network, ssh, fstab, grub (root=UUID=$uuid)"
 	echo fabriclab >"$mnt/etc/hostname"
 	printf '127.0.0.1 localhost\n127.0.1.1 fabriclab\n' >"$mnt/etc/hosts"
