@@ -39,7 +39,7 @@ func init() {
 	for _, c := range root.Commands() {
 		if c.Name() == "run" {
 			c.Flags().StringVar(&netnsFlags.pcap, "pcap", "", "capture ports to DIR/pcap/<device>-p<port>.pcap: all, or a list like s0:p1,h3:p0 (netns: real start time; virtual: Unix epoch + engine time)")
-			c.Flags().IntVar(&netnsFlags.agents, "agents", 0, fmt.Sprintf("netns: agent processes hosting the devices, each a connected part of the fabric (default %d; >= devices: one per device)", netns.DefaultAgents))
+			c.Flags().IntVar(&netnsFlags.agents, "agents", 0, fmt.Sprintf("netns: agent processes hosting the devices, each a connected part of the fabric (default: chosen from the agent's costs measured on this fabric and the CPUs the load leaves free, printed; %d for --cluster, kernel-tcp hosts and flows that wait for others; >= devices: one per device)", netns.DefaultAgents))
 			c.Flags().StringVar(&netnsFlags.cluster, "cluster", "", "netns: run over the machines this cluster file names, one agent each (docs/cluster.md)")
 			c.Flags().StringVar(&netnsFlags.name, "name", "", "netns: the lab's name (namespaces fl-<name>-<device>; default r<pid>-<n>)")
 			c.Flags().IntVar(&netnsFlags.realtime, "realtime", netns.DefaultRealtime, "netns: SCHED_FIFO priority of the agents' loop threads (1-99); 0 or less runs them on the ordinary scheduler, where nice applies (slower on a busy machine, never different: docs/architecture.md §Time dilation)")
