@@ -12,22 +12,12 @@ import (
 	"github.com/fabriclab/fabriclab/clock"
 	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/harness/virtual"
-	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/records"
 )
 
 func runWith(t *testing.T, yaml string, poll bool, stall clock.Time) (virtual.Result, *virtual.Fabric) {
 	t.Helper()
-	s, err := spec.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Backend = "virtual"
-	l, err := lab.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := buildLab(t, yaml)
 	f, err := virtual.New(l)
 	if err != nil {
 		t.Fatal(err)

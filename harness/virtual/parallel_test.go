@@ -14,7 +14,6 @@ import (
 	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/records"
 )
 
@@ -110,16 +109,9 @@ func TestParallelSameRecords(t *testing.T) {
 // runParts runs yaml's lab split into n parts by node index (n = 1: New's sequential fabric).
 func runParts(t *testing.T, yaml string, n int) (virtual.Result, *records.Log) {
 	t.Helper()
-	s, err := spec.Parse([]byte(yaml))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Backend = "virtual"
-	l, err := lab.Build(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := buildLab(t, yaml)
 	var f *virtual.Fabric
+	var err error
 	if n == 1 {
 		f, err = virtual.New(l)
 	} else {
@@ -189,14 +181,7 @@ workload: [{kind: incast, senders: 7, size: 50KB, receiver: h0, at: 0s}]
 duration: 1ms
 `
 	build := func() *lab.Lab {
-		s, err := spec.Parse([]byte(yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := lab.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := buildLab(t, yaml)
 		// The spec refuses a zero delay; a topology file's links may carry one. Host links get it here.
 		for i, lk := range l.Graph.Links {
 			if l.Graph.Nodes[lk.A.Node].Name[0] == 'h' || l.Graph.Nodes[lk.B.Node].Name[0] == 'h' {
@@ -276,14 +261,7 @@ func keepDependencies(l *lab.Lab, n int) map[int]int {
 // It also shows that the ps and moe cases of TestParallelSameRecords hold dependencies.
 func TestParallelRefusesDependencyAcrossParts(t *testing.T) {
 	for _, name := range []string{"ps, stops when done", "moe, stops when done"} {
-		s, err := spec.Parse([]byte(parallelCases(t)[name]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := lab.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := buildLab(t, parallelCases(t)[name])
 		if !hasAfter(l) {
 			t.Fatalf("%s: no flow waits for another", name)
 		}
@@ -291,7 +269,7 @@ func TestParallelRefusesDependencyAcrossParts(t *testing.T) {
 		for v := range l.Graph.Nodes {
 			parts[v] = v % 2
 		}
-		_, _, err = virtual.NewParallel(l, parts)
+		_, _, err := virtual.NewParallel(l, parts)
 		if err == nil || !strings.Contains(err.Error(), "waits for flow") || !strings.Contains(err.Error(), "another part") {
 			t.Fatalf("%s: err %v, want a refusal naming the dependency across parts", name, err)
 		}
@@ -310,14 +288,7 @@ func TestParallelRefusesDependencyAcrossParts(t *testing.T) {
 func TestParallelFaultAtRelease(t *testing.T) {
 	base := parallelCases(t)["ps, stops when done"]
 	build := func(yaml string, at clock.Time) *lab.Lab {
-		s, err := spec.Parse([]byte(yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := lab.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := buildLab(t, yaml)
 		for i := range l.Faults {
 			l.Faults[i].At = at
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/fabriclab/fabriclab/harness/monitor"
 	"github.com/fabriclab/fabriclab/harness/virtual"
 	"github.com/fabriclab/fabriclab/lab"
-	"github.com/fabriclab/fabriclab/lab/spec"
 	"github.com/fabriclab/fabriclab/records"
 )
 
@@ -30,15 +29,7 @@ import (
 func TestParallelCheckAtRelease(t *testing.T) {
 	yaml := parallelCases(t)["pfc ring deadlock"]
 	build := func(pAt, dAt clock.Time) (*lab.Lab, uint32, uint32) {
-		s, err := spec.Parse([]byte(yaml))
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.Backend = "virtual"
-		l, err := lab.Build(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := buildLab(t, yaml)
 		var id uint32
 		for _, fp := range l.Flows {
 			id = max(id, fp.ID)
