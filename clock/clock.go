@@ -111,6 +111,15 @@ func ScheduleFunc(c Clock) func(d Time, f func()) {
 	return func(d Time, f func()) { c.AfterFunc(d, f) }
 }
 
+// Handler is an event's callback as a method of the state it acts on.
+type Handler interface{ Fire() }
+
+// Handlers is a Clock that schedules Handlers (the virtual clock seen by one device's Order: For):
+// h.Fire() runs at Now()+d exactly where Schedule(d, h.Fire) would, without a closure to load.
+type Handlers interface {
+	ScheduleHandler(d Time, h Handler)
+}
+
 // Rearmer is a Clock that can arm a Timer it made again instead of making a new one.
 type Rearmer interface {
 	Rearm(t Timer, d Time, f func()) Timer

@@ -118,6 +118,7 @@ func (w *virtualView) AfterFuncOrdered(d Time, o Order, f func()) Timer {
 	return w.v.AfterFuncOrdered(d, o, f)
 }
 func (w *virtualView) ScheduleOrdered(d Time, o Order, f func()) { w.v.ScheduleOrdered(d, o, f) }
+func (w *virtualView) ScheduleHandler(d Time, h Handler)         { w.v.ScheduleHandler(d, w.o, h) }
 
 // realView is a Real seen by one Order.
 type realView struct {
@@ -137,6 +138,7 @@ var (
 	_ Ordered   = (*virtualView)(nil)
 	_ Scheduler = (*virtualView)(nil)
 	_ Rearmer   = (*virtualView)(nil)
+	_ Handlers  = (*virtualView)(nil)
 	_ Ordered   = (*realView)(nil)
 	_ Scheduler = (*realView)(nil)
 )

@@ -21,7 +21,7 @@ func (v *Virtual) Next() (at Time, o Order, dropped Time, ok bool) {
 	dropped = -1
 	for v.inWheel > 0 || len(v.events) > 0 {
 		top := v.peek()
-		if tm := v.slots[top.key&slotMask].t; tm != nil && tm.stale(*top) {
+		if tm, isTimer := v.slots[top.key&slotMask].h.(*vtimer); isTimer && tm.stale(*top) {
 			dropped = max(dropped, top.at)
 			v.take(v.pop())
 			continue

@@ -1,6 +1,9 @@
 package clock
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // Virtual is a deterministic discrete-event clock: events fire in (time, Order, scheduling order)
 // (order.go: the rule both backends share), so the same inputs give the same run bit for bit. It is
@@ -29,12 +32,14 @@ type Virtual struct {
 	// sending in step put hundreds of events in one bucket, and the step pattern moves through every
 	// bucket in turn: each keeping its largest array held 3.7 MB on a fat-tree k=12 incast, for about
 	// 2,200 events on the wheel at once (sampled).
-	spare  [][]ventry
-	events []ventry // the heap: events beyond the wheel's span when scheduled
-	slots  []vslot  // callbacks by slot
-	free   []uint32 // slots not in use
-	fired  uint64
-	live   int // scheduled, not yet fired or stopped
+	spare   [][]ventry
+	scratch []ventry // sortEntries' copy of a bucket
+	keys    []uint64 // sortEntries' sort keys
+	events  []ventry // the heap: events beyond the wheel's span when scheduled
+	slots   []vslot  // callbacks by slot
+	free    []uint32 // slots not in use
+	fired   uint64
+	live    int // scheduled, not yet fired or stopped
 }
 
 // ventry is a heap entry. key is Order<<slotBits | slot: (at, key>>slotBits) orders events by time,
@@ -55,16 +60,32 @@ const (
 	bucketKeep   = 64  // a bucket keeps an array up to this many events when it empties
 )
 
-// bucket holds the events of one wheel slot in firing order, from head on.
+// bucket holds the events of one wheel slot. It takes them as they come (scheduling order) and is put
+// in firing order once, when it is first read (Virtual.ready); from then until it empties it is kept in
+// firing order from head on.
 type bucket struct {
-	e    []ventry
-	head int
+	e      []ventry
+	head   int32
+	sorted bool
 }
 
+// vslot is an event's callback: a Handler (ScheduleHandler), a func (Schedule, as funcHandler) or an
+// AfterFunc's handle (*vtimer).
 type vslot struct {
-	f   func()  // Schedule's callback; nil for an AfterFunc event
-	t   *vtimer // AfterFunc's handle; nil for a Schedule event
-	seq uint64  // scheduling order
+	h   Handler
+	seq uint64 // scheduling order
+}
+
+// funcHandler holds a Schedule callback: a func is one pointer, so it goes into the interface as it is.
+type funcHandler func()
+
+func (f funcHandler) Fire() { f() }
+
+// Fire runs the timer's callback, which Step has checked is not stale.
+func (t *vtimer) Fire() {
+	f := t.f
+	t.f = nil
+	f()
 }
 
 type vtimer struct {
@@ -102,7 +123,7 @@ func (v *Virtual) AfterFuncOrdered(d Time, o Order, f func()) Timer {
 		d = 0
 	}
 	e := &vtimer{f: f, v: v}
-	e.slot = v.add(v.now+d, o, vslot{t: e})
+	e.slot = v.add(v.now+d, o, vslot{h: e})
 	return e
 }
 
@@ -125,7 +146,7 @@ func (v *Virtual) rearm(t Timer, d Time, o Order, f func()) Timer {
 	e.f = f
 	// An entry of a stopped arming may still be queued: it holds its own slot until it is discarded,
 	// so the new slot differs from it, and Step tells the two apart by slot.
-	e.slot = v.add(v.now+d, o, vslot{t: e})
+	e.slot = v.add(v.now+d, o, vslot{h: e})
 	return e
 }
 
@@ -138,7 +159,17 @@ func (v *Virtual) ScheduleOrdered(d Time, o Order, f func()) {
 	if d < 0 {
 		d = 0
 	}
-	v.add(v.now+d, o, vslot{f: f})
+	v.add(v.now+d, o, vslot{h: funcHandler(f)})
+}
+
+// ScheduleHandler is ScheduleOrdered for a Handler: h.Fire() runs at Now()+d, in the same order a func
+// scheduled in its place would. An engine's per-frame events use it: a method value's closure is one
+// more object to load (and miss) per event, where the Handler is the engine's own state.
+func (v *Virtual) ScheduleHandler(d Time, o Order, h Handler) {
+	if d < 0 {
+		d = 0
+	}
+	v.add(v.now+d, o, vslot{h: h})
 }
 
 // add queues an event: its callback into a free slot, its keys into the heap. It returns the slot.
@@ -176,18 +207,13 @@ func (v *Virtual) Step() bool {
 	for v.inWheel > 0 || len(v.events) > 0 {
 		e := v.pop()
 		cb := v.take(e)
-		f := cb.f
-		if cb.t != nil {
-			if cb.t.stale(e) {
-				continue
-			}
-			f = cb.t.f
-			cb.t.f = nil
+		if t, ok := cb.h.(*vtimer); ok && t.stale(e) {
+			continue
 		}
 		v.now = e.at
 		v.fired++
 		v.live--
-		f()
+		cb.h.Fire()
 		return true
 	}
 	return false
@@ -198,7 +224,7 @@ func (v *Virtual) RunUntil(t Time) uint64 {
 	start := v.fired
 	for v.inWheel > 0 || len(v.events) > 0 {
 		top := v.peek()
-		if t := v.slots[top.key&slotMask].t; t != nil && t.stale(*top) {
+		if t, ok := v.slots[top.key&slotMask].h.(*vtimer); ok && t.stale(*top) {
 			v.take(v.pop())
 			continue
 		}
@@ -227,8 +253,9 @@ func (v *Virtual) Horizon() Time {
 		h = max(h, v.events[i].at)
 	}
 	for i := range v.wheel {
-		if b := &v.wheel[i]; len(b.e) > b.head {
-			h = max(h, b.e[len(b.e)-1].at)
+		b := &v.wheel[i]
+		for j := int(b.head); j < len(b.e); j++ {
+			h = max(h, b.e[j].at)
 		}
 	}
 	return h
@@ -270,32 +297,133 @@ func (v *Virtual) push(e ventry) {
 			v.spare = v.spare[:n-1]
 		}
 	}
-	// e was scheduled last, so among equal times and Orders it goes last: after every entry that does
-	// not fire after it. Most events come in time order and are appended. The others are placed by
-	// binary search and one copy: hosts in step schedule hundreds of events for the same instant, which
-	// fire by device (docs/architecture.md), not in the order they were scheduled, and moving entries
-	// one by one cost a fifth of a fat-tree k=8 permutation's instructions, more the larger the fabric.
 	b.e = append(b.e, e)
-	if n := len(b.e) - 1; n > b.head && firesAfter(&b.e[n-1], &e) {
-		lo, hi := b.head, n-1 // b.e[hi] fires after e
-		for lo < hi {
-			if m := int(uint(lo+hi) >> 1); firesAfter(&b.e[m], &e) {
-				hi = m
-			} else {
-				lo = m + 1
+	if b.sorted {
+		// The bucket is being drained (ready sorted it): e goes after every entry that does not fire
+		// after it, e being the latest scheduled. Few events land in the bucket of now.
+		if n := len(b.e) - 1; n > int(b.head) && firesAfter(&b.e[n-1], &e) {
+			lo, hi := int(b.head), n-1 // b.e[hi] fires after e
+			for lo < hi {
+				if m := int(uint(lo+hi) >> 1); firesAfter(&b.e[m], &e) {
+					hi = m
+				} else {
+					lo = m + 1
+				}
 			}
+			copy(b.e[lo+1:], b.e[lo:n])
+			b.e[lo] = e
 		}
-		copy(b.e[lo+1:], b.e[lo:n])
-		b.e[lo] = e
 	}
 	v.filled[i>>6] |= 1 << uint(i&63)
 	v.inWheel++
+}
+
+// ready returns wheel bucket i in firing order. Hosts in step schedule hundreds of events for one
+// instant, which fire by device (docs/architecture.md), not in the order they were scheduled: placing
+// each on arrival (binary search and a copy of the entries after it) cost a fifth of a fat-tree k=8
+// permutation's instructions, and the copies grow with the events per bucket, that is with the
+// fabric. One stable sort when the bucket comes up costs O(log n) an entry.
+func (v *Virtual) ready(i int) *bucket {
+	b := &v.wheel[i]
+	if !b.sorted {
+		v.sortEntries(b.e[b.head:])
+		b.sorted = true
+	}
+	return b
 }
 
 // firesAfter says whether a fires after b by time and Order alone: an entry scheduled after a that ties
 // with it fires after it.
 func firesAfter(a, b *ventry) bool {
 	return a.at > b.at || a.at == b.at && a.key>>slotBits > b.key>>slotBits
+}
+
+// sortRun is the length of the runs sortEntries puts in order by insertion before merging them.
+const sortRun = 12
+
+// rankBits is the room for an entry's place in its bucket in the keys sortEntries sorts: 13 bits of time
+// within the bucket, the 40 of the Order and these 11 fill a uint64.
+const rankBits = 64 - wheelShift - OrderBits
+
+// sortEntries puts s, the entries of one bucket, in firing order by time and Order, keeping entries that
+// tie in both in their order in s (scheduling order: a bucket takes its entries in the order they were
+// scheduled). A bucket already in order costs one pass. Otherwise each entry becomes one uint64, its
+// time within the bucket, its Order and its place in s, unique and ordered as the entries must fire, and
+// those are sorted as integers (a merge sort of the 16-byte entries cost three times as much); a bucket
+// of more entries than the place has room for is merge sorted.
+func (v *Virtual) sortEntries(s []ventry) {
+	n := len(s)
+	i := 1
+	for i < n && !firesAfter(&s[i-1], &s[i]) {
+		i++
+	}
+	if i >= n {
+		return
+	}
+	if cap(v.scratch) < n {
+		v.scratch = make([]ventry, n, 2*n)
+	}
+	if n <= 1<<rankBits {
+		if cap(v.keys) < n {
+			v.keys = make([]uint64, n, 2*n)
+		}
+		keys := v.keys[:n]
+		base := s[0].at >> wheelShift << wheelShift // every entry of a bucket has the same at>>wheelShift
+		for j := range s {
+			keys[j] = uint64(s[j].at-base)<<(OrderBits+rankBits) | s[j].key>>slotBits<<rankBits | uint64(j)
+		}
+		slices.Sort(keys)
+		tmp := v.scratch[:n]
+		copy(tmp, s)
+		for j, k := range keys {
+			s[j] = tmp[k&(1<<rankBits-1)]
+		}
+		return
+	}
+	for lo := 0; lo < n; lo += sortRun {
+		insertionSort(s[lo:min(lo+sortRun, n)])
+	}
+	src, dst := s, v.scratch[:n]
+	for w := sortRun; w < n; w *= 2 {
+		for lo := 0; lo < n; lo += 2 * w {
+			mid, hi := min(lo+w, n), min(lo+2*w, n)
+			mergeEntries(dst[lo:hi], src[lo:mid], src[mid:hi])
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &s[0] {
+		copy(s, src)
+	}
+}
+
+// insertionSort sorts s stably by time and Order.
+func insertionSort(s []ventry) {
+	for i := 1; i < len(s); i++ {
+		x := s[i]
+		j := i
+		for ; j > 0 && firesAfter(&s[j-1], &x); j-- {
+			s[j] = s[j-1]
+		}
+		s[j] = x
+	}
+}
+
+// mergeEntries merges a and b, each in order, into out (len(a)+len(b) long); on a tie a's entry, the
+// earlier scheduled, goes first.
+func mergeEntries(out, a, b []ventry) {
+	i, j, k := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if firesAfter(&a[i], &b[j]) {
+			out[k] = b[j]
+			j++
+		} else {
+			out[k] = a[i]
+			i++
+		}
+		k++
+	}
+	k += copy(out[k:], a[i:])
+	copy(out[k:], b[j:])
 }
 
 // first returns the wheel's non-empty bucket that comes first from now's bucket; the wheel must not
@@ -320,7 +448,7 @@ func (v *Virtual) peek() *ventry {
 	if v.inWheel == 0 {
 		return &v.events[0]
 	}
-	b := &v.wheel[v.first()]
+	b := v.ready(v.first())
 	e := &b.e[b.head]
 	if len(v.events) > 0 && v.before(&v.events[0], e) {
 		return &v.events[0]
@@ -333,14 +461,14 @@ func (v *Virtual) pop() ventry {
 		return v.heapPop()
 	}
 	i := v.first()
-	b := &v.wheel[i]
+	b := v.ready(i)
 	top := b.e[b.head]
 	if len(v.events) > 0 && v.before(&v.events[0], &top) {
 		return v.heapPop()
 	}
 	b.head++
-	if b.head == len(b.e) {
-		b.e, b.head = b.e[:0], 0
+	if int(b.head) == len(b.e) {
+		b.e, b.head, b.sorted = b.e[:0], 0, false
 		if cap(b.e) > bucketKeep {
 			v.spare, b.e = append(v.spare, b.e), nil
 		}

@@ -1,6 +1,9 @@
 package clock
 
-import "testing"
+import (
+	"sort"
+	"testing"
+)
 
 func TestVirtualOrderAndStop(t *testing.T) {
 	v := NewVirtual()
@@ -347,5 +350,105 @@ func TestHeldTimer(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, func() { h.Arm(v, Nanosecond); v.Step() }); n != 0 {
 		t.Errorf("re-arming a HeldTimer allocated %.1f times per call", n)
+	}
+}
+
+// TestWheelSortsByOrder drives the clock with events of random Orders scheduled in bursts for a few
+// shared instants, as hosts in step schedule them, some into the bucket being drained, and checks each
+// event as it fires against a reference: the least pending (time, Order, sequence). A bucket put in
+// order when it comes up must fire exactly that.
+func TestWheelSortsByOrder(t *testing.T) {
+	type ref struct {
+		at  Time
+		o   Order
+		seq int
+		id  int
+	}
+	v := NewVirtual()
+	var pending []ref
+	x := uint64(0x2545F4914F6CDD1D)
+	rnd := func(n uint64) uint64 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return x % n
+	}
+	delays := []Time{0, 1, 3000, 8191, 8192, 84480, Microsecond, Microsecond + 84480}
+	seq, id, fired := 0, 0, 0
+	var add func()
+	add = func() {
+		d := delays[rnd(uint64(len(delays)))]
+		o := ArrivalOrder(int(rnd(40)), int(rnd(3)))
+		if rnd(4) == 0 {
+			o = DeviceOrder(int(rnd(40)))
+		}
+		me := id
+		id++
+		seq++
+		pending = append(pending, ref{at: v.Now() + d, o: o, seq: seq, id: me})
+		v.ScheduleOrdered(d, o, func() {
+			m := 0
+			for i := range pending {
+				p, q := pending[i], pending[m]
+				if p.at < q.at || p.at == q.at && (p.o < q.o || p.o == q.o && p.seq < q.seq) {
+					m = i
+				}
+			}
+			if pending[m].id != me {
+				t.Fatalf("event %d fired %d, reference %d", fired, me, pending[m].id)
+			}
+			pending = append(pending[:m], pending[m+1:]...)
+			fired++
+			for k := rnd(3); k > 0 && id < 30000; k-- {
+				add()
+			}
+		})
+	}
+	for i := 0; i < 500; i++ {
+		add()
+	}
+	v.RunUntil(Second)
+	if len(pending) != 0 || fired < 10000 {
+		t.Fatalf("fired %d, %d left pending", fired, len(pending))
+	}
+}
+
+// TestWheelSortsLargeBuckets fills one bucket with events of random times within it and random Orders,
+// many tied, both below and above the 2,048 entries the integer keys have room for (above, the bucket
+// is merge sorted), and checks the firing order against a stable sort of the scheduling order.
+func TestWheelSortsLargeBuckets(t *testing.T) {
+	for _, n := range []int{13, 1000, 1 << rankBits, 1<<rankBits + 1, 5000} {
+		type ev struct {
+			at Time
+			o  Order
+			id int
+		}
+		x := uint64(n)*0x9E3779B97F4A7C15 | 1
+		rnd := func(m uint64) uint64 {
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+			return x % m
+		}
+		v := NewVirtual()
+		var want []ev
+		var got []int
+		for i := 0; i < n; i++ {
+			e := ev{at: 3<<wheelShift + Time(rnd(4))*2000, o: ArrivalOrder(int(rnd(50)), int(rnd(2))), id: i}
+			want = append(want, e)
+			v.ScheduleOrdered(e.at, e.o, func() { got = append(got, e.id) })
+		}
+		sort.SliceStable(want, func(i, j int) bool {
+			return want[i].at < want[j].at || want[i].at == want[j].at && want[i].o < want[j].o
+		})
+		v.RunUntil(Second)
+		if len(got) != n {
+			t.Fatalf("n=%d: fired %d", n, len(got))
+		}
+		for i := range want {
+			if got[i] != want[i].id {
+				t.Fatalf("n=%d: event %d fired %d, want %d", n, i, got[i], want[i].id)
+			}
+		}
 	}
 }
