@@ -223,7 +223,7 @@ func (c *crossing) handOver() {
 	}
 	if !rx.pending && rx.flight.n > 0 {
 		rx.pending = true
-		rx.clk.ScheduleOrdered(rx.flight.front().at-rx.clk.Now(), rx.ord, rx.fire)
+		rx.clk.ScheduleHandler(rx.flight.front().at-rx.clk.Now(), rx.ord, rx)
 	}
 	c.out = c.out[:0]
 	c.listed = false

@@ -32,11 +32,11 @@ func TestRingOrderAgainstSlice(t *testing.T) {
 			t.Fatalf("step %d: the popped slot still holds its packet", step)
 		}
 		model = model[1:]
-		if r.n != len(model) {
+		if int(r.n) != len(model) {
 			t.Fatalf("step %d: %d in flight, want %d", step, r.n, len(model))
 		}
 	}
-	if len(r.buf)&(len(r.buf)-1) != 0 || len(r.buf) < r.n {
+	if len(r.buf)&(len(r.buf)-1) != 0 || len(r.buf) < int(r.n) {
 		t.Fatalf("buffer of %d for %d frames: not a power of two that holds them", len(r.buf), r.n)
 	}
 }
