@@ -57,17 +57,32 @@ type group struct {
 }
 
 // MMU is the buffer state of one switch. It is not safe for concurrent use (engines are single-threaded).
+//
+// What a frame's admission and release read comes first, with copies of the settings they read and a
+// port's three limits side by side (limits): at fat-tree k=16 the MMU is out of cache by a switch's
+// next frame, and those reads were spread over four lines of the struct and three arrays.
 type MMU struct {
-	cfg        Config
+	groups     []group // [port*Prios+prio]
+	prios      int     // cfg.Prios
+	reserve    int64   // cfg.ReserveBytes
+	pfcAlpha   float64 // cfg.PFCAlpha
 	sharedSize int64
 	sharedUsed int64
-	groups     []group // [port*Prios+prio]
+	used       int64 // all bytes held, any region
+	maxHdrm    int64 // most headroom any one group has held: how close a run came to a violation
+	limits     []portLimits
 	queues     []int64 // [port*Queues+q] bytes charged by egress accounting
-	used       int64   // all bytes held, any region
-	maxHdrm    int64   // most headroom any one group has held: how close a run came to a violation
+	nq         int     // cfg.Queues
+	alpha      float64 // cfg.Alpha
+	queueLimit int64   // cfg.QueueLimit
+	resumeOff  int64   // cfg.ResumeOffset
 
+	cfg                  Config
 	hdrmTotal, rsrvTotal int64
 }
+
+// portLimits are cfg.XOFF, cfg.XON and cfg.Headroom of one port.
+type portLimits struct{ xoff, xon, headroom int64 }
 
 // New checks cfg and returns an empty MMU.
 func New(cfg Config) (*MMU, error) {
@@ -89,7 +104,12 @@ func New(cfg Config) (*MMU, error) {
 			nll++
 		}
 	}
-	m := &MMU{cfg: cfg, groups: make([]group, cfg.Ports*cfg.Prios), queues: make([]int64, cfg.Ports*cfg.Queues)}
+	m := &MMU{cfg: cfg, groups: make([]group, cfg.Ports*cfg.Prios), queues: make([]int64, cfg.Ports*cfg.Queues),
+		prios: cfg.Prios, reserve: cfg.ReserveBytes, pfcAlpha: cfg.PFCAlpha, nq: cfg.Queues, alpha: cfg.Alpha,
+		queueLimit: cfg.QueueLimit, resumeOff: cfg.ResumeOffset, limits: make([]portLimits, cfg.Ports)}
+	for port := range m.limits {
+		m.limits[port] = portLimits{xoff: cfg.XOFF[port], xon: cfg.XON[port], headroom: cfg.Headroom[port]}
+	}
 	for port := 0; port < cfg.Ports; port++ {
 		if nll > 0 {
 			if cfg.Headroom[port] < 0 {
@@ -136,34 +156,34 @@ func over(bytes, reserve int64) int64 {
 }
 
 // pfcThreshold is the dynamic XOFF on a group's shared bytes.
-func (m *MMU) pfcThreshold() int64 { return int64(m.cfg.PFCAlpha * float64(m.free())) }
+func (m *MMU) pfcThreshold() int64 { return int64(m.pfcAlpha * float64(m.free())) }
 
 // overLimit reports whether a group holding bytes would be past its XOFF limit.
 func (m *MMU) overLimit(port int, bytes int64) bool {
-	if m.cfg.PFCAlpha > 0 {
-		return over(bytes, m.cfg.ReserveBytes) > m.pfcThreshold()
+	if m.pfcAlpha > 0 {
+		return over(bytes, m.reserve) > m.pfcThreshold()
 	}
-	return bytes > m.cfg.XOFF[port]
+	return bytes > m.limits[port].xoff
 }
 
 // AdmitIngress charges a lossless frame of size bytes to group (port, prio) and reports whether it fits.
 // A false return is a lossless drop: the headroom was too small for what arrived after the pause.
 func (m *MMU) AdmitIngress(port, prio int, size int64) bool {
-	g := &m.groups[port*m.cfg.Prios+prio]
+	g := &m.groups[port*m.prios+prio]
 	nb := g.bytes + size
-	if nb <= m.cfg.ReserveBytes {
+	if nb <= m.reserve {
 		g.bytes = nb
 		m.used += size
 		return true
 	}
-	sh := over(nb, m.cfg.ReserveBytes) - over(g.bytes, m.cfg.ReserveBytes)
+	sh := over(nb, m.reserve) - over(g.bytes, m.reserve)
 	if !m.overLimit(port, nb) && m.sharedUsed+sh <= m.sharedSize {
 		g.bytes = nb
 		m.sharedUsed += sh
 		m.used += size
 		return true
 	}
-	if g.hdrm+size <= m.cfg.Headroom[port] {
+	if g.hdrm+size <= m.limits[port].headroom {
 		g.hdrm += size
 		m.used += size
 		m.maxHdrm = max(m.maxHdrm, g.hdrm)
@@ -175,64 +195,64 @@ func (m *MMU) AdmitIngress(port, prio int, size int64) bool {
 // ReleaseIngress returns a frame charged by AdmitIngress. Headroom drains first, as in HPCC, so a group
 // leaves headroom (and may resume) as early as possible.
 func (m *MMU) ReleaseIngress(port, prio int, size int64) {
-	g := &m.groups[port*m.cfg.Prios+prio]
+	g := &m.groups[port*m.prios+prio]
 	h := min(g.hdrm, size)
 	g.hdrm -= h
 	rest := size - h
-	m.sharedUsed -= over(g.bytes, m.cfg.ReserveBytes) - over(g.bytes-rest, m.cfg.ReserveBytes)
+	m.sharedUsed -= over(g.bytes, m.reserve) - over(g.bytes-rest, m.reserve)
 	g.bytes -= rest
 	m.used -= size
 }
 
 // ShouldPause reports whether group (port, prio) is at or past XOFF or is using headroom.
 func (m *MMU) ShouldPause(port, prio int) bool {
-	g := &m.groups[port*m.cfg.Prios+prio]
+	g := &m.groups[port*m.prios+prio]
 	if g.hdrm > 0 {
 		return true
 	}
-	if m.cfg.PFCAlpha > 0 {
-		return over(g.bytes, m.cfg.ReserveBytes) >= m.pfcThreshold()
+	if m.pfcAlpha > 0 {
+		return over(g.bytes, m.reserve) >= m.pfcThreshold()
 	}
-	return g.bytes >= m.cfg.XOFF[port]
+	return g.bytes >= m.limits[port].xoff
 }
 
 // ShouldResume reports whether group (port, prio) has drained to XON with its headroom empty.
 func (m *MMU) ShouldResume(port, prio int) bool {
-	g := &m.groups[port*m.cfg.Prios+prio]
+	g := &m.groups[port*m.prios+prio]
 	if g.hdrm > 0 {
 		return false
 	}
-	if m.cfg.PFCAlpha > 0 {
-		sh := over(g.bytes, m.cfg.ReserveBytes)
-		return sh == 0 || sh+m.cfg.ResumeOffset <= m.pfcThreshold()
+	if m.pfcAlpha > 0 {
+		sh := over(g.bytes, m.reserve)
+		return sh == 0 || sh+m.resumeOff <= m.pfcThreshold()
 	}
-	return g.bytes <= m.cfg.XON[port]
+	return g.bytes <= m.limits[port].xon
 }
 
 // Ingress returns group (port, prio)'s bytes outside headroom and in headroom.
 func (m *MMU) Ingress(port, prio int) (bytes, headroom int64) {
-	g := &m.groups[port*m.cfg.Prios+prio]
+	g := &m.groups[port*m.prios+prio]
 	return g.bytes, g.hdrm
 }
 
 // AdmitEgress charges a frame of size bytes to egress queue (port, q). limited applies the lossy limit
 // (dynamic threshold or static cap); without it only a full shared region refuses the frame.
 func (m *MMU) AdmitEgress(port, q int, size int64, limited bool) bool {
-	b := &m.queues[port*m.cfg.Queues+q]
+	b := &m.queues[port*m.nq+q]
 	nb := *b + size
-	sh := over(nb, m.cfg.ReserveBytes) - over(*b, m.cfg.ReserveBytes)
+	sh := over(nb, m.reserve) - over(*b, m.reserve)
 	if sh > 0 {
 		if m.sharedUsed+sh > m.sharedSize {
 			return false
 		}
 		if limited {
 			switch {
-			case m.cfg.Alpha > 0:
-				if float64(over(nb, m.cfg.ReserveBytes)) > m.cfg.Alpha*float64(m.free()) {
+			case m.alpha > 0:
+				if float64(over(nb, m.reserve)) > m.alpha*float64(m.free()) {
 					return false
 				}
-			case m.cfg.QueueLimit > 0:
-				if nb > m.cfg.QueueLimit {
+			case m.queueLimit > 0:
+				if nb > m.queueLimit {
 					return false
 				}
 			}
@@ -246,14 +266,14 @@ func (m *MMU) AdmitEgress(port, q int, size int64, limited bool) bool {
 
 // ReleaseEgress returns a frame charged by AdmitEgress.
 func (m *MMU) ReleaseEgress(port, q int, size int64) {
-	b := &m.queues[port*m.cfg.Queues+q]
-	m.sharedUsed -= over(*b, m.cfg.ReserveBytes) - over(*b-size, m.cfg.ReserveBytes)
+	b := &m.queues[port*m.nq+q]
+	m.sharedUsed -= over(*b, m.reserve) - over(*b-size, m.reserve)
 	*b -= size
 	m.used -= size
 }
 
 // Egress returns the bytes charged to egress queue (port, q).
-func (m *MMU) Egress(port, q int) int64 { return m.queues[port*m.cfg.Queues+q] }
+func (m *MMU) Egress(port, q int) int64 { return m.queues[port*m.nq+q] }
 
 // Split is how New divided the buffer: the shared pool, and the headroom and reserves set apart.
 func (m *MMU) Split() (shared, headroom, reserve int64) {
