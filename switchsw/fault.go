@@ -36,6 +36,7 @@ func (s *Switch) SetFIB(table fib.Table) error {
 	if err := table.Check("fib", len(s.ports)); err != nil {
 		return fmt.Errorf("switch %d: %w", s.cfg.Device, err)
 	}
-	s.cfg.FIB, s.fib = table, table
+	s.cfg.FIB = table
+	s.setRoutes(table)
 	return nil
 }

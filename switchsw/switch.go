@@ -53,31 +53,46 @@ const flowletBits = 13
 
 // Switch is one switch. Not safe for concurrent use: all calls (Receive, timers) come from the engine's
 // goroutine, as the clock contract promises.
+//
+// What every frame reads (Receive, route, dequeued and the flow-control hooks) comes first, together,
+// with copies of the few settings it reads (prios, the lossless priorities, ECN on, ACKs with data): at
+// fat-tree k=16 a switch's state is out of cache by its next frame, and those reads were spread over
+// eight or more lines of the struct, its configuration's among them.
 type Switch struct {
-	cfg      resolved
-	clk      clock.Clock
-	log      *records.Log
-	ports    []*egress.Port
-	nq, nall int // data queues, all queues per port
-	fcq, ctq int // strict queues: flow-control frames, then other control frames
+	clk   clock.Clock
+	ports []*egress.Port
+	meta  []fifo.Queue[meta] // [port*nall+q]
+	pc    []portCounters
+	fib   fib.Table // cfg.FIB, kept beside the other fields route reads
+	// routes is fib by destination with a one-port set's port in place (routeOne | port), else the set's
+	// index in fib.Sets: most hops (every hop down a fat-tree) have one port, and each step from
+	// fib.Idx to fib.Sets to the set's own array was a cache miss. Nil when fib has too many sets for
+	// the index to fit beside the flag: route then reads fib itself.
+	routes   []uint16
 	mmu      *mmu.MMU
 	fc       fc.Module
-	red      *rand.Rand
-	flowRand *rand.Rand
-	flowlets []flowlet
-	salt     uint32    // ECMP hash salt: the spec's seed mixed with this switch's ID (ecmpSalt)
-	classUp  []bool    // [in*ports+out]: the turn raises a data frame's class (Config.ClassUp)
-	fib      fib.Table // cfg.FIB, kept beside the other fields route reads
-
-	meta []fifo.Queue[meta] // [port*nall+q]
+	nq, nall int // data queues, all queues per port
+	fcq, ctq int // strict queues: flow-control frames, then other control frames
+	prios    int // cfg.Prios
+	rx       uint64
+	salt     uint32 // ECMP hash salt: the spec's seed mixed with this switch's ID (ecmpSalt)
+	lossless uint8  // cfg.lossless as a bitmask by priority
+	acksData bool   // cfg.AcksWithData
+	ecn      bool   // cfg.ECN.Enabled
 	// The switch's ports share these: queue storage follows what is queued in the switch now, not the
 	// sum of every queue's own peak.
-	frames fifo.Pool[*pkt.Packet]
-	metas  fifo.Pool[meta]
-	qc     []queueCounters // [port*nall+q]
-	pc     []portCounters
+	frames   fifo.Pool[*pkt.Packet]
+	metas    fifo.Pool[meta]
+	classUp  []bool // [in*ports+out]: the turn raises a data frame's class (Config.ClassUp)
+	flowlets []flowlet
 
-	rx, noRoute, drops, losslessDrops, marked uint64
+	cfg      resolved
+	log      *records.Log
+	red      *rand.Rand
+	flowRand *rand.Rand
+	qc       []queueCounters // [port*nall+q]
+
+	noRoute, drops, losslessDrops, marked uint64
 
 	sampler  clock.Timer
 	sampleFn func()
@@ -101,7 +116,12 @@ func New(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log) (*S
 	}
 	n := len(r.Ports)
 	s := &Switch{cfg: r, clk: clk, log: log, nq: r.DataQueues, nall: r.DataQueues + 2,
-		fcq: r.DataQueues, ctq: r.DataQueues + 1}
+		fcq: r.DataQueues, ctq: r.DataQueues + 1, prios: r.Prios, acksData: r.AcksWithData, ecn: r.ECN.Enabled}
+	for prio, l := range r.lossless {
+		if l {
+			s.lossless |= 1 << uint(prio)
+		}
+	}
 	s.mmu, err = mmu.New(r.mmu)
 	if err != nil {
 		return nil, fmt.Errorf("switch %d: %w", r.Device, err)
@@ -126,7 +146,7 @@ func New(cfg Config, clk clock.Clock, links []egress.Link, log *records.Log) (*S
 	s.red = rand.New(rand.NewPCG(uint64(r.Seed), uint64(int64(r.Device))))
 	s.flowRand = rand.New(rand.NewPCG(uint64(r.Seed)^0x9e3779b97f4a7c15, uint64(int64(r.Device))))
 	s.salt = ecmpSalt(r.ECMPSeed, r.Device)
-	s.fib = r.FIB
+	s.setRoutes(r.FIB)
 	if r.FlowletGap > 0 {
 		s.flowlets = make([]flowlet, 1<<flowletBits)
 	}
@@ -203,7 +223,7 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 		return
 	}
 	routed := p.NextPort() >= 0
-	if s.cfg.AcksWithData && (p.Kind == pkt.Ack || p.Kind == pkt.Nack) {
+	if s.acksData && (p.Kind == pkt.Ack || p.Kind == pkt.Nack) {
 		// FIFO with data (Config.AcksWithData): the meta's class tells dequeued that nothing was charged.
 		q := fc.QueueOf((*device)(s), int(s.cfg.AckDataPrio))
 		s.meta[out*s.nall+q].Push(&s.metas, meta{at: s.clk.Now(), in: int16(port), class: uncharged})
@@ -232,10 +252,10 @@ func (s *Switch) Receive(port int, p *pkt.Packet) {
 		return
 	}
 	prio := int(p.Prio)
-	if prio >= s.cfg.Prios {
-		prio = s.cfg.Prios - 1
+	if prio >= s.prios {
+		prio = s.prios - 1
 	}
-	if s.classUp != nil && s.classUp[port*len(s.ports)+out] && int(p.Prio) < s.cfg.Prios-1 {
+	if s.classUp != nil && s.classUp[port*len(s.ports)+out] && int(p.Prio) < s.prios-1 {
 		p.Prio++ // queued, sent and paused downstream in the next class; admitted here in the old one
 	}
 	q, class := s.fc.Classify(out, p)
@@ -283,7 +303,16 @@ func (s *Switch) route(p *pkt.Packet) int {
 	if p.Dst < 0 || int(p.Dst) >= len(s.fib.Idx) {
 		return -1
 	}
-	set := s.fib.Sets[s.fib.Idx[p.Dst]]
+	var set []uint8
+	if s.routes != nil {
+		r := s.routes[p.Dst]
+		if r&routeOne != 0 {
+			return int(r &^ routeOne)
+		}
+		set = s.fib.Sets[r]
+	} else {
+		set = s.fib.Sets[s.fib.Idx[p.Dst]]
+	}
 	switch len(set) {
 	case 0:
 		return -1
@@ -303,6 +332,26 @@ func (s *Switch) route(p *pkt.Packet) int {
 	idx := s.flowRand.IntN(len(set))
 	*f = flowlet{hash: h, idx: uint8(idx), valid: true, last: now}
 	return int(set[idx])
+}
+
+// routeOne flags an entry of Switch.routes that is a port, not a set's index.
+const routeOne = 1 << 15
+
+// setRoutes makes t the switch's table, and routes from it.
+func (s *Switch) setRoutes(t fib.Table) {
+	s.fib, s.routes = t, nil
+	if len(t.Sets) > routeOne {
+		return
+	}
+	routes := make([]uint16, len(t.Idx))
+	for d, i := range t.Idx {
+		if set := t.Sets[i]; len(set) == 1 {
+			routes[d] = routeOne | uint16(set[0])
+		} else {
+			routes[d] = i
+		}
+	}
+	s.routes = routes
 }
 
 // ecmpSalt gives each switch its own ECMP hash. With one seed everywhere, an edge and an aggregation
@@ -350,7 +399,7 @@ func (s *Switch) dequeued(out, q int, p *pkt.Packet) {
 	s.pc[out].bytes -= size
 	// Marking at dequeue, on what the frame leaves behind, as HPCC's ns-3 switch does: the mark carries
 	// the freshest queue state to the receiver.
-	if s.cfg.ECN.Enabled && (p.ECN == pkt.ECT0 || p.ECN == pkt.ECT1) && s.redMark(s.ports[out].Bytes(q)) {
+	if s.ecn && (p.ECN == pkt.ECT0 || p.ECN == pkt.ECT1) && s.redMark(s.ports[out].Bytes(q)) {
 		p.ECN = pkt.CE
 		s.qc[i].marked++
 		s.marked++
@@ -427,8 +476,8 @@ func (d *device) Clock() clock.Clock      { return d.clk }
 func (d *device) NumPorts() int           { return len(d.ports) }
 func (d *device) Port(i int) *egress.Port { return d.ports[i] }
 func (d *device) DataQueues() int         { return d.nq }
-func (d *device) Prios() int              { return d.cfg.Prios }
-func (d *device) Lossless(prio int) bool  { return d.cfg.lossless[prio] }
+func (d *device) Prios() int              { return d.prios }
+func (d *device) Lossless(prio int) bool  { return d.lossless>>uint(prio)&1 != 0 }
 func (d *device) MMU() *mmu.MMU           { return d.mmu }
 func (d *device) PeerHost(port int) (int32, bool) {
 	pc := d.cfg.Ports[port]

@@ -758,3 +758,63 @@ func TestPFCAlphaOverridesStaticXOFF(t *testing.T) {
 		t.Errorf("alpha 0.01 paused first at %v, not before alpha 0.125 (%v)", tight.first, loose.first)
 	}
 }
+
+// TestRoutesMatchFIB: route's per-destination entries (a one-port set's port in place) pick the port
+// the table itself gives, for sets of none, one and several ports, through SetFIB, and with a table of
+// more sets than the entries can index (route then reads the table).
+func TestRoutesMatchFIB(t *testing.T) {
+	sw, err := New(baseConfig(4), clock.NewVirtual(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTable := func(p *pkt.Packet) int {
+		set := sw.fib.Ports(int(p.Dst))
+		switch len(set) {
+		case 0:
+			return -1
+		case 1:
+			return int(set[0])
+		}
+		return int(set[fmix32(p.FlowHash(sw.salt))%uint32(len(set))])
+	}
+	check := func(name string, dsts int) {
+		for d := -1; d <= dsts; d++ {
+			for flow := uint32(0); flow < 8; flow++ {
+				p := data(0, int32(d), flow, 0, 1000)
+				p.SPort = uint16(flow * 7919)
+				if got, want := sw.route(p), byTable(p); got != want {
+					t.Fatalf("%s: dst %d flow %d: port %d, table %d", name, d, flow, got, want)
+				}
+			}
+		}
+	}
+	var tb fib.Table
+	tb = route(tb, 0, 3)
+	tb = route(tb, 1, 0, 1, 2)
+	tb = route(tb, 3, 2, 3)
+	tb = route(tb, 5, 1)
+	if err := sw.SetFIB(tb); err != nil {
+		t.Fatal(err)
+	}
+	if sw.routes == nil {
+		t.Fatal("a table of 4 sets left route without its entries")
+	}
+	check("small table", 6)
+	var sets [][]uint8
+	for i := 0; len(sets) <= routeOne; i++ {
+		if a, b := uint8(i%4), uint8(i/4%4); a != b || i%16 == 0 {
+			sets = append(sets, []uint8{a, b, uint8(i / 16 % 4), uint8(i / 64 % 4), uint8(i / 256 % 4), uint8(i / 1024 % 4), uint8(i / 4096 % 4), uint8(i / 16384 % 4)})
+		}
+	}
+	wide, err := fib.FromSets(sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.SetFIB(wide); err != nil {
+		t.Fatal(err)
+	}
+	if sw.routes != nil || len(wide.Sets) <= routeOne {
+		t.Fatalf("a table of %d sets: entries %v", len(wide.Sets), sw.routes != nil)
+	}
+	check("wide table", 200)
+}
