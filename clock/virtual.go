@@ -61,8 +61,8 @@ const (
 )
 
 // bucket holds the events of one wheel slot. It takes them as they come (scheduling order) and is put
-// in firing order once, when it is first read (Virtual.ready); from then until it empties it is kept in
-// firing order from head on.
+// in firing order once, when it is first read (Virtual.sortBucket); from then until it empties it is
+// kept in firing order from head on.
 type bucket struct {
 	e      []ventry
 	head   int32
@@ -299,7 +299,7 @@ func (v *Virtual) push(e ventry) {
 	}
 	b.e = append(b.e, e)
 	if b.sorted {
-		// The bucket is being drained (ready sorted it): e goes after every entry that does not fire
+		// The bucket is being drained (sortBucket sorted it): e goes after every entry that does not fire
 		// after it, e being the latest scheduled. Few events land in the bucket of now.
 		if n := len(b.e) - 1; n > int(b.head) && firesAfter(&b.e[n-1], &e) {
 			lo, hi := int(b.head), n-1 // b.e[hi] fires after e
@@ -318,18 +318,15 @@ func (v *Virtual) push(e ventry) {
 	v.inWheel++
 }
 
-// ready returns wheel bucket i in firing order. Hosts in step schedule hundreds of events for one
-// instant, which fire by device (docs/architecture.md), not in the order they were scheduled: placing
-// each on arrival (binary search and a copy of the entries after it) cost a fifth of a fat-tree k=8
-// permutation's instructions, and the copies grow with the events per bucket, that is with the
-// fabric. One stable sort when the bucket comes up costs O(log n) an entry.
-func (v *Virtual) ready(i int) *bucket {
-	b := &v.wheel[i]
-	if !b.sorted {
-		v.sortEntries(b.e[b.head:])
-		b.sorted = true
-	}
-	return b
+// sortBucket puts bucket b in firing order; pop and peek call it on a bucket they find unsorted (the
+// test is theirs, so that it costs no call on every event). Hosts in step schedule hundreds of events
+// for one instant, which fire by device (docs/architecture.md), not in the order they were scheduled:
+// placing each on arrival (binary search and a copy of the entries after it) cost a fifth of a fat-tree
+// k=8 permutation's instructions, and the copies grow with the events per bucket, that is with the
+// fabric. One sort when the bucket comes up costs O(log n) an entry.
+func (v *Virtual) sortBucket(b *bucket) {
+	v.sortEntries(b.e[b.head:])
+	b.sorted = true
 }
 
 // firesAfter says whether a fires after b by time and Order alone: an entry scheduled after a that ties
@@ -448,7 +445,10 @@ func (v *Virtual) peek() *ventry {
 	if v.inWheel == 0 {
 		return &v.events[0]
 	}
-	b := v.ready(v.first())
+	b := &v.wheel[v.first()]
+	if !b.sorted {
+		v.sortBucket(b)
+	}
 	e := &b.e[b.head]
 	if len(v.events) > 0 && v.before(&v.events[0], e) {
 		return &v.events[0]
@@ -461,7 +461,10 @@ func (v *Virtual) pop() ventry {
 		return v.heapPop()
 	}
 	i := v.first()
-	b := v.ready(i)
+	b := &v.wheel[i]
+	if !b.sorted {
+		v.sortBucket(b)
+	}
 	top := b.e[b.head]
 	if len(v.events) > 0 && v.before(&v.events[0], &top) {
 		return v.heapPop()
