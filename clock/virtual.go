@@ -293,7 +293,13 @@ func (v *Virtual) push(e ventry) {
 			b.e = b.e[:copy(b.e, b.e[b.head:])]
 			b.head = 0
 		} else if n := len(v.spare); n > 0 && cap(v.spare[n-1]) > cap(b.e) {
-			b.e = append(v.spare[n-1], b.e...)
+			if len(b.e) == 0 {
+				// An emptied bucket takes the array as it is: on an incast a bucket holds about three
+				// events, and every bucket that comes up took a spare through append's copy.
+				b.e = v.spare[n-1][:0]
+			} else {
+				b.e = append(v.spare[n-1], b.e...)
+			}
 			v.spare = v.spare[:n-1]
 		}
 	}
