@@ -81,9 +81,18 @@ step_ginkgo() {
 	# Compile every suite first, then run the binaries: `ginkgo -r` compiles the next suite while the
 	# current one runs, and a compiler next to the namespace suites made their agents late. A suite that
 	# does not compile fails this step; the others still run.
-	local rc=0
+	local rc=0 labdir
 	find suites -name '*.test' -type f -delete # a suite that no longer compiles must not run its old binary
 	ginkgo build -r ./suites >/dev/null || rc=$?
+	# The suites that drive the lab command as a user would (smoke, netns, live, cluster, docs) share one
+	# binary built here from this tree (suites/internal/labbin): each linked its own before, a minute a
+	# link under QEMU's emulator. If it does not build, they build their own and say why.
+	labdir=$(mktemp -d)
+	if go build -o "$labdir/lab" ./cmd/lab; then
+		export FABRICLAB_LAB_BIN="$labdir/lab"
+	else
+		rc=1
+	fi
 	# A relative report path: ginkgo writes each suite's report under the suite's directory at that path
 	# first (an absolute path would be re-rooted there), then merges them into this one. --keep-going runs
 	# every suite after one fails; the JUnit file lists every spec of every suite, the ones the label
@@ -96,6 +105,8 @@ step_ginkgo() {
 		go run ./tools/junitskips "$results/junit.xml" "$labels" || rc=1
 	fi
 	echo "JUnit report: $results/junit.xml"
+	unset FABRICLAB_LAB_BIN
+	rm -rf "$labdir"
 	return $rc
 }
 
