@@ -414,7 +414,11 @@ guest_test() {
 	local steps=${STEPS-gofmt,vet,unit,unit_harness,k8s,ginkgo}
 	[ "$steps" = all ] && steps=
 	say "the test command in the VM: labels '$labels', steps ${steps:-all}"
-	vagrant ssh -c "cd /fabriclab && sudo TEST_RESULTS_DIR=/fabriclab/test-results STEPS='$steps' bash scripts/test.sh '$labels' 2>&1" \
+	# The test command's hang bounds (go test's 10 minutes a package, 40 minutes for all the suites) are
+	# sized for a native machine; under TCG lab/bound alone took 6 minutes and the cluster suite 15.
+	vagrant ssh -c "cd /fabriclab && sudo TEST_RESULTS_DIR=/fabriclab/test-results STEPS='$steps' \
+		FABRICLAB_GO_TEST_TIMEOUT=${FABRICLAB_GO_TEST_TIMEOUT:-90m} FABRICLAB_SUITE_TIMEOUT=${FABRICLAB_SUITE_TIMEOUT:-6h} \
+		bash scripts/test.sh '$labels' 2>&1" \
 		| tee "$RESULTS/test.log" || rc=$?
 	vagrant ssh-config >"$WORK/ssh-config"
 	rsync -a -e "ssh -F $WORK/ssh-config" --rsync-path="sudo rsync" default:/fabriclab/test-results/ "$RESULTS/" ||
