@@ -20,6 +20,12 @@ results="${TEST_RESULTS_DIR:-test-results}"
 bash scripts/provision.sh || exit 1
 export PATH="$PATH:/usr/local/go/bin:$(go env GOPATH)/bin"
 
+# Bounds that catch a hang, not assertions: go test's own 10 minutes per package, and 40 minutes for
+# all the Ginkgo suites of the run together (ginkgo counts one --timeout down over the suites). Under QEMU's emulator (scripts/vm.sh without KVM) everything runs 10-25 times slower and
+# a package that takes a minute natively legitimately takes longer than ten; scripts/vm.sh raises them.
+go_timeout="${FABRICLAB_GO_TEST_TIMEOUT:-10m}"
+suite_timeout="${FABRICLAB_SUITE_TIMEOUT:-40m}"
+
 # step TITLE FUNCTION runs FUNCTION, records pass/fail and its seconds, and goes on. STEPS (e.g.
 # STEPS=gofmt,ginkgo) runs only the named steps (the function names without step_); the others are
 # listed as skipped.
@@ -64,15 +70,15 @@ step_vet() { go vet ./...; }
 # Packages whose tests run real namespaces and time real frames (harness/...) run one at a time after
 # the others: next to another package's CPU-bound tests their agents lose the CPU and their runs turn
 # unfaithful (seen in CI: a kernel TCP flow at 86% of the emulated link while lab/bound solved LPs).
-step_unit() { go test -count=1 $(go list ./... | grep -v -e /suites/ -e /harness/); }
-step_unit_harness() { go test -count=1 -p 1 ./harness/...; }
+step_unit() { go test -count=1 -timeout="$go_timeout" $(go list ./... | grep -v -e /suites/ -e /harness/); }
+step_unit_harness() { go test -count=1 -timeout="$go_timeout" -p 1 ./harness/...; }
 
 step_fuzz() { bash scripts/fuzz.sh 2s; }
 
 # deploy/k8s/manifestcheck is its own module, so client-go stays out of the lab binary's dependencies.
-step_k8s() { (cd deploy/k8s/manifestcheck && go test -count=1 .); }
+step_k8s() { (cd deploy/k8s/manifestcheck && go test -count=1 -timeout="$go_timeout" .); }
 
-step_race() { go test -race -count=1 ./clock/... ./egress/... ./switchsw/... ./nodes/... ./wire/... ./harness/virtual/...; }
+step_race() { go test -race -count=1 -timeout="$go_timeout" ./clock/... ./egress/... ./switchsw/... ./nodes/... ./wire/... ./harness/virtual/...; }
 
 step_ginkgo() {
 	if [ "$(id -u)" -ne 0 ]; then
@@ -81,21 +87,32 @@ step_ginkgo() {
 	# Compile every suite first, then run the binaries: `ginkgo -r` compiles the next suite while the
 	# current one runs, and a compiler next to the namespace suites made their agents late. A suite that
 	# does not compile fails this step; the others still run.
-	local rc=0
+	local rc=0 labdir
 	find suites -name '*.test' -type f -delete # a suite that no longer compiles must not run its old binary
 	ginkgo build -r ./suites >/dev/null || rc=$?
+	# The suites that drive the lab command as a user would (smoke, netns, live, cluster, docs) share one
+	# binary built here from this tree (suites/internal/labbin): each linked its own before, a minute a
+	# link under QEMU's emulator. If it does not build, they build their own and say why.
+	labdir=$(mktemp -d)
+	if go build -o "$labdir/lab" ./cmd/lab; then
+		export FABRICLAB_LAB_BIN="$labdir/lab"
+	else
+		rc=1
+	fi
 	# A relative report path: ginkgo writes each suite's report under the suite's directory at that path
 	# first (an absolute path would be re-rooted there), then merges them into this one. --keep-going runs
 	# every suite after one fails; the JUnit file lists every spec of every suite, the ones the label
 	# filter left out as skipped, with the filter and their labels.
 	mkdir -p "$results"
-	ginkgo --no-color --keep-going --label-filter="$labels" --timeout=40m --junit-report="$results/junit.xml" \
+	ginkgo --no-color --keep-going --label-filter="$labels" --timeout="$suite_timeout" --junit-report="$results/junit.xml" \
 		${extra[@]+"${extra[@]}"} $(find suites -name '*.test' -type f | sort) || rc=$?
 	# Ginkgo says only "skipped" for a spec the filter left out; name the filter and the spec's labels.
 	if [ -f "$results/junit.xml" ]; then
 		go run ./tools/junitskips "$results/junit.xml" "$labels" || rc=1
 	fi
 	echo "JUnit report: $results/junit.xml"
+	unset FABRICLAB_LAB_BIN
+	rm -rf "$labdir"
 	return $rc
 }
 

@@ -52,6 +52,11 @@ func FrameRate(l *lab.Lab) Need {
 	if len(l.Hosts) > 0 {
 		if c, err := l.Hosts[0].Config.WithDefaults(); err == nil {
 			mtu, ackEvery = c.MTU, c.AckEvery
+		} else if c := l.Hosts[0].Config; c.MTU > 0 {
+			// Kernel-tcp hosts are not the Go hosts this config describes (it refuses their transport),
+			// but they send frames of the spec's MTU: counted at the Go hosts' default instead, a 9000-byte
+			// kernel lab's need came out nine times too high and its dilation a step or two too.
+			mtu = c.MTU
 		}
 	}
 	var n Need

@@ -86,3 +86,30 @@ duration: 1ms`))
 		t.Fatalf("routes too short: %g", want)
 	}
 }
+
+// Kernel-tcp hosts send frames of the spec's MTU although the Go hosts' config refuses their transport:
+// a 9000-byte kernel lab was counted at the Go hosts' 1000-byte default, nine times its frames.
+func TestFrameRateKernelMTU(t *testing.T) {
+	s, err := spec.Parse([]byte(`name: frk
+backend: netns
+dilation: 2000
+topology: {family: ring, n: 3, hosts_per_switch: 1, link: {rate: 100Gbps, delay: 1us}}
+switch: {flow_control: lossy}
+host: {transport: kernel-tcp, cc: cubic, mtu: 9000}
+routing: {algorithm: shortest}
+workload: [{kind: flows, list: [{src: h0, dst: h1, size: 20MB, at: 0s}]}]
+duration: 1s`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lab.Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := l.Flows[0]
+	hops := float64(max(len(f.Route), f.Path.Hops(), 2))
+	want := 2 * math.Ceil(float64(f.Size)/9000) * hops
+	if n := FrameRate(l); n.FrameHops != want {
+		t.Fatalf("need %+v, want %g frame-hops (%g hops, 9000-byte frames)", n, want, hops)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fabriclab/fabriclab/harness/netns"
+	"github.com/fabriclab/fabriclab/suites/internal/labbin"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -125,13 +126,13 @@ var _ = BeforeSuite(func() {
 		AbortSuite("the cluster suite needs a Docker engine: " + err.Error())
 	}
 	dir = GinkgoT().TempDir()
-	labBin = filepath.Join(dir, "lab")
-	out, err := exec.Command("go", "build", "-o", labBin, "github.com/fabriclab/fabriclab/cmd/lab").CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/lab:\n%s", out)
+	var err error
+	labBin, err = labbin.Path(dir)
+	Expect(err).NotTo(HaveOccurred())
 	root, err := filepath.Abs("../..")
 	Expect(err).NotTo(HaveOccurred())
 	// --tools: this host's ping and iperf3 in the image too, for lab pingall and lab iperf on live labs.
-	out, err = exec.Command("bash", filepath.Join(root, "scripts/image.sh"), "--tools", tag).CombinedOutput()
+	out, err := exec.Command("bash", filepath.Join(root, "scripts/image.sh"), "--tools", tag).CombinedOutput()
 	Expect(err).NotTo(HaveOccurred(), "scripts/image.sh:\n%s", out)
 	image = "fabriclab/lab:" + tag
 	DeferCleanup(func() { docker("rmi", "-f", image) })

@@ -16,9 +16,9 @@ package docs_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/fabriclab/fabriclab/suites/internal/labbin"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -37,11 +37,10 @@ var runTag = fmt.Sprintf("%04x", os.Getpid()&0xffff)
 var labBin string
 
 var _ = BeforeSuite(func() {
-	dir := GinkgoT().TempDir()
-	labBin = filepath.Join(dir, "lab")
-	// -trimpath, as the pages' own builds run (blockEnv): the build cache then serves every scratch
-	// copy of the tree, which without it compiles every package again (the directory is in the key).
-	cmd := exec.Command("go", "build", "-trimpath", "-o", labBin, "github.com/fabriclab/fabriclab/cmd/lab")
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/lab:\n%s", out)
+	// -trimpath when built here, as the pages' own builds run (blockEnv): the build cache then serves
+	// every scratch copy of the tree, which without it compiles every package again (the directory is
+	// in the key). The test command's shared binary (labbin.Env) serves as well: it only takes down labs.
+	var err error
+	labBin, err = labbin.Path(GinkgoT().TempDir(), "-trimpath")
+	Expect(err).NotTo(HaveOccurred())
 })

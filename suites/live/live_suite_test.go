@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/fabriclab/fabriclab/suites/internal/labbin"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -34,8 +35,7 @@ var _ = BeforeSuite(func() {
 			AbortSuite(tool + " is missing: run sudo bash scripts/provision.sh")
 		}
 	}
-	dir := GinkgoT().TempDir()
-	labBin = filepath.Join(dir, "lab")
-	out, err := exec.Command("go", "build", "-o", labBin, "github.com/fabriclab/fabriclab/cmd/lab").CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/lab:\n%s", out)
+	var err error
+	labBin, err = labbin.Path(GinkgoT().TempDir())
+	Expect(err).NotTo(HaveOccurred())
 })

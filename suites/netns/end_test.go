@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/fabriclab/fabriclab/suites/internal/labbin"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
@@ -29,26 +31,15 @@ host: {transport: lossless, cc: none}
 workload: [{kind: flows, list: [{src: h0, dst: h1, size: 100MB, at: 0s}, {src: h2, dst: h3, size: 10KB, at: 1ms}]}]
 duration: 2ms`
 
-// labBinary builds the lab command once, for the specs that drive it as a user would (and signal it).
+// labBinary gives the lab command once (the test command's shared binary, or one built here), for the
+// specs that drive it as a user would (and signal it).
 var labBinary = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "fl-netns-suite-")
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "lab")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/fabriclab/fabriclab/cmd/lab").CombinedOutput()
-	if err != nil {
-		return "", &buildError{err, string(out)}
-	}
-	return bin, nil
+	return labbin.Path(dir)
 })
-
-type buildError struct {
-	err error
-	out string
-}
-
-func (e *buildError) Error() string { return "go build ./cmd/lab: " + e.err.Error() + "\n" + e.out }
 
 var _ = Describe("netns backend: a run ends when its spec ends", Label("netns"), func() {
 	It("ends a lab behind the wall clock at its duration in engine time, with no completion after it", func() {

@@ -6,9 +6,9 @@ package smoke_test
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/fabriclab/fabriclab/suites/internal/labbin"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -34,9 +34,7 @@ var _ = BeforeSuite(func() {
 		AbortSuite("the smoke suite needs root: it creates network namespaces and veth pairs. " +
 			"Run it as root: sudo bash scripts/test.sh, or sudo ginkgo --label-filter=smoke ./suites/smoke")
 	}
-	dir := GinkgoT().TempDir()
-	labBin = filepath.Join(dir, "lab")
-	cmd := exec.Command("go", "build", "-o", labBin, "github.com/fabriclab/fabriclab/cmd/lab")
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), "go build ./cmd/lab:\n%s", out)
+	var err error
+	labBin, err = labbin.Path(GinkgoT().TempDir())
+	Expect(err).NotTo(HaveOccurred())
 })
