@@ -30,7 +30,10 @@ commit=$(git rev-parse --short=7 HEAD)
 lab=$runs/lab-$commit
 
 groups_cheap="fc-regular fcplus-small fcplus-table1 fcplus-k2 fcplus-lp-n100 fc fcplus-lp-t8 fcplus-lp-n400 fcplus-paths"
-groups_exp="dragonfly-t1-small dragonfly-unf-512 dragonfly-adv2-d1 dragonfly-adv1 dragonfly-adv1-shortest dragonfly-adv2-256 expander-mid19 portfc-ndc81-gbn dragonfly-t1 dragonfly-adv1-1024 dragonfly-unf-2048 portfc-ndc81 expander-low expander-torratio expander-projector portfc-ndc41-hadoop portfc-ndc41-storage"
+groups_exp="portfc-rail-moe expander-hybrid-steps expander-uniform dragonfly-adv1-64 dragonfly-scale-d1 dragonfly-scale-d23 expander-cheaper-ecmp06 expander-cheaper-vlb expander-cheaper-ecmp08 dragonfly-t1-16 dragonfly-t1-64 dragonfly-scale-d2-heavy dragonfly-scale-d3-heavy dragonfly-t1-small dragonfly-unf-512 dragonfly-adv2-d1 dragonfly-adv1 dragonfly-adv1-shortest dragonfly-adv2-256 expander-mid19 portfc-ndc81-gbn dragonfly-t1 dragonfly-adv1-1024 dragonfly-unf-2048 portfc-ndc81 expander-low expander-torratio expander-projector portfc-ndc41-hadoop portfc-ndc41-storage"
+# Rows without a source (their numbers come from go tests or from commands whose output lab claims does not
+# read): no group can refresh them; their commands are in the rows, and a re-run is compared by hand.
+groups_manual="expander-10.* expander-11 expander-12 expander-15.4 (go test ./nodes, ./lab/bound/dynamic; lab dynamic, lab topo), dragonfly-3 (go test ./lab/deadlock and two UNF runs), fibre-channel-2.1 (go test ./suites/routing), fcplus-3 (lab report of fcplus-deadlock), fcplus-13.* and expander-9.* (not judged)"
 groups_never="fcplus-t8-ur (one UR LP at N = 120 with 32 paths per pair ran 17 min without finishing)"
 
 run() {
@@ -188,10 +191,30 @@ g_fcplus-paths() {
 exp() {
 	local g=$1 rows=$2
 	shift 2
+	tree "$g" "$rows" "$@" || return 0
+	claims "$g" "$rows" "$runs/$g"
+}
+
+# exp_seeds GROUP ROWS FILE METRICS TREEROWS LABRUNARGS...: as exp, for rows read from a per-seed file:
+# the tree's per-seed values of METRICS (comma list) are saved into $out/runs/FILE, then ROWS are
+# refreshed from $out (and TREEROWS, if not empty, from the tree itself).
+exp_seeds() {
+	local g=$1 rows=$2 f=$3 m=$4 trows=$5
+	shift 5
+	tree "$g" "$rows${trows:+,$trows}" "$@" || return 0
+	run "$lab" claims --save-seeds "$out/runs/$f" --seed-metric "$m" --commit "$commit" \
+		--provenance "re-run $(date -u +%F) at $commit by scripts/claims-rerun.sh $g: bin/lab run $* (virtual backend, nice $nice, load $(load))" "$runs/$g"
+	[ -z "$trows" ] || claims "$g" "$trows" "$runs/$g"
+	claims "$g" "$rows" "$out"
+}
+
+# tree GROUP ROWS LABRUNARGS...: the run tree of exp, under $runs/GROUP; fails (status 1) when skipped.
+tree() {
+	local g=$1 rows=$2
+	shift 2
 	local tree=$runs/$g
 	if [ "$dry" = 1 ]; then
 		run "$lab" run "$@" -o "$tree"
-		claims "$g" "$rows" "$tree"
 		return
 	fi
 	mkdir -p "$runs"
@@ -215,13 +238,12 @@ exp() {
 	echo "$g: $n runs, first ${first}s, last ${last}s, about ${est}s more (load $(load))" >&2
 	if [ $((now + est)) -gt "$end" ]; then
 		echo "$g	rows $rows	$n runs, estimated $(((est + first + last) / 60)) min at load $(load): would not end by ${DEADLINE:-01:10}" | tee -a "$runs/skipped.txt" >&2
-		return 0
+		return 1
 	fi
 	local i
 	for ((i = 1; i < n - 1; i++)); do
 		run "$lab" run "$@" -o "$tree" --index "$i" >/dev/null
 	done
-	claims "$g" "$rows" "$tree"
 }
 
 g_dragonfly-t1-small() { exp dragonfly-t1-small 'dragonfly-6.12,dragonfly-6.13' lab/experiments/dragonfly-table1/{pfc,lerp}.yaml --set workload.0.connections=8,32 --seeds 3 --meters=false; }
@@ -242,12 +264,37 @@ g_portfc-ndc81() { exp portfc-ndc81 'portfc-8.1,portfc-8.2,portfc-8.3,portfc-8.4
 g_portfc-ndc41-hadoop() { exp portfc-ndc41-hadoop 'portfc-6.5,portfc-6.6,portfc-7.1' lab/experiments/portfc-ndc41-hadoop/{irn,portfc}.yaml --seeds 69 --meters=false; }
 g_portfc-ndc41-storage() { exp portfc-ndc41-storage 'portfc-6.8,portfc-6.9,portfc-7.3' lab/experiments/portfc-ndc41-storage/{irn,portfc}.yaml --seeds 60 --meters=false; }
 
+# The rows without a group until 2026-12-08 (each row's command says the same runs).
+g_portfc-rail-moe() { exp_seeds portfc-rail-moe 'portfc-11.2' portfc-rail-moe.json link_util.hbd 'portfc-11.1' lab/experiments/portfc-rail-moe/{irn,portfc}.yaml --seeds 30; }
+g_dragonfly-adv1-64() { exp dragonfly-adv1-64 'dragonfly-2.64,dragonfly-9.64' lab/experiments/dragonfly-d1/adv1-{gbn,lerp}.yaml --set workload.0.connections=64 --seeds 6 --meters=false; }
+g_dragonfly-t1-16() { exp dragonfly-t1-16 'dragonfly-6.2' lab/experiments/dragonfly-table1/{pfc,lerp}.yaml --set workload.0.connections=16 --seeds 20 --meters=false; }
+g_dragonfly-t1-64() { exp dragonfly-t1-64 'dragonfly-6.3' lab/experiments/dragonfly-table1/{pfc,lerp}.yaml --set workload.0.connections=64 --seeds 20 --meters=false; }
+g_dragonfly-scale-d1() { exp dragonfly-scale-d1 'dragonfly-10.1,dragonfly-13' lab/experiments/dragonfly-scale/adv1-d1-{lerp,benchmark}.yaml --seeds 10 --meters=false; }
+g_dragonfly-scale-d23() { exp dragonfly-scale-d23 'dragonfly-10.2,dragonfly-10.3' lab/experiments/dragonfly-scale/adv1-d{2,3}-{lerp,benchmark}.yaml --seeds 3 --meters=false; }
+g_dragonfly-scale-d2-heavy() { exp dragonfly-scale-d2-heavy 'dragonfly-10.5' lab/experiments/dragonfly-scale/adv1-d2-{lerp,benchmark}-heavy.yaml --seeds 8 --meters=false; }
+g_dragonfly-scale-d3-heavy() { exp dragonfly-scale-d3-heavy 'dragonfly-10.6' lab/experiments/dragonfly-scale/adv1-d3-{lerp,benchmark}-heavy.yaml --seeds 3 --meters=false; }
+g_expander-uniform() { exp_seeds expander-uniform 'expander-4.1' expander-uniform.json fct_avg_s '' lab/experiments/expander-uniform/{ft100,ft50}-ecmp.yaml lab/experiments/expander-uniform/xpl-{ecmp,vlb,hybrid}.yaml --seeds 20 --meters=false; }
+# Two trees: --set routing.threshold would apply to all-vlb and all-shortest as well.
+g_expander-hybrid-steps() {
+	local h=lab/experiments/expander-vlb-crossover/all-hybrid.yaml a=(lab/experiments/expander-vlb-crossover/all-{vlb,shortest}.yaml)
+	tree expander-hybrid-steps 'expander-7' "$h" --set routing.threshold=100KB,2.5MB,10MB --seeds 20 --meters=false || return 0
+	tree expander-hybrid-steps-a 'expander-7' "${a[@]}" --seeds 20 --meters=false || return 0
+	run "$lab" claims --save-seeds "$out/runs/expander-vlb-crossover.json" --seed-metric fct_avg_s --commit "$commit" \
+		--provenance "re-run $(date -u +%F) at $commit by scripts/claims-rerun.sh expander-hybrid-steps: bin/lab run $h --set routing.threshold=100KB,2.5MB,10MB and ${a[*]}, --seeds 20 (virtual backend, nice $nice, load $(load))" \
+		"$runs/expander-hybrid-steps" "$runs/expander-hybrid-steps-a"
+	claims expander-hybrid-steps 'expander-7' "$out"
+}
+g_expander-cheaper-vlb() { exp expander-cheaper-vlb 'expander-8.1,expander-8.3' lab/experiments/expander-cheaper/near-xp{s,l}-vlb.yaml --set workload.0.load=0.4,0.8 --seeds 10 --meters=false; }
+g_expander-cheaper-ecmp06() { exp expander-cheaper-ecmp06 'expander-8.5' lab/experiments/expander-cheaper/near-xp{s,l}-ecmp.yaml --set workload.0.load=0.6 --seeds 10 --meters=false; }
+g_expander-cheaper-ecmp08() { exp expander-cheaper-ecmp08 'expander-8.6' lab/experiments/expander-cheaper/near-xp{s,l}-ecmp.yaml --set workload.0.load=0.8 --seeds 20 --meters=false; }
+
 while getopts nl o; do
 	case $o in
 	n) dry=1 ;;
 	l)
 		echo "analyze/topo groups (minutes of CPU): $groups_cheap"
 		echo "experiment groups (cheapest first; each estimates itself): $groups_exp"
+		echo "rows no group refreshes (no source): $groups_manual"
 		echo "not run: $groups_never"
 		exit 0
 		;;
