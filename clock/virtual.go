@@ -70,6 +70,10 @@ type bucket struct {
 	e         []ventry
 	head      int32
 	unordered bool
+	// last is the largest (time within the bucket, Order) pushed since the bucket was last empty: an
+	// event at or after it goes last, one compare and no load of the entries. (It may be a fired
+	// entry's, above every pending one: place then finds e's place is last.)
+	last uint64
 }
 
 // vslot is an event's callback: a Handler (ScheduleHandler), a func (Schedule, as funcHandler) or an
@@ -307,8 +311,10 @@ func (v *Virtual) push(e ventry) {
 		}
 	}
 	b.e = append(b.e, e)
-	if n := len(b.e) - 1; n > int(b.head) && !b.unordered && firesAfter(&b.e[n-1], &e) {
-		v.place(b, i, n)
+	if k := uint64(e.at&(1<<wheelShift-1))<<OrderBits | e.key>>slotBits; k >= b.last {
+		b.last = k
+	} else if !b.unordered {
+		v.place(b, i, len(b.e)-1)
 	}
 	v.filled[i>>6] |= 1 << uint(i&63)
 	v.inWheel++
@@ -516,7 +522,7 @@ func (v *Virtual) pop() ventry {
 	}
 	b.head++
 	if int(b.head) == len(b.e) {
-		b.e, b.head = b.e[:0], 0 // not unordered: pop sorted it before taking its last entry
+		b.e, b.head, b.last = b.e[:0], 0, 0 // not unordered: pop sorted it before taking its last entry
 		if cap(b.e) > bucketKeep {
 			v.spare, b.e = append(v.spare, b.e), nil
 		}
