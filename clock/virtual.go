@@ -327,9 +327,9 @@ func (v *Virtual) push(e ventry) {
 // are sorted anyway, 8 cost 14 more than 3 (callgrind, docs/performance.md).
 const smallPlace = 3
 
-// place puts b.e[n], the latest scheduled entry of bucket i, which fires before b.e[n-1], where it
-// fires in a bucket in order, or marks the bucket unordered: e goes after every entry that does not
-// fire after it, e being the latest scheduled.
+// place puts b.e[n], the latest scheduled entry of bucket i, whose key is below the bucket's last,
+// where it fires in a bucket in order, or marks the bucket unordered: e goes after every entry that
+// does not fire after it, e being the latest scheduled.
 func (v *Virtual) place(b *bucket, i, n int) {
 	e := b.e[n]
 	head := int(b.head)
