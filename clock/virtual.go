@@ -60,13 +60,20 @@ const (
 	bucketKeep   = 64  // a bucket keeps an array up to this many events when it empties
 )
 
-// bucket holds the events of one wheel slot. It takes them as they come (scheduling order) and is put
-// in firing order once, when it is first read (Virtual.sortBucket); from then until it empties it is
-// kept in firing order from head on.
+// bucket holds the events of one wheel slot, from head on in firing order unless unordered is set.
+// Most buckets take their events in firing order, or nearly (an incast's hold about three): push keeps
+// them in order with one comparison an event, placing a late-comer among the last few entries by hand.
+// A bucket that takes an event out of order past smallPlace entries is marked unordered and sorted
+// once, when it is first read (Virtual.sortBucket), unless it is the bucket being drained (its time is
+// now), where the event is placed by binary search.
 type bucket struct {
-	e      []ventry
-	head   int32
-	sorted bool
+	e         []ventry
+	head      int32
+	unordered bool
+	// last is the largest (time within the bucket, Order) pushed since the bucket was last empty: an
+	// event at or after it goes last, one compare and no load of the entries. (It may be a fired
+	// entry's, above every pending one: place then finds e's place is last.)
+	last uint64
 }
 
 // vslot is an event's callback: a Handler (ScheduleHandler), a func (Schedule, as funcHandler) or an
@@ -304,27 +311,55 @@ func (v *Virtual) push(e ventry) {
 		}
 	}
 	b.e = append(b.e, e)
-	if b.sorted {
-		// The bucket is being drained (sortBucket sorted it): e goes after every entry that does not fire
-		// after it, e being the latest scheduled. Few events land in the bucket of now.
-		if n := len(b.e) - 1; n > int(b.head) && firesAfter(&b.e[n-1], &e) {
-			lo, hi := int(b.head), n-1 // b.e[hi] fires after e
-			for lo < hi {
-				if m := int(uint(lo+hi) >> 1); firesAfter(&b.e[m], &e) {
-					hi = m
-				} else {
-					lo = m + 1
-				}
-			}
-			copy(b.e[lo+1:], b.e[lo:n])
-			b.e[lo] = e
-		}
+	if k := uint64(e.at&(1<<wheelShift-1))<<OrderBits | e.key>>slotBits; k >= b.last {
+		b.last = k
+	} else if !b.unordered {
+		v.place(b, i, len(b.e)-1)
 	}
 	v.filled[i>>6] |= 1 << uint(i&63)
 	v.inWheel++
 }
 
-// sortBucket puts bucket b in firing order; pop and peek call it on a bucket they find unsorted (the
+// smallPlace is how many of a bucket's last entries push searches for a late-comer's place, shifting
+// them by hand; a bucket whose late-comer goes further back is sorted when it comes up instead. On the
+// k=8 incast 3 and 8 cost the clock the same instructions an event and 2 cost 10 more (more buckets
+// left to sort); on the 128-flow k=8 permutation, whose buckets take late-comers in every order and
+// are sorted anyway, 8 cost 14 more than 3 (callgrind, docs/performance.md).
+const smallPlace = 3
+
+// place puts b.e[n], the latest scheduled entry of bucket i, whose key is below the bucket's last,
+// where it fires in a bucket in order, or marks the bucket unordered: e goes after every entry that
+// does not fire after it, e being the latest scheduled.
+func (v *Virtual) place(b *bucket, i, n int) {
+	e := b.e[n]
+	head := int(b.head)
+	if lo := max(head, n-smallPlace); lo == head || !firesAfter(&b.e[lo-1], &e) {
+		// The entries from head on fire in order, so e's place is at or after lo.
+		j := n
+		for ; j > lo && firesAfter(&b.e[j-1], &e); j-- {
+			b.e[j] = b.e[j-1]
+		}
+		b.e[j] = e
+		return
+	}
+	if i != int(v.now>>wheelShift)&(wheelBuckets-1) {
+		b.unordered = true
+		return
+	}
+	// The bucket being drained: few events land in the bucket of now.
+	lo, hi := head, n-1 // b.e[hi] fires after e
+	for lo < hi {
+		if m := int(uint(lo+hi) >> 1); firesAfter(&b.e[m], &e) {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	copy(b.e[lo+1:], b.e[lo:n])
+	b.e[lo] = e
+}
+
+// sortBucket puts bucket b in firing order; pop and peek call it on a bucket they find unordered (the
 // test is theirs, so that it costs no call on every event). Hosts in step schedule hundreds of events
 // for one instant, which fire by device (docs/architecture.md), not in the order they were scheduled:
 // placing each on arrival (binary search and a copy of the entries after it) cost a fifth of a fat-tree
@@ -332,7 +367,7 @@ func (v *Virtual) push(e ventry) {
 // fabric. One sort when the bucket comes up costs O(log n) an entry.
 func (v *Virtual) sortBucket(b *bucket) {
 	v.sortEntries(b.e[b.head:])
-	b.sorted = true
+	b.unordered = false
 }
 
 // firesAfter says whether a fires after b by time and Order alone: an entry scheduled after a that ties
@@ -430,13 +465,17 @@ func mergeEntries(out, a, b []ventry) {
 }
 
 // first returns the wheel's non-empty bucket that comes first from now's bucket; the wheel must not
-// be empty.
+// be empty. pop has its own copy of the common case (a bucket within now's 64): first does not inline.
 func (v *Virtual) first() int {
 	cur := int(v.now>>wheelShift) & (wheelBuckets - 1)
-	w := cur >> 6
-	if m := v.filled[w] >> uint(cur&63); m != 0 {
+	if m := v.filled[cur>>6] >> uint(cur&63); m != 0 {
 		return cur + bits.TrailingZeros64(m)
 	}
+	return v.firstBeyond(cur >> 6)
+}
+
+// firstBeyond is first past bitmap word w.
+func (v *Virtual) firstBeyond(w int) int {
 	for k := 1; k <= len(v.filled); k++ {
 		ww := (w + k) & (len(v.filled) - 1)
 		if m := v.filled[ww]; m != 0 {
@@ -452,7 +491,7 @@ func (v *Virtual) peek() *ventry {
 		return &v.events[0]
 	}
 	b := &v.wheel[v.first()]
-	if !b.sorted {
+	if b.unordered {
 		v.sortBucket(b)
 	}
 	e := &b.e[b.head]
@@ -466,9 +505,15 @@ func (v *Virtual) pop() ventry {
 	if v.inWheel == 0 {
 		return v.heapPop()
 	}
-	i := v.first()
+	cur := int(v.now>>wheelShift) & (wheelBuckets - 1)
+	var i int
+	if m := v.filled[cur>>6] >> uint(cur&63); m != 0 {
+		i = cur + bits.TrailingZeros64(m)
+	} else {
+		i = v.firstBeyond(cur >> 6)
+	}
 	b := &v.wheel[i]
-	if !b.sorted {
+	if b.unordered {
 		v.sortBucket(b)
 	}
 	top := b.e[b.head]
@@ -477,7 +522,7 @@ func (v *Virtual) pop() ventry {
 	}
 	b.head++
 	if int(b.head) == len(b.e) {
-		b.e, b.head, b.sorted = b.e[:0], 0, false
+		b.e, b.head, b.last = b.e[:0], 0, 0 // not unordered: pop sorted it before taking its last entry
 		if cap(b.e) > bucketKeep {
 			v.spare, b.e = append(v.spare, b.e), nil
 		}

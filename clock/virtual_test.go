@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"fmt"
 	"sort"
 	"testing"
 )
@@ -448,6 +449,48 @@ func TestWheelSortsLargeBuckets(t *testing.T) {
 		for i := range want {
 			if got[i] != want[i].id {
 				t.Fatalf("n=%d: event %d fired %d, want %d", n, i, got[i], want[i].id)
+			}
+		}
+	}
+}
+
+// TestWheelPlacesLateComers checks the three ways a bucket that is not being drained takes an event
+// that fires before the bucket's last: placed among the last smallPlace entries by push, marked
+// unordered and sorted when it comes up (a late-comer further back), and a tie in time and Order
+// behind every entry it ties with. A fast path that skipped the sort of a bucket taken out of order, or
+// placed a late-comer before a tie, fires another order than the reference's.
+func TestWheelPlacesLateComers(t *testing.T) {
+	type ev struct {
+		at Time
+		o  Order
+	}
+	cases := map[string][]ev{
+		"in order":             {{100, DeviceOrder(1)}, {100, DeviceOrder(2)}, {200, DeviceOrder(0)}, {300, DeviceOrder(5)}},
+		"late-comer near":      {{100, DeviceOrder(1)}, {300, DeviceOrder(2)}, {400, DeviceOrder(3)}, {200, DeviceOrder(9)}},
+		"late-comer ties":      {{100, DeviceOrder(4)}, {100, DeviceOrder(7)}, {100, DeviceOrder(4)}, {100, DeviceOrder(4)}},
+		"late-comer far":       {{500, DeviceOrder(1)}, {501, 0}, {502, 0}, {503, 0}, {504, 0}, {505, 0}, {506, 0}, {507, 0}, {508, 0}, {509, 0}, {10, DeviceOrder(3)}},
+		"far then in order":    {{500, 0}, {600, 0}, {700, 0}, {800, 0}, {900, 0}, {1000, 0}, {1100, 0}, {1200, 0}, {1300, 0}, {1, 0}, {1400, 0}, {2, 0}},
+		"reversed":             {{8000, 0}, {7000, 0}, {6000, 0}, {5000, 0}, {4000, 0}, {3000, 0}, {2000, 0}, {1000, 0}, {0, 0}, {900, 0}, {8100, 0}},
+		"near, then far, tied": {{300, DeviceOrder(2)}, {300, DeviceOrder(1)}, {310, 0}, {320, 0}, {330, 0}, {340, 0}, {350, 0}, {360, 0}, {370, 0}, {380, 0}, {300, DeviceOrder(1)}},
+	}
+	for name, evs := range cases {
+		for _, start := range []Time{0, 3 << wheelShift} { // the bucket of now, and one further on
+			v := NewVirtual()
+			var got []int
+			for id, e := range evs {
+				v.ScheduleOrdered(start+e.at, e.o, func() { got = append(got, id) })
+			}
+			want := make([]int, len(evs))
+			for i := range want {
+				want[i] = i
+			}
+			sort.SliceStable(want, func(i, j int) bool {
+				a, b := evs[want[i]], evs[want[j]]
+				return a.at < b.at || a.at == b.at && a.o < b.o
+			})
+			v.RunUntil(Second)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s, bucket at %v: fired %v, want %v", name, start, got, want)
 			}
 		}
 	}
