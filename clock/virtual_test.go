@@ -60,12 +60,9 @@ func BenchmarkVirtualEvents(b *testing.B) {
 func TestVirtualHeapOrderRandom(t *testing.T) {
 	v := NewVirtual()
 	var got []Time
-	x := uint64(12345)
+	rnd := xorshift(12345)
 	for i := 0; i < 5000; i++ {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		d := Time(x % 1000)
+		d := Time(rnd(1000))
 		v.AfterFunc(d, func() { got = append(got, v.Now()) })
 	}
 	v.RunUntil(Second)
@@ -90,13 +87,10 @@ func BenchmarkVirtualDeep(b *testing.B) {
 // (a xorshift draw); the first ones are spaced by gap. sched uses Schedule instead of AfterFunc.
 func benchPending(b *testing.B, span, gap Time, sched bool) {
 	v := NewVirtual()
-	x := uint64(88172645463325252)
+	rnd := xorshift(88172645463325252)
 	var tick func()
 	tick = func() {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		d := Time(x % uint64(span))
+		d := Time(rnd(uint64(span)))
 		if sched {
 			v.Schedule(d, tick)
 		} else {
@@ -148,13 +142,7 @@ func TestWheelKeepsHeapOrder(t *testing.T) {
 	var pending []ref
 	stopped := map[int]bool{}
 	var got, want []int
-	x := uint64(0x9E3779B97F4A7C15)
-	rnd := func(n uint64) uint64 {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		return x % n
-	}
+	rnd := xorshift(uint64(0x9E3779B97F4A7C15))
 	delays := []Time{0, 1, 8191, 8192, 80 * Nanosecond, Microsecond, wheelBuckets<<wheelShift - 1,
 		wheelBuckets << wheelShift, 10 * Microsecond, Millisecond}
 	seq, id := 0, 0
@@ -367,13 +355,7 @@ func TestWheelSortsByOrder(t *testing.T) {
 	}
 	v := NewVirtual()
 	var pending []ref
-	x := uint64(0x2545F4914F6CDD1D)
-	rnd := func(n uint64) uint64 {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		return x % n
-	}
+	rnd := xorshift(uint64(0x2545F4914F6CDD1D))
 	delays := []Time{0, 1, 3000, 8191, 8192, 84480, Microsecond, Microsecond + 84480}
 	seq, id, fired := 0, 0, 0
 	var add func()
@@ -424,13 +406,7 @@ func TestWheelSortsLargeBuckets(t *testing.T) {
 			o  Order
 			id int
 		}
-		x := uint64(n)*0x9E3779B97F4A7C15 | 1
-		rnd := func(m uint64) uint64 {
-			x ^= x << 13
-			x ^= x >> 7
-			x ^= x << 17
-			return x % m
-		}
+		rnd := xorshift(uint64(n)*0x9E3779B97F4A7C15 | 1)
 		v := NewVirtual()
 		var want []ev
 		var got []int
@@ -493,5 +469,15 @@ func TestWheelPlacesLateComers(t *testing.T) {
 				t.Errorf("%s, bucket at %v: fired %v, want %v", name, start, got, want)
 			}
 		}
+	}
+}
+
+// xorshift is the tests' generator (Marsaglia's xorshift64): seeded, so a failing order is replayed.
+func xorshift(x uint64) func(n uint64) uint64 {
+	return func(n uint64) uint64 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		return x % n
 	}
 }
